@@ -1,0 +1,232 @@
+//! Engines: one adapter per way of moving data through a device, behind one small contract.
+//!
+//! Like fio's ioengines, every procedure in [`crate::bench`] drives every engine through the
+//! [`Engine`] trait and never asks which one it has. An engine
+//! - describes itself ([`EngineInfo`]: kind, simulated or not, link, clocks, limits),
+//! - moves N bytes host→device ([`Direction::H2d`]) or device→host ([`Direction::D2h`]),
+//!   or both at once, returning host-side and (when it has one) device-side time and counters,
+//! - optionally exposes MMIO registers ([`Mmio`]) for register-level procedures.
+//!
+//! Targets are written `ENGINE[:ARGUMENT]` and opened by [`open`].
+//!
+//! Direction names: `h2d` = host→device = document 001 "Read" (the device reads host memory) =
+//! document 000 "Mem→FPGA" = XDMA H2C. `d2h` = device→host = 001 "Write" (DMA write) = 000
+//! "FPGA→Mem" = XDMA C2H.
+
+pub mod pattern;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::model::Link;
+
+/// Which way data moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Host memory → device (the device issues reads; XDMA H2C).
+    H2d,
+    /// Device → host memory (the device issues posted writes; XDMA C2H).
+    D2h,
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::H2d => "h2d",
+            Direction::D2h => "d2h",
+        }
+    }
+}
+
+/// What the engine knows about the link it drives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkState {
+    /// Trained link.
+    pub link: Link,
+    /// What both ends could train to, when known.
+    pub capable: Option<Link>,
+    pub mps_bytes: u64,
+    pub mrrs_bytes: u64,
+}
+
+/// How the host can check data that went through the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataModel {
+    /// The device generates the seeded pattern for d2h and reports the CRC32 of h2d data
+    /// (document 000 §5.1): the simulator, pattern-generator FPGA designs.
+    Generator,
+    /// Addressable memory or file: reading an offset returns what was last written there.
+    Memory,
+    /// A stream: d2h returns the h2d bytes in order (Xillybus-style loopback).
+    Loopback,
+    /// Contents are unknown and may not be written (a block device without consent): data can
+    /// only be checked for consistency between reads.
+    Opaque,
+}
+
+/// An engine's description of itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineInfo {
+    /// Engine name: `sim`, `block`, `xdma`, `chardev`, `bar`, `cuda`, …
+    pub kind: String,
+    /// The target as the user wrote it.
+    pub target: String,
+    /// True when no hardware is involved; every output must then say "simulated".
+    pub simulated: bool,
+    /// One line for humans, e.g. "simulated endpoint, Gen3 x8, MPS 256".
+    pub description: String,
+    pub link: Option<LinkState>,
+    /// PCI address (domain:bus:device.function) of the device behind the target, when known.
+    pub pci_address: Option<String>,
+    /// Frequency of the device's own counter, when it has one (document 000 §5.2).
+    pub device_clock_hz: Option<f64>,
+    /// Directions this engine can move data in.
+    pub directions: Vec<Direction>,
+    /// Whether both directions can run at once.
+    pub concurrent: bool,
+    /// Sizes and device offsets must be multiples of this.
+    pub alignment_bytes: u64,
+    /// Largest single transfer.
+    pub max_transfer_bytes: u64,
+    /// Device address space available for transfers (memory, file size), when bounded.
+    pub capacity_bytes: Option<u64>,
+    pub data_model: DataModel,
+}
+
+/// What the device itself reported about one transfer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceCounters {
+    /// Duration by the device's own clock, in ns.
+    pub device_ns: Option<f64>,
+    /// Longest time with no data moving, in ns.
+    pub max_stall_ns: Option<f64>,
+    /// Stalls longer than the engine's threshold.
+    pub stalls_over_threshold: Option<u64>,
+    /// CRC32 of the h2d data as the device received it (`DataModel::Generator`).
+    pub crc32: Option<u32>,
+    /// Link retries / bit errors seen by the device.
+    pub errors: Option<u64>,
+}
+
+/// One completed transfer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transfer {
+    pub direction: Direction,
+    pub bytes: u64,
+    /// Start and end on the engine's host clock, in ns (virtual time for simulated engines).
+    pub start_ns: f64,
+    pub end_ns: f64,
+    pub device: DeviceCounters,
+}
+
+impl Transfer {
+    pub fn host_ns(&self) -> f64 {
+        self.end_ns - self.start_ns
+    }
+}
+
+/// A request to move data. The buffer is the host side of the transfer.
+pub enum Io<'a> {
+    /// Send these bytes to the device.
+    H2d(&'a [u8]),
+    /// Fill this buffer from the device.
+    D2h(&'a mut [u8]),
+}
+
+impl Io<'_> {
+    pub fn direction(&self) -> Direction {
+        match self {
+            Io::H2d(_) => Direction::H2d,
+            Io::D2h(_) => Direction::D2h,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Io::H2d(buf) => buf.len(),
+            Io::D2h(buf) => buf.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Errors engines report. Procedures turn them into clear messages and keep partial results.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error("unknown target '{0}': {1}")]
+    UnknownTarget(String, String),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{path}: permission denied: {needed}")]
+    PermissionDenied { path: String, needed: String },
+    #[error("device did not answer within {after:?} ({what})")]
+    Timeout { what: String, after: Duration },
+    #[error("short transfer: {done} of {wanted} bytes ({why})")]
+    Short { done: u64, wanted: u64, why: String },
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error(transparent)]
+    InvalidInput(#[from] crate::error::InvalidInput),
+}
+
+/// CPU-initiated access to a device's registers (a memory BAR, or the simulator's).
+pub trait Mmio {
+    fn read32(&mut self, bar: u8, offset: u64) -> Result<u32, EngineError>;
+    fn write32(&mut self, bar: u8, offset: u64, value: u32) -> Result<(), EngineError>;
+    /// Wait, in the engine's time (virtual for the simulator), e.g. while polling a register.
+    fn sleep(&mut self, duration: Duration);
+}
+
+/// The contract every engine implements.
+pub trait Engine: Send {
+    fn info(&self) -> &EngineInfo;
+
+    /// Move `io.len()` bytes at `device_offset` (ignored by stream engines) within `deadline`.
+    fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError>;
+
+    /// Move data in both directions at once; engines without `info().concurrent` refuse.
+    fn transfer_both(
+        &mut self,
+        h2d: &[u8],
+        d2h: &mut [u8],
+        device_offset: u64,
+        deadline: Duration,
+    ) -> Result<(Transfer, Transfer), EngineError> {
+        let _ = (h2d, d2h, device_offset, deadline);
+        Err(EngineError::Unsupported(format!("{} cannot move data in both directions at once", self.info().kind)))
+    }
+
+    /// The engine's clock in ns: the same clock as [`Transfer::start_ns`].
+    fn now_ns(&self) -> f64;
+
+    /// Register access, for engines that have it.
+    fn mmio(&mut self) -> Option<&mut dyn Mmio> {
+        None
+    }
+}
+
+/// Options that apply when opening any target.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// Seed for simulated behaviour and test patterns.
+    pub seed: u64,
+    /// The user allowed writes that destroy data on a device (block devices).
+    pub destructive: bool,
+}
+
+/// Engines this build knows, with the argument each takes; shown when a target is unknown.
+pub const TARGET_HELP: &str = "sim[:PRESET|:genNxW,mps=..,...]";
+
+/// Open a target written `ENGINE[:ARGUMENT]`.
+pub fn open(target: &str, options: &OpenOptions) -> Result<Box<dyn Engine>, EngineError> {
+    let (kind, _argument) = target.split_once(':').unwrap_or((target, ""));
+    let _ = options;
+    Err(EngineError::UnknownTarget(target.to_string(), format!("no engine named '{kind}'; known: {TARGET_HELP}")))
+}

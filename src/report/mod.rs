@@ -1,0 +1,3 @@
+//! Views of results: terminal tables, JSON, CSV, HTML. No I/O to devices.
+
+pub mod table;

@@ -1,0 +1,84 @@
+//! Plain aligned text tables for the terminal: the one table renderer every command uses.
+
+/// Column alignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// A table built row by row and rendered with columns padded to their widest cell.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    headers: Vec<String>,
+    aligns: Vec<Align>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// Columns given as (header, alignment).
+    pub fn new(columns: &[(&str, Align)]) -> Self {
+        Table {
+            headers: columns.iter().map(|(h, _)| h.to_string()).collect(),
+            aligns: columns.iter().map(|(_, a)| *a).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) -> &mut Self {
+        debug_assert_eq!(cells.len(), self.headers.len(), "row width must match the header");
+        self.rows.push(cells);
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Render with two spaces between columns and a rule under the header.
+    pub fn render(&self) -> String {
+        let widths: Vec<usize> = (0..self.headers.len())
+            .map(|c| {
+                std::iter::once(&self.headers[c])
+                    .chain(self.rows.iter().map(|r| &r[c]))
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: &[String]| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .zip(&self.aligns)
+                .map(|((cell, &w), align)| match align {
+                    Align::Left => format!("{cell:<w$}"),
+                    Align::Right => format!("{cell:>w$}"),
+                })
+                .collect();
+            padded.join("  ").trim_end().to_string()
+        };
+        let mut out = line(&self.headers);
+        out.push('\n');
+        out.push_str(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
+        out.push('\n');
+        for row in &self.rows {
+            out.push_str(&line(row));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_padded_to_the_widest_cell() {
+        let mut table = Table::new(&[("size", Align::Right), ("limit", Align::Left)]);
+        table.row(vec!["4096".into(), "link".into()]);
+        table.row(vec!["64".into(), "latency".into()]);
+        assert_eq!(table.render(), "size  limit\n----  -------\n4096  link\n  64  latency\n");
+    }
+}

@@ -1,0 +1,254 @@
+//! Sizes and rates as users type them and as the documents print them.
+//!
+//! Sizes: `128`, `128B`, `4kB`/`1MB`/`1GB` (powers of 10), `4KiB`/`1MiB`/`1GiB` (powers of 2).
+//! A bare `k`/`M`/`G` is refused because fio reads `4k` as 4096 while the documents' `MB` is
+//! 10^6: the user must say which. Size lists: `64,128,256`, ranges `4KiB..64MiB` (doubling, the
+//! default step), `64..4096:x4` (multiply), `64..1024:+64` (add), and mixtures of those.
+//! Rates: `MBps` = 10^6 bytes/s throughout, as in the source documents.
+
+use crate::error::InvalidInput;
+
+/// One megabyte per second as the documents define it: 10^6 bytes per second.
+pub const BYTES_PER_MB: f64 = 1e6;
+
+const SIZE_SUFFIXES: &[(&str, u64)] = &[
+    ("b", 1),
+    ("kb", 1_000),
+    ("mb", 1_000_000),
+    ("gb", 1_000_000_000),
+    ("kib", 1 << 10),
+    ("mib", 1 << 20),
+    ("gib", 1 << 30),
+];
+
+/// Largest size accepted anywhere: 1 TiB. Larger values are almost certainly typos.
+pub const MAX_SIZE_BYTES: u64 = 1 << 40;
+
+/// Parse one size such as `4KiB`, `1MB`, `1.5MB` or `128` into bytes.
+pub fn parse_size(text: &str) -> Result<u64, InvalidInput> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let suffix_lower = suffix.trim().to_ascii_lowercase();
+    let bad = || {
+        InvalidInput::new(format!(
+            "invalid size '{text}': expected a number with an optional suffix B, kB, MB, GB \
+             (powers of 10) or KiB, MiB, GiB (powers of 2)"
+        ))
+    };
+    if matches!(suffix_lower.as_str(), "k" | "m" | "g") {
+        return Err(InvalidInput::new(format!(
+            "ambiguous size '{text}': write {n}{u}B for 10^n bytes or {n}{u}iB for 2^n bytes",
+            n = number,
+            u = suffix.trim().to_ascii_uppercase().replace('K', "k"),
+        )));
+    }
+    let multiplier = if suffix_lower.is_empty() {
+        1
+    } else {
+        SIZE_SUFFIXES
+            .iter()
+            .find(|(name, _)| *name == suffix_lower)
+            .map(|(_, m)| *m)
+            .ok_or_else(bad)?
+    };
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    let bytes = value * multiplier as f64;
+    if bytes.fract() != 0.0 {
+        return Err(InvalidInput::new(format!("invalid size '{text}': not a whole number of bytes")));
+    }
+    if bytes > MAX_SIZE_BYTES as f64 {
+        return Err(InvalidInput::new(format!("size '{text}' is larger than the 1 TiB limit")));
+    }
+    Ok(bytes as u64)
+}
+
+/// Parse a size list: comma-separated sizes and ranges (see the module documentation).
+/// The result is sorted and free of duplicates; zero sizes are refused.
+pub fn parse_size_list(text: &str) -> Result<Vec<u64>, InvalidInput> {
+    let mut sizes = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match item.split_once("..") {
+            Some((start, rest)) => sizes.extend(parse_range(item, start, rest)?),
+            None => sizes.push(parse_size(item)?),
+        }
+    }
+    if sizes.is_empty() {
+        return Err(InvalidInput::new(format!("no sizes in '{text}'")));
+    }
+    if sizes.contains(&0) {
+        return Err(InvalidInput::new("a size of 0 bytes moves nothing: sizes must be at least 1 byte"));
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    Ok(sizes)
+}
+
+/// Maximum number of sizes one range may expand to.
+const MAX_RANGE_STEPS: usize = 4096;
+
+fn parse_range(item: &str, start: &str, rest: &str) -> Result<Vec<u64>, InvalidInput> {
+    let (end, step) = match rest.split_once(':') {
+        Some((end, step)) => (end, step.trim()),
+        None => (rest, "x2"),
+    };
+    let start = parse_size(start)?;
+    let end = parse_size(end)?;
+    if start == 0 || end < start {
+        return Err(InvalidInput::new(format!(
+            "invalid range '{item}': expected START..END with 0 < START <= END"
+        )));
+    }
+    let bad_step = || {
+        InvalidInput::new(format!(
+            "invalid step in '{item}': use :xN to multiply (default :x2) or :+SIZE to add"
+        ))
+    };
+    let next: Box<dyn Fn(u64) -> u64> = if let Some(factor) = step.strip_prefix('x') {
+        let factor: u64 = factor.parse().map_err(|_| bad_step())?;
+        if factor < 2 {
+            return Err(bad_step());
+        }
+        Box::new(move |n| n.saturating_mul(factor))
+    } else if let Some(add) = step.strip_prefix('+') {
+        let add = parse_size(add)?;
+        if add == 0 {
+            return Err(bad_step());
+        }
+        Box::new(move |n| n.saturating_add(add))
+    } else {
+        return Err(bad_step());
+    };
+    let mut sizes = Vec::new();
+    let mut n = start;
+    while n <= end {
+        sizes.push(n);
+        if sizes.len() > MAX_RANGE_STEPS {
+            return Err(InvalidInput::new(format!(
+                "range '{item}' expands to more than {MAX_RANGE_STEPS} sizes"
+            )));
+        }
+        n = next(n);
+    }
+    Ok(sizes)
+}
+
+/// Format a byte count the way a reader expects: exact binary units when it is a power-of-two
+/// multiple, decimal units when it is a round decimal, plain bytes otherwise.
+pub fn format_size(bytes: u64) -> String {
+    const BINARY: &[(u64, &str)] = &[(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    const DECIMAL: &[(u64, &str)] = &[(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB")];
+    for &(unit, name) in BINARY {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{}", bytes / unit, name);
+        }
+    }
+    for &(unit, name) in DECIMAL {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{}", bytes / unit, name);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// Bytes moved in a time, as MB/s (10^6 bytes per second).
+pub fn mbps(bytes: f64, nanoseconds: f64) -> f64 {
+    if nanoseconds <= 0.0 {
+        return 0.0;
+    }
+    bytes / nanoseconds * 1e9 / BYTES_PER_MB
+}
+
+/// Display units for rates. All computation is in MB/s; these only change what is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+pub enum RateUnit {
+    /// 10^6 bytes per second (the documents' convention)
+    #[default]
+    #[value(name = "MBps", alias = "MB/s")]
+    MBps,
+    /// 10^9 bytes per second
+    #[value(name = "GBps", alias = "GB/s")]
+    GBps,
+    /// 10^9 bits per second
+    #[value(name = "Gbps", alias = "Gb/s")]
+    Gbps,
+}
+
+impl RateUnit {
+    /// Convert a rate in MB/s into this unit.
+    pub fn from_mbps(self, mbps: f64) -> f64 {
+        match self {
+            RateUnit::MBps => mbps,
+            RateUnit::GBps => mbps / 1e3,
+            RateUnit::Gbps => mbps * 8.0 / 1e3,
+        }
+    }
+
+    /// The label printed beside numbers, with its definition.
+    pub fn label(self) -> &'static str {
+        match self {
+            RateUnit::MBps => "MB/s",
+            RateUnit::GBps => "GB/s",
+            RateUnit::Gbps => "Gb/s",
+        }
+    }
+
+    pub fn definition(self) -> &'static str {
+        match self {
+            RateUnit::MBps => "1 MB/s = 10^6 bytes/s",
+            RateUnit::GBps => "1 GB/s = 10^9 bytes/s",
+            RateUnit::Gbps => "1 Gb/s = 10^9 bits/s",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_decimal_and_binary_suffixes() {
+        assert_eq!(parse_size("128").unwrap(), 128);
+        assert_eq!(parse_size("4KiB").unwrap(), 4096);
+        assert_eq!(parse_size("1MB").unwrap(), 1_000_000);
+        assert_eq!(parse_size("1.5MB").unwrap(), 1_500_000);
+        assert_eq!(parse_size("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_size("64B").unwrap(), 64);
+    }
+
+    #[test]
+    fn ambiguous_and_malformed_sizes_are_refused() {
+        assert!(parse_size("4k").unwrap_err().0.contains("ambiguous"));
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("1.5B").is_err());
+        assert!(parse_size("-4").is_err());
+        assert!(parse_size("2TiB").is_err());
+    }
+
+    #[test]
+    fn ranges_double_by_default_and_take_step_rules() {
+        assert_eq!(parse_size_list("4KiB..32KiB").unwrap(), vec![4096, 8192, 16384, 32768]);
+        assert_eq!(parse_size_list("64..1024:x4").unwrap(), vec![64, 256, 1024]);
+        assert_eq!(parse_size_list("64..256:+64").unwrap(), vec![64, 128, 192, 256]);
+        assert_eq!(parse_size_list("256,64,64,128").unwrap(), vec![64, 128, 256]);
+        assert!(parse_size_list("0").is_err());
+        assert!(parse_size_list("8..4").is_err());
+        assert!(parse_size_list("1..4096:x1").is_err());
+        assert!(parse_size_list("1..1MiB:+1").is_err());
+    }
+
+    #[test]
+    fn sizes_format_back() {
+        assert_eq!(format_size(4096), "4KiB");
+        assert_eq!(format_size(1_000_000), "1MB");
+        assert_eq!(format_size(100), "100B");
+    }
+
+    #[test]
+    fn rate_units_convert() {
+        assert_eq!(mbps(400.0, 9648.0).to_string()[..5], *"41.45");
+        assert_eq!(RateUnit::Gbps.from_mbps(1000.0), 8.0);
+    }
+}
