@@ -221,6 +221,24 @@ pub struct OpenOptions {
     pub destructive: bool,
 }
 
+/// A target found on this machine, and whether `pcieperf run` may use it unasked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Target string to pass to [`open`], e.g. `block:/dev/nvme0n1`.
+    pub target: String,
+    pub kind: String,
+    pub pci_address: Option<String>,
+    /// True when it can be measured without destructive writes and with the current privileges.
+    pub usable: bool,
+    /// Why it is or is not usable, for humans.
+    pub reason: String,
+}
+
+/// Targets found on this machine (device nodes of the engines that have hardware to find).
+pub fn detect() -> Vec<Candidate> {
+    Vec::new()
+}
+
 /// Engines this build knows, with the argument each takes; shown when a target is unknown.
 pub const TARGET_HELP: &str = "sim[:PRESET|:genNxW,mps=..,...]";
 
