@@ -542,7 +542,7 @@ fn run_fit(args: FitArgs) -> anyhow::Result<()> {
         }));
     }
     println!("T(N) = N/(B·f) + m with B = {} MB/s (1 MB/s = 10^6 bytes/s)", fitted.bus_mbps);
-    println!("f = {:.9}   m = {:.5} µs   B·f = {:.4} MB/s   N½ = {:.0} bytes", fitted.f, fitted.m_us, fitted.asymptotic_mbps(), fitted.n_half_bytes());
+    println!("f = {:.10}   m = {:.6} µs   B·f = {:.4} MB/s   N½ = {:.0} bytes", fitted.f, fitted.m_us, fitted.asymptotic_mbps(), fitted.n_half_bytes());
     let mut table = Table::new(&[("size", Align::Right), ("MB/s", Align::Right), ("", Align::Left)]);
     for (&(n, r), res) in points.iter().zip(&residuals) {
         table.row(vec![format_size(n as u64), format!("{r:.4}"), format!("measured, residual {:+.3} %", res * 100.0)]);
