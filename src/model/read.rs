@@ -8,7 +8,8 @@
 //! - link bound: first request + completion latency + all completions, or either direction's
 //!   busy time if larger (SKPs and DLLPs fit into the latency gap otherwise, 000 §3.5 Example 2);
 //! - latency bound: ⌈requests / tags⌉ rounds of request + latency + one request's completions
-//!   (document 000 §3.5 and §4.17 with one tag).
+//!   (document 000 §3.5 and §4.17 with one tag), where a round's completions are those of the
+//!   largest request.
 
 use super::load::{bytes_ns, bytes_symbols, Load};
 use super::tlp::{self, TlpTotals, COMPLETION_HEADER_BYTES};
@@ -50,7 +51,11 @@ pub fn read_flow(params: &LinkParams, size_bytes: u64, span: Span) -> Flow {
     let opposite_ns = opposite.busy_ns(link);
     let link_ns = first_ns.max(data_ns).max(opposite_ns);
     let rounds = (request_count / params.tags as f64).ceil();
-    let latency_ns = rounds * (request_ns + params.read_latency_ns + completions_ns / request_count.max(1.0));
+    // A round waits for the completions of its largest request; `full_requests` counts the
+    // transfer in requests of that size so an extra partial request never shortens a round.
+    let largest = requests.iter().map(|r| r.len).max().unwrap_or(1);
+    let full_requests = (size_bytes as f64 / largest as f64).max(1.0);
+    let latency_ns = rounds * (request_ns + params.read_latency_ns + completions_ns / full_requests);
     let (duration_ns, limit) = if latency_ns >= link_ns {
         (latency_ns, Limit::Latency)
     } else if opposite_ns > data_ns.max(first_ns) {
