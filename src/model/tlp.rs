@@ -55,6 +55,9 @@ pub fn cut_aligned(start: u64, size: u64, chunk: u64, accounting: Accounting) ->
     if accounting == Accounting::ByteExact {
         return cut_sequential(0, size, chunk);
     }
+    if start % chunk == 0 {
+        return cut_sequential(start, size, chunk);
+    }
     let end = start + size;
     let first_end = ((start / chunk) + 1) * chunk;
     if end <= first_end {
