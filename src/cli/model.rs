@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use crate::error::{invalid, InvalidInput};
 use crate::model::{
-    self, bidir, explain, message, mmio, read, status, transfer, write_combining, Accounting, Generation, HeaderFormat,
-    Link, LinkParams, Throughput,
+    self, bidir, explain, message, mmio, read, status, transfer, write, write_combining, Accounting, Generation, HeaderFormat,
+    Link, LinkParams, Span, Throughput,
 };
 use crate::report::table::{Align, Table};
 use crate::units::{self, format_size, RateUnit};
@@ -83,6 +83,9 @@ struct LinkArgs {
     /// Read completion boundary in bytes (64 or 128; default 64)
     #[arg(long)]
     rcb: Option<u64>,
+    /// Largest completion the completer sends, bytes (default MaxPayload; many root complexes send 64)
+    #[arg(long)]
+    completion_bytes: Option<u64>,
     /// TLP header of requests: 3dw (32-bit addresses) or 4dw (64-bit)
     #[arg(long, value_enum)]
     header: Option<HeaderFormat>,
@@ -248,6 +251,7 @@ impl LinkArgs {
             params.start_addr = parse_u64(addr, "address")?;
         }
         params.dllp_every_tlps = self.dllp_every;
+        params.completion_bytes = self.completion_bytes;
         params.validate()?;
         Ok((params, is_default))
     }
@@ -277,7 +281,7 @@ fn describe(params: &LinkParams, is_default: bool, unit: RateUnit) -> String {
         _ => String::new(),
     };
     format!(
-        "{link}{default}: {} GT/s, {}, {:.2} {} after encoding; MPS {}, MRRS {}, RCB {}, {} headers{}, {}, \
+        "{link}{default}: {} GT/s, {}, {:.2} {} after encoding; MPS {}, MRRS {}, RCB {}{}, {} headers{}, {}, \
          read latency {} ns, {} tags, {overhead}{dllp}{}.\nRates in {} ({}).",
         link.generation.gts(),
         link.generation.encoding().name(),
@@ -286,6 +290,10 @@ fn describe(params: &LinkParams, is_default: bool, unit: RateUnit) -> String {
         params.mps_bytes,
         params.mrrs_bytes,
         params.rcb_bytes,
+        match params.completion_bytes {
+            Some(bytes) => format!(", completions of {bytes} B"),
+            None => String::new(),
+        },
         match params.header {
             HeaderFormat::Dw3 => "3DW",
             HeaderFormat::Dw4 => "4DW",
@@ -332,6 +340,15 @@ struct Row {
     write: Throughput,
     read: Throughput,
     both: bidir::Bidirectional,
+    /// Rate of link bytes the writes put on the opposite direction (DLLPs), MB/s.
+    write_opposite_mbps: f64,
+    /// Rate of link bytes the reads put on the request direction (requests, ACKs), MB/s.
+    read_opposite_mbps: f64,
+}
+
+/// Link bytes per time a flow puts on its opposite direction, MB/s.
+fn opposite_mbps(flow: &model::Flow) -> f64 {
+    units::mbps(flow.opposite.total_bytes(), flow.duration_ns)
 }
 
 fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
@@ -343,11 +360,17 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
     let sizes = units::parse_size_list(&args.sizes)?;
     let rows: Vec<Row> = sizes
         .iter()
-        .map(|&size_bytes| Row {
-            size_bytes,
-            write: model::write_throughput(&params, size_bytes),
-            read: model::read_throughput(&params, size_bytes),
-            both: bidir::bidirectional(&params, size_bytes),
+        .map(|&size_bytes| {
+            let writes = write::write_flow(&params, size_bytes, Span::Steady);
+            let reads = read::read_flow(&params, size_bytes, Span::Steady);
+            Row {
+                size_bytes,
+                write: writes.throughput,
+                read: reads.throughput,
+                both: bidir::bidirectional(&params, size_bytes),
+                write_opposite_mbps: opposite_mbps(&writes),
+                read_opposite_mbps: opposite_mbps(&reads),
+            }
         })
         .collect();
     if args.output.json {
@@ -363,6 +386,8 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
                     "bidir_write_MBps": r.both.write.mbps,
                     "bidir_read_MBps": r.both.read.mbps,
                     "bidir_total_MBps": r.both.total_mbps(),
+                    "write_opposite_direction_MBps": r.write_opposite_mbps,
+                    "read_request_direction_MBps": r.read_opposite_mbps,
                     "limit": {
                         "write": r.write.limit,
                         "read": r.read.limit,
@@ -386,10 +411,10 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
     }
     let u = unit_suffix(unit);
     if args.output.csv {
-        println!("size_bytes,write_{u},write_efficiency,write_limit,read_{u},read_efficiency,read_limit,bidir_write_{u},bidir_read_{u},bidir_total_{u}");
+        println!("size_bytes,write_{u},write_efficiency,write_limit,read_{u},read_efficiency,read_limit,bidir_write_{u},bidir_read_{u},bidir_total_{u},write_opposite_direction_{u},read_request_direction_{u}");
         for r in &rows {
             println!(
-                "{},{},{:.6},{},{},{:.6},{},{},{},{}",
+                "{},{},{:.6},{},{},{:.6},{},{},{},{},{},{}",
                 r.size_bytes,
                 unit.from_mbps(r.write.mbps),
                 r.write.efficiency,
@@ -400,6 +425,8 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
                 unit.from_mbps(r.both.write.mbps),
                 unit.from_mbps(r.both.read.mbps),
                 unit.from_mbps(r.both.total_mbps()),
+                unit.from_mbps(r.write_opposite_mbps),
+                unit.from_mbps(r.read_opposite_mbps),
             );
         }
         return Ok(());
@@ -410,6 +437,7 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
         (format!("write {label}"), Align::Right),
         ("write %".to_string(), Align::Right),
         ("write limit".to_string(), Align::Left),
+        ("back %".to_string(), Align::Right),
         (format!("read {label}"), Align::Right),
         ("read %".to_string(), Align::Right),
         ("read limit".to_string(), Align::Left),
@@ -424,6 +452,7 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
             rate(unit, r.write.mbps),
             percent(r.write.efficiency),
             r.write.limit.name().to_string(),
+            percent(r.write_opposite_mbps / params.link.encoded_mbps()),
             rate(unit, r.read.mbps),
             percent(r.read.efficiency),
             r.read.limit.name().to_string(),
@@ -432,7 +461,8 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
         ]);
     }
     println!("{}", describe(&params, is_default, unit));
-    println!("% = payload rate / rate after encoding. both: writes and reads at the same time.\n");
+    println!("% = payload rate / rate after encoding. both: writes and reads at the same time.");
+    println!("back %: share of the opposite direction the writes' ACK/UpdateFC DLLPs take.\n");
     print!("{}", table.render());
     Ok(())
 }
@@ -494,6 +524,17 @@ fn run_explain(args: &ModelArgs, params: &LinkParams, is_default: bool, size_byt
             table.row(vec![s.name.clone(), format!("{:.1}", s.bytes), rate(unit, s.mbps), format!("{:.2}", s.percent_of_raw)]);
         }
         print!("{}", table.render());
+        let o = &w.opposite;
+        println!(
+            "opposite direction: {:.1} request TLPs + {:.1} DLLPs + {:.1} SKPs = {:.1} B = {} {} ({:.2} % of it after encoding)",
+            o.tlps,
+            o.dllps,
+            o.skps,
+            o.total_bytes(),
+            rate(unit, w.opposite_mbps),
+            unit.label(),
+            100.0 * w.opposite_mbps / params.link.encoded_mbps()
+        );
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::load::bytes_ns;
-use super::{read, write, Encoding, Flow, LinkParams, Span};
+use super::{read, write, Encoding, Flow, Load, LinkParams, Span};
 
 /// Overhead above the link: a framework's per-message bytes (document 003) and a fixed
 /// software cost per transfer (document 002's m).
@@ -49,6 +49,11 @@ pub struct Waterfall {
     pub size_bytes: u64,
     pub duration_ns: f64,
     pub steps: Vec<Step>,
+    /// What the transfer puts on the opposite direction (DLLPs; read requests).
+    pub opposite: Load,
+    /// Those bytes per time, MB/s (10^6 B/s).
+    #[serde(rename = "opposite_MBps")]
+    pub opposite_mbps: f64,
 }
 
 /// Waterfall of a write of `size_bytes`.
@@ -106,5 +111,12 @@ fn waterfall(params: &LinkParams, kind: &str, flow: &Flow, software: Software) -
         mbps: app_mbps,
         percent_of_raw: 100.0 * app_mbps / raw_mbps,
     });
-    Waterfall { kind: kind.to_string(), size_bytes: flow.size_bytes, duration_ns: window_ns, steps }
+    Waterfall {
+        kind: kind.to_string(),
+        size_bytes: flow.size_bytes,
+        duration_ns: window_ns,
+        steps,
+        opposite: flow.opposite,
+        opposite_mbps: crate::units::mbps(flow.opposite.total_bytes(), window_ns),
+    }
 }

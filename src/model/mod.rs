@@ -87,6 +87,10 @@ pub struct LinkParams {
     /// as the spec's AckNak latency / UpdateFC tables allow (see [`dllp`]).
     #[serde(default)]
     pub dllp_every_tlps: Option<u32>,
+    /// Largest completion the completer sends; `None` (the default) means MaxPayload. Many root
+    /// complexes answer in 64-byte completions whatever MaxPayload says.
+    #[serde(default)]
+    pub completion_bytes: Option<u64>,
 }
 
 impl LinkParams {
@@ -107,6 +111,7 @@ impl LinkParams {
             include_dllp: true,
             start_addr: 0,
             dllp_every_tlps: None,
+            completion_bytes: None,
         }
     }
 
@@ -124,6 +129,14 @@ impl LinkParams {
         if !(1..=1024).contains(&self.tags) {
             return Err(InvalidInput::new(format!("invalid tag count {}: allowed 1 to 1024", self.tags)));
         }
+        if let Some(bytes) = self.completion_bytes {
+            if bytes == 0 || bytes % self.rcb_bytes != 0 || bytes > self.mps_bytes {
+                return Err(InvalidInput::new(format!(
+                    "invalid completion size {bytes}: allowed multiples of the RCB ({}) up to MaxPayload ({})",
+                    self.rcb_bytes, self.mps_bytes
+                )));
+            }
+        }
         if self.dllp_every_tlps == Some(0) {
             return Err(InvalidInput::new("invalid DLLP interval 0 TLPs: allowed 1 or more"));
         }
@@ -133,6 +146,11 @@ impl LinkParams {
     /// Framing bytes around every TLP on the wire (start/sequence/LCRC/end or STP token/LCRC),
     /// plus ECRC when enabled. Gen1–2: STP 1 + sequence 2 + LCRC 4 + END 1; Gen3–5: STP token 4
     /// (holds the sequence number) + LCRC 4.
+    /// Largest completion payload: `completion_bytes`, or MaxPayload.
+    pub fn max_completion_bytes(&self) -> u64 {
+        self.completion_bytes.unwrap_or(self.mps_bytes).min(self.mps_bytes)
+    }
+
     /// Gen6 flit mode has no per-TLP framing (the flit carries CRC and FEC).
     pub fn framing_bytes(&self) -> u64 {
         let ecrc = if self.ecrc { 4 } else { 0 };

@@ -82,11 +82,12 @@ pub fn cut_sequential(start: u64, size: u64, chunk: u64) -> Vec<Piece> {
     pieces
 }
 
-/// Completions answering one read request `[start, start + len)`: each at most MaxPayload, split
+/// Completions answering one read request `[start, start + len)`: each at most MaxPayload (or
+/// `LinkParams::completion_bytes`), split
 /// only at RCB-aligned addresses. The completer sends the largest completions it may: the first
 /// ends at the last RCB boundary within MaxPayload of the start, the others are MaxPayload long.
 pub fn completions(params: &LinkParams, request: Piece) -> Vec<Piece> {
-    let mps = params.mps_bytes;
+    let mps = params.max_completion_bytes();
     let scale = |pieces: Vec<Piece>| -> Vec<Piece> {
         pieces.into_iter().map(|p| Piece { count: p.count * request.count, ..p }).collect()
     };
