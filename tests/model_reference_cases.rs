@@ -256,7 +256,7 @@ fn ref_6_status_word_0x90412100() {
 
 #[test]
 fn ref_6_status_word_other_fields_decode() {
-    let word = status::decode_status(0x0000_0000 | 0b1_1111 | (1 << 11) | (5 << 5) | (3 << 16) | (16 << 20));
+    let word = status::decode_status(0b1_1111 | (1 << 11) | (5 << 5) | (3 << 16) | (16 << 20));
     assert!(word.correctable_error_reporting && word.fatal_error_reporting && word.relaxed_ordering && word.no_snoop);
     assert_eq!(word.max_payload_bytes, Some(4096));
     assert_eq!(word.link_speed_gts, Some(8.0));

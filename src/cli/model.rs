@@ -305,7 +305,7 @@ fn describe(params: &LinkParams, is_default: bool, unit: RateUnit) -> String {
         },
         params.read_latency_ns,
         params.tags,
-        if params.start_addr % 4096 != 0 { format!(", start offset {} in its 4 KiB page", params.start_addr % 4096) } else { String::new() },
+        if !params.start_addr.is_multiple_of(4096) { format!(", start offset {} in its 4 KiB page", params.start_addr % 4096) } else { String::new() },
         unit.label(),
         unit.definition(),
     )
@@ -517,7 +517,7 @@ fn run_explain(args: &ModelArgs, params: &LinkParams, is_default: bool, size_byt
             format_size(w.size_bytes),
             w.duration_ns
         );
-        let label = format!("{}", unit.label());
+        let label = unit.label().to_string();
         let mut table =
             Table::new(&[("step", Align::Left), ("bytes", Align::Right), (label.as_str(), Align::Right), ("% of raw", Align::Right)]);
         for s in &w.steps {

@@ -130,7 +130,7 @@ impl LinkParams {
             return Err(InvalidInput::new(format!("invalid tag count {}: allowed 1 to 1024", self.tags)));
         }
         if let Some(bytes) = self.completion_bytes {
-            if bytes == 0 || bytes % self.rcb_bytes != 0 || bytes > self.mps_bytes {
+            if bytes == 0 || !bytes.is_multiple_of(self.rcb_bytes) || bytes > self.mps_bytes {
                 return Err(InvalidInput::new(format!(
                     "invalid completion size {bytes}: allowed multiples of the RCB ({}) up to MaxPayload ({})",
                     self.rcb_bytes, self.mps_bytes

@@ -48,14 +48,14 @@ impl Piece {
 /// divides 4096, no piece crosses a 4 KiB boundary). Byte-exact: `size / chunk` full pieces and
 /// the rest, as the documents count.
 pub fn cut_aligned(start: u64, size: u64, chunk: u64, accounting: Accounting) -> Vec<Piece> {
-    debug_assert!(chunk > 0 && ADDRESS_BOUNDARY_BYTES % chunk == 0 || chunk > ADDRESS_BOUNDARY_BYTES);
+    debug_assert!(chunk > 0 && ADDRESS_BOUNDARY_BYTES.is_multiple_of(chunk));
     if size == 0 {
         return Vec::new();
     }
     if accounting == Accounting::ByteExact {
         return cut_sequential(0, size, chunk);
     }
-    if start % chunk == 0 {
+    if start.is_multiple_of(chunk) {
         return cut_sequential(start, size, chunk);
     }
     let end = start + size;
