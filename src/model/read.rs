@@ -13,7 +13,7 @@
 
 use super::load::{bytes_ns, bytes_symbols, Load};
 use super::tlp::{self, TlpTotals, COMPLETION_HEADER_BYTES};
-use super::{dllp, Flow, Limit, LinkParams, Span, Throughput};
+use super::{dllp, Flow, Limit, Link, LinkParams, Span, Throughput};
 
 /// Non-posted reads of `size_bytes`: requests of at most MRRS, completions of at most MPS,
 /// `read_latency_ns` between a request and its completion, at most `tags` outstanding.
@@ -37,38 +37,57 @@ pub fn read_flow(params: &LinkParams, size_bytes: u64, span: Span) -> Flow {
     opposite.add_tlps(link, &req);
     let request_ns = bytes_ns(link, opposite.tlp_bytes() / request_count.max(1.0));
     let completions_ns = bytes_ns(link, data.tlp_bytes());
+    // A round waits for the completions of its largest request; `full_requests` counts the
+    // transfer in requests of that size so an extra partial request never shortens a round.
+    let largest = requests.iter().map(|r| r.len).max().unwrap_or(1);
+    let timing = Timing {
+        first_ns: request_ns + params.read_latency_ns + completions_ns,
+        round_ns: request_ns + params.read_latency_ns + completions_ns / (size_bytes as f64 / largest as f64).max(1.0),
+        rounds: (request_count / params.tags as f64).ceil(),
+    };
     if params.include_dllp {
-        let acks = dllp::count(params, cpl.tlps, bytes_symbols(link, data.tlp_bytes()), span);
-        let request_intervals = dllp::count(params, req.tlps, bytes_symbols(link, opposite.tlp_bytes()), span);
+        // Requests and completions arrive spread over the whole transfer (not back to back when
+        // latency bound), so the ACK/UpdateFC timers run against elapsed time.
+        let elapsed_symbols = timing.duration(link, &data, &opposite).0 / link.byte_time_ns();
+        let acks = dllp::count(params, cpl.tlps, elapsed_symbols.max(bytes_symbols(link, data.tlp_bytes())), span);
+        let request_intervals = dllp::count(params, req.tlps, elapsed_symbols, span);
         opposite.add_dllps(link, acks);
         data.add_dllps(link, 2.0 * request_intervals);
     }
     data.add_skps(params, span);
     opposite.add_skps(params, span);
-
-    let first_ns = request_ns + params.read_latency_ns + completions_ns;
-    let data_ns = data.busy_ns(link);
-    let opposite_ns = opposite.busy_ns(link);
-    let link_ns = first_ns.max(data_ns).max(opposite_ns);
-    let rounds = (request_count / params.tags as f64).ceil();
-    // A round waits for the completions of its largest request; `full_requests` counts the
-    // transfer in requests of that size so an extra partial request never shortens a round.
-    let largest = requests.iter().map(|r| r.len).max().unwrap_or(1);
-    let full_requests = (size_bytes as f64 / largest as f64).max(1.0);
-    let latency_ns = rounds * (request_ns + params.read_latency_ns + completions_ns / full_requests);
-    let (duration_ns, limit) = if latency_ns >= link_ns {
-        (latency_ns, Limit::Latency)
-    } else if opposite_ns > data_ns.max(first_ns) {
-        (link_ns, Limit::OppositeDirection)
-    } else {
-        (link_ns, Limit::Link)
-    };
+    let (duration_ns, limit) = timing.duration(link, &data, &opposite);
     Flow {
         size_bytes,
         data,
         opposite,
         duration_ns,
         throughput: Throughput::new(link, size_bytes as f64, duration_ns, limit),
+    }
+}
+
+/// The two bounds of a read transfer.
+struct Timing {
+    /// First request + latency + all completions.
+    first_ns: f64,
+    /// One round of the latency bound.
+    round_ns: f64,
+    rounds: f64,
+}
+
+impl Timing {
+    /// Duration and what bounds it, given what each direction carries.
+    fn duration(&self, link: Link, data: &Load, opposite: &Load) -> (f64, Limit) {
+        let (data_ns, opposite_ns) = (data.busy_ns(link), opposite.busy_ns(link));
+        let link_ns = self.first_ns.max(data_ns).max(opposite_ns);
+        let latency_ns = self.rounds * self.round_ns;
+        if latency_ns >= link_ns {
+            (latency_ns, Limit::Latency)
+        } else if opposite_ns > data_ns.max(self.first_ns) {
+            (link_ns, Limit::OppositeDirection)
+        } else {
+            (link_ns, Limit::Link)
+        }
     }
 }
 
