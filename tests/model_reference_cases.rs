@@ -115,6 +115,19 @@ fn ref_2_example_1_reverse_direction_dllps_165_8_and_66_3_percent() {
     assert_eq!(fixed(record.opposite_allocated_fraction * 100.0, 1), "66.3");
 }
 
+#[test]
+fn ref_2_example_2_hundred_reads_of_4_bytes_5_65() {
+    // Document 000 §3.5 Example 2 (beside the reference cases): 80 + 500 + 32 + 96 ns per read.
+    let mut params = LinkParams::typical("gen1x1".parse().unwrap());
+    params.mps_bytes = 128;
+    params.accounting = model::Accounting::ByteExact;
+    params.dllp_every_tlps = Some(1);
+    let record = mmio::read_record(&params, 4, 100);
+    assert_eq!(record.per_read_ns, 708.0);
+    assert_eq!(record.duration_ns, 70_800.0);
+    assert_eq!(fixed(record.payload_mbps, 2), "5.65");
+}
+
 // §3 — Test 15 read theory: request + 500 ns + completion, one read outstanding.
 fn test_15_params() -> LinkParams {
     let mut params = gen1x1_documents();

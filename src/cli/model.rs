@@ -158,8 +158,8 @@ struct FitArgs {
 struct MmioArgs {
     #[command(flatten)]
     link: LinkArgs,
-    /// Also show a record of N back-to-back 4-byte writes with the load they put on both
-    /// directions (document 000 §3.5 Example 1: 100)
+    /// Also show a record of N back-to-back writes with the load they put on both directions,
+    /// and of N reads one at a time (document 000 §3.5 Examples 1 and 2: 100)
     #[arg(long, value_name = "N")]
     record: Option<u64>,
     /// Access size for --record in bytes
@@ -605,7 +605,7 @@ fn run_mmio(args: MmioArgs) -> anyhow::Result<()> {
             if !(1..=4096).contains(&args.access) {
                 return invalid(format!("invalid access size {}: allowed 1 to 4096 bytes", args.access));
             }
-            Some(mmio::write_record(&params, args.access, count))
+            Some((mmio::write_record(&params, args.access, count), mmio::read_record(&params, args.access, count)))
         }
         None => None,
     };
@@ -625,7 +625,8 @@ fn run_mmio(args: MmioArgs) -> anyhow::Result<()> {
                 "read_efficiency": r.read.efficiency,
                 "limit": {"write": r.write.limit, "read": r.read.limit},
             })).collect::<Vec<_>>(),
-            "record": record,
+            "record": record.map(|(w, _)| w),
+            "read_record": record.map(|(_, r)| r),
         }));
     }
     let u = unit_suffix(unit);
@@ -658,7 +659,7 @@ fn run_mmio(args: MmioArgs) -> anyhow::Result<()> {
         ]);
     }
     print!("{}", table.render());
-    if let Some(rec) = record {
+    if let Some((rec, reads)) = record {
         println!(
             "\nRecord of {} writes of {} B: {:.0} ns ({} TLPs, {} SKPs); payload {} {label}",
             rec.count,
@@ -682,6 +683,15 @@ fn run_mmio(args: MmioArgs) -> anyhow::Result<()> {
             rec.opposite.dllp_bytes,
             rate(unit, rec.opposite_allocated_mbps),
             rec.opposite_allocated_fraction * 100.0,
+            label = unit.label()
+        );
+        println!(
+            "Record of {} reads of {} B, one at a time: {:.0} ns each, {:.0} ns; payload {} {label}",
+            reads.count,
+            reads.access_bytes,
+            reads.per_read_ns,
+            reads.duration_ns,
+            rate(unit, reads.payload_mbps),
             label = unit.label()
         );
     }

@@ -73,3 +73,36 @@ pub fn write_record(params: &LinkParams, access_bytes: u64, count: u64) -> Write
         opposite: flow.opposite,
     }
 }
+
+/// A record of `count` single reads, one at a time (document 000 §3.5 Example 2).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReadRecord {
+    pub access_bytes: u64,
+    pub count: u64,
+    /// Request + latency + completion (+ the ACK for the completion when it is sent at once).
+    pub per_read_ns: f64,
+    pub duration_ns: f64,
+    /// Payload rate, MB/s (10^6 B/s).
+    #[serde(rename = "payload_MBps")]
+    pub payload_mbps: f64,
+}
+
+/// `count` single reads of `access_bytes`, each issued when the previous one completed. With
+/// one ACK per TLP (`dllp_every_tlps = Some(1)`) the requester's ACK for each completion goes out
+/// before the next request (ACKs outrank TLPs in the transmit priority), as document 000 counts;
+/// coalesced ACKs stay off that path.
+pub fn read_record(params: &LinkParams, access_bytes: u64, count: u64) -> ReadRecord {
+    let one_tag = LinkParams { tags: 1, ..params.clone() };
+    let one = read::read_flow(&one_tag, access_bytes, Span::Record);
+    let serial_ack = params.include_dllp && params.dllp_every_tlps == Some(1);
+    let ack_ns = if serial_ack { super::load::bytes_ns(params.link, super::dllp::bytes(params.link, 1.0)) } else { 0.0 };
+    let per_read_ns = one.duration_ns + ack_ns;
+    let duration_ns = per_read_ns * count as f64;
+    ReadRecord {
+        access_bytes,
+        count,
+        per_read_ns,
+        duration_ns,
+        payload_mbps: crate::units::mbps((access_bytes * count) as f64, duration_ns),
+    }
+}
