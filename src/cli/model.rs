@@ -69,7 +69,7 @@ struct LinkArgs {
     #[arg(long, conflicts_with_all = ["generation", "width"])]
     link: Option<String>,
     /// Generation 1–6 (with --width)
-    #[arg(long = "gen", id = "generation")]
+    #[arg(long = "gen", id = "generation", value_name = "N")]
     generation: Option<u32>,
     /// Width 1, 2, 4, 8, 12, 16, 32 (with --gen)
     #[arg(long)]

@@ -44,6 +44,7 @@ pub fn read_flow(params: &LinkParams, size_bytes: u64, span: Span) -> Flow {
         first_ns: request_ns + params.read_latency_ns + completions_ns,
         round_ns: request_ns + params.read_latency_ns + completions_ns / (size_bytes as f64 / largest as f64).max(1.0),
         rounds: (request_count / params.tags as f64).ceil(),
+        latency_ns: params.read_latency_ns,
     };
     if params.include_dllp {
         // Requests and completions arrive spread over the whole transfer (not back to back when
@@ -73,6 +74,8 @@ struct Timing {
     /// One round of the latency bound.
     round_ns: f64,
     rounds: f64,
+    /// The completion latency itself.
+    latency_ns: f64,
 }
 
 impl Timing {
@@ -83,6 +86,10 @@ impl Timing {
         let latency_ns = self.rounds * self.round_ns;
         if latency_ns >= link_ns {
             (latency_ns, Limit::Latency)
+        } else if 2.0 * self.latency_ns > link_ns {
+            // All requests fit in the tags, but waiting for the first completion is most of
+            // the transfer: more link would hardly help, less latency would.
+            (link_ns, Limit::Latency)
         } else if opposite_ns > data_ns.max(self.first_ns) {
             (link_ns, Limit::OppositeDirection)
         } else {
