@@ -4,10 +4,27 @@
 //! measurement layers reuse it for the simulator's timing and for the ceiling printed beside
 //! every measured figure. `docs/theory.md` gives the formulas and the source of every constant.
 
+pub mod bidir;
+pub mod dllp;
+pub mod explain;
+pub mod flit;
 pub mod link;
+pub mod load;
+pub mod message;
+pub mod mmio;
+pub mod read;
+pub mod skp;
+pub mod status;
+pub mod tlp;
 pub mod transfer;
+pub mod write;
+pub mod write_combining;
 
+pub use bidir::{bidirectional_throughput, Bidirectional};
 pub use link::{Encoding, Generation, Link};
+pub use load::Load;
+pub use read::read_throughput;
+pub use write::write_throughput;
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +83,14 @@ pub struct LinkParams {
     pub include_dllp: bool,
     /// Start address of the transfer (only its offset within a 4 KiB page matters).
     pub start_addr: u64,
+    /// One ACK and one UpdateFC DLLP per this many TLPs; `None` (the default) coalesces as much
+    /// as the spec's AckNak latency / UpdateFC tables allow (see [`dllp`]).
+    #[serde(default)]
+    pub dllp_every_tlps: Option<u32>,
+    /// Largest completion the completer sends; `None` (the default) means MaxPayload. Many root
+    /// complexes answer in 64-byte completions whatever MaxPayload says.
+    #[serde(default)]
+    pub completion_bytes: Option<u64>,
 }
 
 impl LinkParams {
@@ -85,6 +110,8 @@ impl LinkParams {
             include_skp: true,
             include_dllp: true,
             start_addr: 0,
+            dllp_every_tlps: None,
+            completion_bytes: None,
         }
     }
 
@@ -102,15 +129,41 @@ impl LinkParams {
         if !(1..=1024).contains(&self.tags) {
             return Err(InvalidInput::new(format!("invalid tag count {}: allowed 1 to 1024", self.tags)));
         }
+        if let Some(bytes) = self.completion_bytes {
+            if bytes == 0 || !bytes.is_multiple_of(self.rcb_bytes) || bytes > self.mps_bytes {
+                return Err(InvalidInput::new(format!(
+                    "invalid completion size {bytes}: allowed multiples of the RCB ({}) up to MaxPayload ({})",
+                    self.rcb_bytes, self.mps_bytes
+                )));
+            }
+        }
+        if self.dllp_every_tlps == Some(0) {
+            return Err(InvalidInput::new("invalid DLLP interval 0 TLPs: allowed 1 or more"));
+        }
         Ok(())
     }
 
     /// Framing bytes around every TLP on the wire (start/sequence/LCRC/end or STP token/LCRC),
     /// plus ECRC when enabled. Gen1–2: STP 1 + sequence 2 + LCRC 4 + END 1; Gen3–5: STP token 4
     /// (holds the sequence number) + LCRC 4.
+    /// Largest completion payload: `completion_bytes`, or MaxPayload.
+    pub fn max_completion_bytes(&self) -> u64 {
+        self.completion_bytes.unwrap_or(self.mps_bytes).min(self.mps_bytes)
+    }
+
+    /// Gen6 flit mode has no per-TLP framing (the flit carries CRC and FEC).
     pub fn framing_bytes(&self) -> u64 {
         let ecrc = if self.ecrc { 4 } else { 0 };
-        8 + ecrc
+        tlp::framing_bytes(self.link.generation) + ecrc
+    }
+
+    /// The same conditions as the documents' tables count them: byte-exact payloads, no SKP
+    /// ordered sets, no DLLPs (document 000 Table 1).
+    pub fn documents_convention(mut self) -> Self {
+        self.accounting = Accounting::ByteExact;
+        self.include_skp = false;
+        self.include_dllp = false;
+        self
     }
 }
 
@@ -130,6 +183,18 @@ pub enum Limit {
     Link,
     /// Read completion latency × outstanding requests bounds the rate.
     Latency,
+    /// The opposite direction (DLLPs, read requests, the other stream) is the bottleneck.
+    OppositeDirection,
+}
+
+impl Limit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::Link => "link",
+            Limit::Latency => "latency",
+            Limit::OppositeDirection => "opposite direction",
+        }
+    }
 }
 
 /// A predicted throughput.
@@ -143,51 +208,58 @@ pub struct Throughput {
     pub limit: Limit,
 }
 
-fn data_bytes_on_wire(params: &LinkParams, payload: u64) -> u64 {
-    match params.accounting {
-        Accounting::ByteExact => payload,
-        Accounting::WireAccurate => payload.div_ceil(4) * 4,
+impl Throughput {
+    /// `size_bytes` of payload moved in `time_ns` on `link`.
+    pub fn new(link: Link, size_bytes: f64, time_ns: f64, limit: Limit) -> Self {
+        let mbps = crate::units::mbps(size_bytes, time_ns);
+        Throughput { mbps, efficiency: mbps / link.encoded_mbps(), limit }
     }
 }
 
-/// Bytes on the wire to carry `size_bytes` of payload in TLPs of at most `max_payload` bytes
-/// with a header of `header_bytes`.
-fn tlp_stream_bytes(params: &LinkParams, size_bytes: u64, max_payload: u64, header_bytes: u64) -> u64 {
-    let full = size_bytes / max_payload;
-    let rest = size_bytes % max_payload;
-    let per_tlp = header_bytes + params.framing_bytes();
-    let mut bytes = full * (data_bytes_on_wire(params, max_payload) + per_tlp);
-    if rest > 0 {
-        bytes += data_bytes_on_wire(params, rest) + per_tlp;
+/// How a count of SKPs or DLLPs is rounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Span {
+    /// One transfer out of a long run of equal transfers: fractional SKPs and DLLPs per transfer,
+    /// their long-run average (the default for rates).
+    Steady,
+    /// One isolated record, as a trace shows it: whole SKPs and DLLPs, rounded up
+    /// (document 000 §3.5 counts 3 SKPs in 2400 bytes).
+    Record,
+}
+
+impl Span {
+    pub fn round(self, events: f64) -> f64 {
+        match self {
+            Span::Steady => events,
+            Span::Record => events.ceil(),
+        }
     }
-    bytes
 }
 
-fn throughput(params: &LinkParams, size_bytes: u64, time_ns: f64, limit: Limit) -> Throughput {
-    let mbps = crate::units::mbps(size_bytes as f64, time_ns);
-    Throughput { mbps, efficiency: mbps / params.link.encoded_mbps(), limit }
+/// One transfer on the link: what each direction carries, how long it takes, what bounds it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Flow {
+    pub size_bytes: u64,
+    /// The direction the data travels in (write TLPs, or read completions).
+    pub data: Load,
+    /// The other direction (DLLPs for the data, and read requests).
+    pub opposite: Load,
+    pub duration_ns: f64,
+    pub throughput: Throughput,
 }
 
-/// Posted writes of `size_bytes` (device→host DMA writes, or CPU writes to a device).
-pub fn write_throughput(params: &LinkParams, size_bytes: u64) -> Throughput {
-    let wire = tlp_stream_bytes(params, size_bytes, params.mps_bytes, params.header.bytes());
-    let time_ns = wire as f64 * params.link.byte_time_ns() / params.link.width as f64;
-    throughput(params, size_bytes, time_ns, Limit::Link)
-}
-
-/// Non-posted reads of `size_bytes`: requests of at most MRRS, completions of at most MPS,
-/// `read_latency_ns` between a request and its completion, at most `tags` outstanding.
-pub fn read_throughput(params: &LinkParams, size_bytes: u64) -> Throughput {
-    let lane_ns = params.link.byte_time_ns() / params.link.width as f64;
-    let request_ns = (params.header.bytes() + params.framing_bytes()) as f64 * lane_ns;
-    let requests = size_bytes.div_ceil(params.mrrs_bytes);
-    let completion_ns = |bytes: u64| tlp_stream_bytes(params, bytes, params.mps_bytes, 12) as f64 * lane_ns;
-    let link_bound_ns = request_ns + params.read_latency_ns + completion_ns(size_bytes);
-    let per_round_ns = request_ns + params.read_latency_ns + completion_ns(params.mrrs_bytes.min(size_bytes));
-    let latency_bound_ns = requests.div_ceil(params.tags as u64) as f64 * per_round_ns;
-    if latency_bound_ns > link_bound_ns {
-        throughput(params, size_bytes, latency_bound_ns, Limit::Latency)
-    } else {
-        throughput(params, size_bytes, link_bound_ns, Limit::Link)
+impl Flow {
+    /// Idle time of the data direction within the transfer, in ns (waiting for completions or
+    /// for the opposite direction).
+    pub fn data_idle_ns(&self, link: Link) -> f64 {
+        (self.duration_ns - self.data.busy_ns(link)).max(0.0)
     }
+}
+
+/// The steady-state rate of posted writes in full MaxPayload TLPs, in MB/s: the link's ceiling
+/// for streaming data (every other figure approaches it).
+pub fn steady_write_mbps(params: &LinkParams) -> f64 {
+    let aligned = LinkParams { start_addr: 0, ..params.clone() };
+    write::write_flow(&aligned, params.mps_bytes, Span::Steady).throughput.mbps
 }

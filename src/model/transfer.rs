@@ -74,3 +74,10 @@ pub fn fit(bus_mbps: f64, points: &[(f64, f64)]) -> Result<TransferModel, Invali
 pub fn residuals(model: &TransferModel, points: &[(f64, f64)]) -> Vec<f64> {
     points.iter().map(|&(n, rate)| rate / model.rate_mbps(n) - 1.0).collect()
 }
+
+/// Upper bound on f from the packet format (document 002): payload / (payload + header) per
+/// packet, times `busy_cycles / (busy_cycles + 1)` for one idle cycle every `busy_cycles`.
+/// 128-byte payloads, 16-byte headers, one idle cycle per 18: 0.842 (the document writes "80 %").
+pub fn f_upper_bound(payload_bytes: f64, header_bytes: f64, busy_cycles: f64) -> f64 {
+    payload_bytes / (payload_bytes + header_bytes) * busy_cycles / (busy_cycles + 1.0)
+}

@@ -1,0 +1,33 @@
+//! Gen6 flit mode: 256-byte flits of 236 TLP bytes, 6 DLLP (DLP) bytes, 8 CRC and 6 FEC bytes.
+//!
+//! TLPs are packed back to back into the 236-byte TLP area (no STP, sequence number or LCRC per
+//! TLP); DLLPs ride in the DLP bytes of every flit, so they cost nothing extra. pcie-bench's model
+//! assumes 242/256 for Gen6; the specification's flit layout gives 236/256 for TLP bytes.
+
+/// Bytes of one flit.
+pub const FLIT_BYTES: u64 = 256;
+/// Bytes of a flit that carry TLPs.
+pub const FLIT_TLP_BYTES: u64 = 236;
+/// Bytes of a flit that carry DLLP payloads.
+pub const FLIT_DLP_BYTES: u64 = 6;
+/// Flit CRC bytes.
+pub const FLIT_CRC_BYTES: u64 = 8;
+/// Flit FEC bytes.
+pub const FLIT_FEC_BYTES: u64 = 6;
+
+/// Flit overhead (DLP + CRC + FEC) carried alongside `tlp_bytes` of TLPs, in a steady stream
+/// where flits are full.
+pub fn overhead_bytes(tlp_bytes: f64) -> f64 {
+    tlp_bytes * (FLIT_BYTES - FLIT_TLP_BYTES) as f64 / FLIT_TLP_BYTES as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flit_layout_adds_up() {
+        assert_eq!(FLIT_TLP_BYTES + FLIT_DLP_BYTES + FLIT_CRC_BYTES + FLIT_FEC_BYTES, FLIT_BYTES);
+        assert_eq!(overhead_bytes(236.0), 20.0);
+    }
+}
