@@ -105,6 +105,11 @@ pub fn speed_label(gts: Option<f64>) -> String {
     gts.map_or_else(|| "unknown".to_string(), |g| format!("{g}GT/s"))
 }
 
+/// LnkCtl2 Target Link Speed as lspci writes it: its table says "Unknown" for reserved codes.
+pub fn target_speed_label(gts: Option<f64>) -> String {
+    gts.map_or_else(|| "Unknown".to_string(), |g| format!("{g}GT/s"))
+}
+
 fn l0s_latency(code: u32) -> &'static str {
     ["<64ns", "<128ns", "<256ns", "<512ns", "<1us", "<2us", "<4us", "unlimited"][code as usize & 7]
 }
@@ -477,7 +482,7 @@ impl PcieCap {
                 lines.push(format!("LnkCap2: Supported Link Speeds: {}", supported_speeds_label(cap2)));
             }
             if l.lnkctl2.is_some() {
-                lines.push(format!("LnkCtl2: Target Link Speed: {}", speed_label(l.target_speed_gts)));
+                lines.push(format!("LnkCtl2: Target Link Speed: {}", target_speed_label(l.target_speed_gts)));
             }
             lines.push(format!("LnkSta2: EqualizationComplete{}", flag(bit16(l.lnksta2, 1))));
         }
