@@ -73,18 +73,16 @@ pub fn bandwidth(hops: &[Hop], capable_speed_gts: Option<f64>, capable_width: Op
     };
     let mbits = |v: u32| format!("{}.{:03}", v / 1000, v % 1000);
     let cap_link = format!("{} x{}", kernel_speed_string(capable_speed_gts), capable_width.unwrap_or(0));
-    let message = if available >= capable {
-        format!("{} Gb/s available PCIe bandwidth ({cap_link} link)", mbits(capable))
-    } else {
-        let hop = limiting.expect("a lower figure comes from a hop");
-        format!(
+    let message = match limiting {
+        Some(hop) if available < capable => format!(
             "{} Gb/s available PCIe bandwidth, limited by {} x{} link at {} (capable of {} Gb/s with {cap_link} link)",
             mbits(available),
             kernel_speed_string(hop.speed_gts),
             hop.width.unwrap_or(0),
             hop.bdf,
             mbits(capable)
-        )
+        ),
+        _ => format!("{} Gb/s available PCIe bandwidth ({cap_link} link)", mbits(capable)),
     };
     Bandwidth {
         available_mbits: available,
