@@ -108,6 +108,8 @@ pub struct DeviceReport {
     pub capabilities: Vec<CapListing>,
     pub extended_capabilities: Vec<CapListing>,
     pub bars: Vec<Bar>,
+    /// Primary, secondary and subordinate bus numbers of a bridge (type 1 header).
+    pub bridge_buses: Option<(u8, u8, u8)>,
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
     pub pcie: Option<PcieCap>,
@@ -243,6 +245,7 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
         capabilities: device.capability_listing(),
         extended_capabilities: device.extended_capability_listing(),
         bars: device.bars(),
+        bridge_buses: device.config.bridge_buses(),
         numa_node: attributes.and_then(|a| a.numa_node),
         driver: attributes.and_then(|a| a.driver.clone()),
         pcie: device.pcie.clone(),
@@ -320,6 +323,9 @@ pub fn render_verbose(report: &DeviceReport, raw: bool) -> String {
         let size = bar.size_bytes.map_or(String::new(), |s| format!(" [size={}]", crate::units::format_size(s)));
         let kind = if bar.kind == "io" { "I/O ports".to_string() } else { format!("Memory ({}-bit, {}prefetchable)", if bar.is_64bit { 64 } else { 32 }, if bar.prefetchable { "" } else { "non-" }) };
         line(format!("Region {}: {kind} at {:x}{size}", bar.index, bar.address));
+    }
+    if let Some((primary, secondary, subordinate)) = report.bridge_buses {
+        line(format!("Bus: primary={primary:02x}, secondary={secondary:02x}, subordinate={subordinate:02x}"));
     }
     for cap in &report.capabilities {
         line(format!("Capabilities: [{:02x}] {}", cap.offset, cap.name));
