@@ -79,6 +79,7 @@ fn every_cause_is_named_behind_a_switch() {
     }
     let speed = &fpga.warnings.iter().find(|w| w.code == "link_speed_below_capability").unwrap().message;
     assert!(speed.contains("both ends support 8GT/s"), "{speed}");
+    assert_eq!(fpga.aer.status.as_ref().expect("extended space read for a PCIe device").correctable_errors, vec!["RxErr"]);
     let aer = &fpga.warnings.iter().find(|w| w.code == "aer_correctable_errors").unwrap().message;
     assert!(aer.starts_with("9 correctable errors"), "{aer}");
     assert_eq!((fpga.max_payload_bytes, fpga.path_max_payload_supported_bytes, fpga.max_read_request_bytes), (Some(128), Some(256), Some(128)));

@@ -115,7 +115,8 @@ impl Machine {
 /// Inspect a whole source: reports for the selected devices and machine-level notes.
 pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
     let machine = Machine::load(&options.source)?;
-    let names = ids::PciIds::load(options.pci_ids.as_deref());
+    let vendors = machine.devices.values().filter_map(|d| d.config.vendor_id()).collect();
+    let names = ids::PciIds::load_for(options.pci_ids.as_deref(), &vendors);
     let devices = machine
         .devices
         .keys()

@@ -185,7 +185,8 @@ fn details(device: &Device) -> (Vec<String>, Vec<String>) {
     if let Some(pm) = &device.pm {
         lines.extend(pm.describe());
     }
-    for row in device.config.bytes().chunks(16).enumerate() {
+    // The header; capability registers are listed above, decoded field by field.
+    for row in device.config.bytes()[..device.config.len().min(64)].chunks(16).enumerate() {
         let hex: Vec<String> = row.1.iter().map(|b| format!("{b:02x}")).collect();
         raw.push(format!("{:03x}: {}", row.0 * 16, hex.join(" ")));
     }

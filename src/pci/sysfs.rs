@@ -107,7 +107,7 @@ pub fn read_device(bdf: Bdf, path: &Path) -> Option<SysfsDevice> {
     let canonical = std::fs::canonicalize(path).ok()?;
     let parent = canonical.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).and_then(|n| n.parse::<Bdf>().ok());
     let mut notes = Vec::new();
-    let config = match std::fs::read(canonical.join("config")) {
+    let config = match read_config(&canonical.join("config")) {
         Ok(bytes) => ConfigSpace::new(bytes),
         Err(e) if e.kind() == ErrorKind::NotFound && !canonical.exists() => return None,
         Err(e) if e.kind() == ErrorKind::PermissionDenied => {
@@ -121,6 +121,48 @@ pub fn read_device(bdf: Bdf, path: &Path) -> Option<SysfsDevice> {
     };
     let attributes = read_attributes(&canonical, &mut notes);
     Some(SysfsDevice { bdf, config, parent, attributes, notes })
+}
+
+/// Read `len` bytes from `offset` onto `bytes`, stopping early at the end of the file (an
+/// unprivileged reader sees 64 bytes).
+fn read_more(file: &std::fs::File, bytes: &mut Vec<u8>, len: usize) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let start = bytes.len();
+    bytes.resize(start + len, 0);
+    let mut done = 0;
+    while done < len {
+        match file.read_at(&mut bytes[start + done..], (start + done) as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => {
+                bytes.truncate(start + done);
+                return Err(e);
+            }
+        }
+    }
+    bytes.truncate(start + done);
+    Ok(())
+}
+
+/// Read only what decoding can use, as lspci does: every config read of a real (or virtual)
+/// device is a bus transaction, and the 4096-byte extended space is read only for PCI Express
+/// and PCI-X functions, where it exists.
+pub fn read_config(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::with_capacity(4096);
+    read_more(&file, &mut bytes, 64)?;
+    let partial = ConfigSpace::new(bytes);
+    if partial.len() < 64 || !partial.has_capability_list() {
+        return Ok(partial.bytes().to_vec());
+    }
+    let mut bytes = partial.bytes().to_vec();
+    read_more(&file, &mut bytes, 192)?;
+    let walk = super::walk::standard(&ConfigSpace::new(bytes.clone()));
+    if bytes.len() == 256 && (walk.find(0x10).is_some() || walk.find(0x07).is_some()) {
+        read_more(&file, &mut bytes, 4096 - 256)?;
+    }
+    Ok(bytes)
 }
 
 fn read_text(dir: &Path, name: &str, notes: &mut Vec<String>) -> Option<String> {
