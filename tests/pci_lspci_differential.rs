@@ -2,7 +2,7 @@
 //! `lspci -xxxx` dump, lspci decodes them with `-F DUMP -vv`, and every field lspci prints that
 //! pcieperf also decodes must agree. lspci is the oracle; CI installs it (`.ci/run`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::process::Command;
 
 use pcieperf::pci::caps::pcie::{speed_label, supported_speeds_label, target_speed_label};
@@ -96,6 +96,26 @@ struct Seen {
     target: Option<String>,
     uesta: Option<Vec<String>>,
     cesta: Option<Vec<String>>,
+    /// `Register.Flag` → set, for the flags of the PCI Express capability lspci printed.
+    flags: BTreeMap<String, bool>,
+    rcb: Option<u32>,
+    completion_timeout_ranges: Option<String>,
+    completion_timeout: Option<String>,
+}
+
+const FLAG_REGISTERS: [&str; 8] = ["DevCap", "DevCtl", "DevSta", "LnkCap", "LnkCtl", "LnkSta", "DevCap2", "DevCtl2"];
+
+fn record_flags(section: &str, text: &str, flags: &mut BTreeMap<String, bool>) {
+    for token in text.split([' ', ',', '\t']) {
+        let (name, set) = match (token.strip_suffix('+'), token.strip_suffix('-')) {
+            (Some(name), _) => (name, true),
+            (_, Some(name)) => (name, false),
+            _ => continue,
+        };
+        if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric()) {
+            flags.insert(format!("{section}.{name}"), set);
+        }
+    }
 }
 
 fn number_before(text: &str, suffix: &str) -> Option<u32> {
@@ -111,6 +131,7 @@ fn parse_lspci(output: &str) -> HashMap<Bdf, Seen> {
     let mut all = HashMap::new();
     let mut current: Option<(Bdf, Seen)> = None;
     let mut in_devctl = false;
+    let mut section = String::new();
     for line in output.lines() {
         if !line.starts_with('\t') && !line.is_empty() {
             if let Some((bdf, seen)) = current.take() {
@@ -122,6 +143,24 @@ fn parse_lspci(output: &str) -> HashMap<Bdf, Seen> {
         }
         let Some((_, seen)) = current.as_mut() else { continue };
         let text = line.trim_start_matches('\t');
+        if line.starts_with("\t\t") && !line.starts_with("\t\t\t") {
+            section = text.split(':').next().unwrap().to_string();
+        } else if !line.starts_with("\t\t") {
+            section.clear();
+        }
+        if FLAG_REGISTERS.contains(&section.as_str()) {
+            let body = if line.starts_with("\t\t\t") { text } else { text.split_once(':').unwrap().1 };
+            record_flags(&section, body, &mut seen.flags);
+        }
+        if let Some(rest) = text.strip_prefix("DevCap2: Completion Timeout: ") {
+            seen.completion_timeout_ranges = Some(rest.split(',').next().unwrap().to_string());
+        }
+        if let Some(rest) = text.strip_prefix("DevCtl2: Completion Timeout: ") {
+            seen.completion_timeout = Some(rest.split(',').next().unwrap().to_string());
+        }
+        if let Some(rcb) = text.split_once("RCB ") {
+            seen.rcb = number_before(rcb.1, " bytes").or_else(|| rcb.1.split(' ').next()?.parse().ok());
+        }
         if let Some(rest) = text.strip_prefix("Capabilities: ").and_then(|r| r.split_once("] Express (v").map(|x| x.1)) {
             let after = rest.split_once(") ").unwrap().1;
             seen.port_type = Some(after.rsplit_once(", MSI").unwrap().0.split(" (Slot").next().unwrap().to_string());
@@ -165,12 +204,57 @@ fn parse_lspci(output: &str) -> HashMap<Bdf, Seen> {
     all
 }
 
+/// Our decoding of the flags compared, keyed as lspci prints them.
+fn our_flags(device: &Device) -> BTreeMap<String, bool> {
+    let pcie = device.pcie.as_ref().unwrap();
+    let d = pcie.device.as_ref().unwrap();
+    let mut flags: Vec<(&str, bool)> = vec![
+        ("DevCap.ExtTag", d.extended_tag_supported),
+        ("DevCap.FLReset", d.function_level_reset),
+        ("DevCtl.CorrErr", d.correctable_error_reporting),
+        ("DevCtl.NonFatalErr", d.non_fatal_error_reporting),
+        ("DevCtl.FatalErr", d.fatal_error_reporting),
+        ("DevCtl.UnsupReq", d.unsupported_request_reporting),
+        ("DevCtl.RlxdOrd", d.relaxed_ordering),
+        ("DevCtl.ExtTag", d.extended_tag_enabled),
+        ("DevCtl.NoSnoop", d.no_snoop),
+        ("DevSta.CorrErr", d.correctable_error_detected),
+        ("DevSta.NonFatalErr", d.non_fatal_error_detected),
+        ("DevSta.FatalErr", d.fatal_error_detected),
+        ("DevSta.UnsupReq", d.unsupported_request_detected),
+        ("DevSta.TransPend", d.transactions_pending),
+    ];
+    if let Some(l) = &pcie.link {
+        flags.extend([
+            ("LnkCap.LLActRep", l.dll_active_reporting),
+            ("LnkCtl.Disabled", l.link_disabled),
+            ("LnkCtl.CommClk", l.common_clock),
+            ("LnkSta.Train", l.training),
+            ("LnkSta.DLActive", l.dl_active),
+        ]);
+    }
+    if let Some(d2) = &pcie.device2 {
+        flags.extend([
+            ("DevCap2.TimeoutDis", d2.completion_timeout_disable_supported),
+            ("DevCap2.10BitTagComp", d2.ten_bit_tag_completer),
+            ("DevCap2.10BitTagReq", d2.ten_bit_tag_requester),
+            ("DevCtl2.TimeoutDis", d2.completion_timeout_disabled),
+            ("DevCtl2.10BitTagReq", d2.ten_bit_tag_requester_enabled),
+        ]);
+    }
+    flags.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
 fn ours(device: &Device) -> Seen {
     let pcie = device.pcie.as_ref().expect("generated devices have a PCIe capability");
     let d = pcie.device.as_ref().unwrap();
     let link = pcie.link.as_ref();
     let link2 = pcie.link2.as_ref();
     Seen {
+        flags: BTreeMap::new(),
+        rcb: link.and_then(|l| l.rcb_bytes),
+        completion_timeout_ranges: pcie.device2.as_ref().map(|d| d.completion_timeout_ranges.to_string()),
+        completion_timeout: pcie.device2.as_ref().map(|d| d.completion_timeout.to_string()),
         port_type: Some(pcie.port_type.name().to_string()),
         devcap_mps: Some(d.max_payload_supported_bytes),
         devctl_mps: Some(d.max_payload_bytes),
@@ -200,6 +284,7 @@ fn lspci_decode(dump_text: &str) -> String {
 fn decoding_agrees_with_lspci_on_random_config_spaces() {
     let mut rng = Rng(0x5eed_0003);
     let mut compared = 0;
+    let mut flags_compared = 0;
     let mut coverage: HashMap<String, u32> = HashMap::new();
     for batch in 0..4 {
         let mut devices: Vec<(Bdf, Vec<u8>)> = Vec::new();
@@ -219,7 +304,16 @@ fn decoding_agrees_with_lspci_on_random_config_spaces() {
             let device = Device::decode(d.bdf, d.config, None, None, Vec::new());
             let expected = theirs.get(&d.bdf).unwrap_or_else(|| panic!("lspci did not list {}", d.bdf));
             assert!(expected.devcap_mps.is_some() && expected.uesta.is_some(), "lspci output for {} was not parsed: {expected:?}", d.bdf);
-            assert_eq!(&ours(&device), expected, "device {} differs from lspci", d.bdf);
+            // Flags: every one we decode that lspci printed for this port type must agree.
+            let mut mine = ours(&device);
+            for (key, value) in our_flags(&device) {
+                if let Some(&theirs_value) = expected.flags.get(&key) {
+                    assert_eq!(value, theirs_value, "device {}: {key} differs from lspci", d.bdf);
+                    flags_compared += 1;
+                }
+            }
+            mine.flags = expected.flags.clone();
+            assert_eq!(&mine, expected, "device {} differs from lspci", d.bdf);
             compared += 1;
             *coverage.entry(expected.port_type.clone().unwrap()).or_insert(0) += 1;
             if expected.lnkctl_aspm.is_some() && expected.target.is_none() {
@@ -231,6 +325,7 @@ fn decoding_agrees_with_lspci_on_random_config_spaces() {
         }
     }
     assert_eq!(compared, 400);
+    assert!(flags_compared > 400 * 15, "only {flags_compared} flags compared");
     for case in ["Endpoint", "Legacy Endpoint", "Root Port", "Upstream Port", "Downstream Port", "link2 hidden", "target 2.5"] {
         assert!(coverage.get(case).copied().unwrap_or(0) > 5, "too few random cases of {case}: {coverage:?}");
     }

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::address::Bdf;
+use crate::model::Generation;
 
 /// One device on the way up, with the link its LnkSta reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -19,14 +20,14 @@ pub struct Hop {
 /// The kernel's per-lane rate after encoding in Mb/s, integer arithmetic as in
 /// `PCIE_SPEED2MBS_ENC`: 2.5 → 2000, 5 → 4000, 8 → 7876, 16 → 15753, 32 → 31507, 64 → 64000.
 pub fn kernel_lane_mbits(speed_gts: Option<f64>) -> u32 {
-    match speed_gts {
-        Some(s) if s == 2.5 => 2500 * 8 / 10,
-        Some(s) if s == 5.0 => 5000 * 8 / 10,
-        Some(s) if s == 8.0 => 8000 * 128 / 130,
-        Some(s) if s == 16.0 => 16000 * 128 / 130,
-        Some(s) if s == 32.0 => 32000 * 128 / 130,
-        Some(s) if s == 64.0 => 64000,
-        _ => 0,
+    match speed_gts.and_then(Generation::from_gts) {
+        Some(Generation::Gen1) => 2500 * 8 / 10,
+        Some(Generation::Gen2) => 5000 * 8 / 10,
+        Some(Generation::Gen3) => 8000 * 128 / 130,
+        Some(Generation::Gen4) => 16000 * 128 / 130,
+        Some(Generation::Gen5) => 32000 * 128 / 130,
+        Some(Generation::Gen6) => 64000,
+        None => 0,
     }
 }
 

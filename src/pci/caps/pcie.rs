@@ -391,7 +391,7 @@ pub fn supported_speeds_label(lnkcap2: u32) -> &'static str {
 
 fn link2_regs(config: &ConfigSpace, offset: usize, port_type: PortType, function_zero: bool) -> Option<Link2Regs> {
     let lnksta2 = config.u16_at(offset + LNKSTA2)?;
-    let shown = !(port_type.is_endpoint() && !function_zero);
+    let shown = !port_type.is_endpoint() || function_zero;
     let lnkcap2 = if shown { Some(config.u32_at(offset + LNKCAP2)?) } else { None };
     let lnkctl2 = if shown { Some(config.u16_at(offset + LNKCTL2)?) } else { None };
     Some(Link2Regs {
