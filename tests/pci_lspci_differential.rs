@@ -99,6 +99,7 @@ struct Seen {
     /// `Register.Flag` → set, for the flags of the PCI Express capability lspci printed.
     flags: BTreeMap<String, bool>,
     rcb: Option<u32>,
+    msi: Option<String>,
     completion_timeout_ranges: Option<String>,
     completion_timeout: Option<String>,
 }
@@ -151,6 +152,9 @@ fn parse_lspci(output: &str) -> HashMap<Bdf, Seen> {
         if FLAG_REGISTERS.contains(&section.as_str()) {
             let body = if line.starts_with("\t\t\t") { text } else { text.split_once(':').unwrap().1 };
             record_flags(&section, body, &mut seen.flags);
+        }
+        if let Some((_, rest)) = text.strip_prefix("Capabilities: ").and_then(|r| r.split_once("] MSI: ")) {
+            seen.msi = Some(format!("MSI: {rest}"));
         }
         if let Some(rest) = text.strip_prefix("DevCap2: Completion Timeout: ") {
             seen.completion_timeout_ranges = Some(rest.split(',').next().unwrap().to_string());
@@ -253,6 +257,7 @@ fn ours(device: &Device) -> Seen {
     Seen {
         flags: BTreeMap::new(),
         rcb: link.and_then(|l| l.rcb_bytes),
+        msi: device.msi.as_ref().map(|m| m.describe()[0].clone()),
         completion_timeout_ranges: pcie.device2.as_ref().map(|d| d.completion_timeout_ranges.to_string()),
         completion_timeout: pcie.device2.as_ref().map(|d| d.completion_timeout.to_string()),
         port_type: Some(pcie.port_type.name().to_string()),
