@@ -1,8 +1,9 @@
 //! Whole-machine decode time: `pcieperf inspect -vv` against `lspci -vv` in the same run, on the
 //! live machine and on a 256-device `lspci -xxxx` dump (`-F`), as a ratio (below 1 = faster).
 //!
-//! Run with `cargo bench --bench inspect_vs_lspci`. Both tools run as processes, interleaved, so
-//! start-up, pci.ids loading and output are charged to both alike.
+//! Run with `cargo bench --bench inspect_vs_lspci` (under `cargo test` it runs once, as a smoke
+//! test). Both tools run as processes, interleaved, so start-up, pci.ids loading and output are
+//! charged to both alike.
 
 #[path = "../tests/data/pci/fixture.rs"]
 mod fixture;
@@ -12,7 +13,11 @@ use std::time::{Duration, Instant};
 
 use pcieperf::pci::{dump, Bdf};
 
-const ROUNDS: usize = 30;
+/// `cargo bench` passes `--bench`; under `cargo test --all-targets` one round checks that both
+/// commands run, without spending time on figures nobody reads.
+fn rounds() -> usize {
+    if std::env::args().any(|a| a == "--bench") { 30 } else { 1 }
+}
 
 fn time(command: &mut Command) -> Duration {
     let start = Instant::now();
@@ -29,13 +34,14 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 fn compare(label: &str, ours: impl Fn() -> Command, theirs: impl Fn() -> Command) {
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
+    let rounds = rounds();
+    for _ in 0..rounds {
         a.push(time(&mut ours()));
         b.push(time(&mut theirs()));
     }
     let (a, b) = (median(a), median(b));
     println!(
-        "{label}: pcieperf inspect -vv {:.2} ms, lspci -vv {:.2} ms, ratio pcieperf/lspci = {:.2} (median of {ROUNDS})",
+        "{label}: pcieperf inspect -vv {:.2} ms, lspci -vv {:.2} ms, ratio pcieperf/lspci = {:.2} (median of {rounds})",
         a.as_secs_f64() * 1e3,
         b.as_secs_f64() * 1e3,
         a.as_secs_f64() / b.as_secs_f64()
