@@ -15,6 +15,11 @@ fn lspci(args: &[&str]) -> String {
 
 #[test]
 fn this_machines_lspci_dumps_parse_with_and_without_verbose_text() {
+    if !std::path::Path::new("/sys/bus/pci/devices").exists() {
+        // A container without PCI sysfs: lspci has nothing to list; the other tests cover dumps.
+        eprintln!("no /sys/bus/pci/devices here: nothing to compare");
+        return;
+    }
     let plain = dump::parse(&lspci(&["-D", "-xxx"])).expect("lspci -xxx output parses");
     let verbose = dump::parse(&lspci(&["-D", "-vvxxx"])).expect("lspci -vvxxx output parses");
     let listed = lspci(&["-D", "-n"]).lines().filter(|l| !l.is_empty()).count();
@@ -30,12 +35,11 @@ fn this_machines_lspci_dumps_parse_with_and_without_verbose_text() {
 
 #[test]
 fn lspci_reads_back_what_we_write() {
-    let plain = dump::parse(&lspci(&["-D", "-xxx"])).unwrap();
     let mut bytes = vec![0u8; 256];
     bytes[..4].copy_from_slice(&[0xee, 0x10, 0x38, 0x70]);
-    let mut devices: Vec<(pcieperf::pci::Bdf, &[u8])> = plain.iter().map(|d| (d.bdf, d.config.bytes())).collect();
-    let extra = "0000:7f:00.0".parse().unwrap();
-    devices.push((extra, &bytes));
+    let mut other = bytes.clone();
+    other[..4].copy_from_slice(&[0x86, 0x80, 0x72, 0x15]);
+    let devices: Vec<(pcieperf::pci::Bdf, &[u8])> = vec![("0000:7f:00.0".parse().unwrap(), &bytes), ("0001:02:1f.7".parse().unwrap(), &other)];
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ours.dump");
     std::fs::write(&path, dump::write(&devices)).unwrap();
