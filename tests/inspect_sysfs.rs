@@ -136,3 +136,29 @@ fn a_device_without_config_file_is_still_listed_with_a_note() {
     assert_eq!(gpu.unavailable, vec!["config space: not readable".to_string()]);
     assert!(inspect_device(&"0000:05:00.0".parse().unwrap(), &options(&tree)).is_err());
 }
+
+#[test]
+fn link_down_slow_partner_and_target_speed_are_told_apart() {
+    let tree = Tree::new();
+    // 00:01.0 (Gen2 root port) → 01:00.0, a Gen3 card: the other end is the limit.
+    tree.add(&["0000:00:01.0"], &config(0x8086, 1, &Pcie::new(ROOT_PORT, 2, 4).bridge(0, 1, 1), 0), &[]);
+    tree.add(&["0000:00:01.0", "0000:01:00.0"], &config(0x10ee, 1, &Pcie::new(ENDPOINT, 3, 4).trained(2, 4), 0), &[]);
+    // 00:02.0 (Gen3) → 02:00.0, a Gen3 card whose LnkCtl2 target is Gen1.
+    tree.add(&["0000:00:02.0"], &config(0x8086, 2, &Pcie::new(ROOT_PORT, 3, 4).bridge(0, 2, 2), 0), &[]);
+    let mut targeted = config(0x10ee, 2, &Pcie::new(ENDPOINT, 3, 4).trained(1, 4), 0);
+    targeted[0x70] = 1;
+    tree.add(&["0000:00:02.0", "0000:02:00.0"], &targeted, &[]);
+    // 00:03.0 → 03:00.0 with no link.
+    tree.add(&["0000:00:03.0"], &config(0x8086, 3, &Pcie::new(ROOT_PORT, 3, 4).trained(0, 0).bridge(0, 3, 3), 0), &[]);
+    tree.add(&["0000:00:03.0", "0000:03:00.0"], &config(0x10ee, 3, &Pcie::new(ENDPOINT, 3, 4).trained(0, 0), 0), &[]);
+    let reports = inspect_machine(&options(&tree)).unwrap();
+    let message = |bdf: &str, code: &str| {
+        let report = reports.iter().find(|r| r.bdf.to_string() == bdf).unwrap();
+        report.warnings.iter().find(|w| w.code == code).unwrap_or_else(|| panic!("{bdf}: no {code} in {:?}", report.warnings)).message.clone()
+    };
+    assert!(message("0000:01:00.0", "link_speed_below_capability").contains("the other end (0000:00:01.0) is capable of only 5GT/s"));
+    assert!(message("0000:02:00.0", "link_speed_below_capability").contains("0000:02:00.0 has LnkCtl2 Target Link Speed 2.5GT/s"));
+    assert!(message("0000:03:00.0", "link_down").contains("link is down"));
+    let root_port_3 = reports.iter().find(|r| r.bdf.to_string() == "0000:00:03.0").unwrap();
+    assert!(root_port_3.warnings.is_empty(), "a port does not repeat its child's link warning");
+}

@@ -3,7 +3,6 @@
 
 use serde::Serialize;
 
-use super::address::Bdf;
 use super::caps::pcie::{speed_label, PortType};
 use super::device::Device;
 
@@ -180,9 +179,4 @@ fn aer_checks(device: &Device, warnings: &mut Vec<Warning>) {
 /// The device at the other end of `device`'s upstream link: its parent when that is a port.
 pub fn is_port(device: &Device) -> bool {
     device.pcie.as_ref().is_some_and(|p| matches!(p.port_type, PortType::RootPort | PortType::DownstreamPort | PortType::PciToPcieBridge))
-}
-
-/// Devices listed as the path's BDFs, for messages.
-pub fn path_names(path: &[Bdf]) -> String {
-    path.iter().map(Bdf::to_string).collect::<Vec<_>>().join(" → ")
 }
