@@ -5,7 +5,7 @@
 mod fixture;
 
 use fixture::{config, Pcie, Tree, DOWNSTREAM, ENDPOINT, ROOT_PORT, UPSTREAM};
-use pcieperf::model::{write_throughput, Link, LinkParams};
+use pcieperf::model::{read_throughput, write_throughput, Link, LinkParams};
 use pcieperf::pci::{inspect, inspect_device, inspect_machine, InspectOptions, Source};
 
 fn options(tree: &Tree) -> InspectOptions {
@@ -42,6 +42,10 @@ fn narrow_slot_is_named_with_the_kernel_wording() {
     let model = |link: &str| write_throughput(&LinkParams::typical(link.parse::<Link>().unwrap()), 4 << 20).mbps;
     assert_eq!(ceiling.trained.as_ref().unwrap().write_mbps, model("gen4x8"));
     assert_eq!(ceiling.capable.as_ref().unwrap().write_mbps, model("gen4x16"));
+    // Reads: ExtTag is enabled in the fixture, so 256 tags; completions split at the port's RCB.
+    assert_eq!((ceiling.tags, ceiling.read_completion_boundary_bytes), (256, 64));
+    let read = read_throughput(&LinkParams { tags: 256, ..LinkParams::typical("gen4x8".parse().unwrap()) }, 4 << 20).mbps;
+    assert_eq!(ceiling.trained.as_ref().unwrap().read_mbps, read);
     assert!((ceiling.capable.unwrap().write_mbps / ceiling.trained.unwrap().write_mbps - 2.0).abs() < 1e-9);
     assert_eq!(gpu.numa_node, Some(0));
 }

@@ -58,12 +58,17 @@ pub struct LinkCeiling {
 }
 
 /// What the model says the device can move, for the link as trained now (the narrowest hop on
-/// the path) and as capable, with the device's effective MaxPayload and MaxReadReq.
+/// the path) and as capable, with the device's effective MaxPayload, MaxReadReq, RCB and tags;
+/// the rest of `LinkParams::typical` (500 ns completion latency, 3DW headers) as is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ceiling {
     pub transfer_bytes: u64,
     pub max_payload_bytes: u64,
     pub max_read_request_bytes: u64,
+    /// The root port's Read Completion Boundary (64 when unknown).
+    pub read_completion_boundary_bytes: u64,
+    /// Outstanding read requests: 32, 256 with Extended Tag, 768 with 10-bit tags enabled.
+    pub tags: u32,
     pub trained: Option<LinkCeiling>,
     pub capable: Option<LinkCeiling>,
     /// Rates are MB/s = 10^6 bytes/s.
@@ -129,10 +134,18 @@ fn hop(device: &Device) -> Hop {
     Hop { bdf: device.bdf, port_type: device.pcie.as_ref().map(|p| p.port_type.name()), speed_gts, width }
 }
 
-fn link_ceiling(speed_gts: Option<f64>, width: Option<u8>, mps: u64, mrrs: u64) -> Option<LinkCeiling> {
+/// The device's transfer conditions, as configured.
+struct Conditions {
+    mps: u64,
+    mrrs: u64,
+    rcb: u64,
+    tags: u32,
+}
+
+fn link_ceiling(speed_gts: Option<f64>, width: Option<u8>, c: &Conditions) -> Option<LinkCeiling> {
     let generation = Generation::from_gts(speed_gts?)?;
     let link = Link::new(generation, u32::from(width?)).ok()?;
-    let params = LinkParams { mps_bytes: mps, mrrs_bytes: mrrs, ..LinkParams::typical(link) };
+    let params = LinkParams { mps_bytes: c.mps, mrrs_bytes: c.mrrs, rcb_bytes: c.rcb, tags: c.tags, ..LinkParams::typical(link) };
     params.validate().ok()?;
     Some(LinkCeiling {
         link: link.to_string(),
@@ -150,9 +163,14 @@ fn ceiling(device: &Device, upstream: &[&Device], bandwidth: &Bandwidth) -> Opti
         .chain(upstream.iter().filter_map(|d| d.pcie.as_ref()?.device.as_ref().map(|r| r.max_payload_bytes)))
         .min()
         .map(u64::from)?;
-    let mrrs = u64::from(regs.max_read_request_bytes);
-    let trained = link_ceiling(bandwidth.limiting_speed_gts, bandwidth.limiting_width, mps, mrrs);
-    let capable = link_ceiling(bandwidth.capable_speed_gts, bandwidth.capable_width, mps, mrrs);
+    // Completions for the device's reads come from the root complex, split at the root port's RCB.
+    let rcb = upstream.last().and_then(|d| d.pcie.as_ref()?.link.as_ref()?.rcb_bytes).unwrap_or(64);
+    // Outstanding reads are bounded by the tag field the device may use (PCIe Base Spec §2.2.6.2).
+    let ten_bit = device.pcie.as_ref()?.device2.as_ref().is_some_and(|d| d.ten_bit_tag_requester_enabled);
+    let tags = if ten_bit { 768 } else if regs.extended_tag_enabled { 256 } else { 32 };
+    let c = Conditions { mps, mrrs: u64::from(regs.max_read_request_bytes), rcb: u64::from(rcb), tags };
+    let trained = link_ceiling(bandwidth.limiting_speed_gts, bandwidth.limiting_width, &c);
+    let capable = link_ceiling(bandwidth.capable_speed_gts, bandwidth.capable_width, &c);
     if trained.is_none() && capable.is_none() {
         return None;
     }
@@ -160,7 +178,16 @@ fn ceiling(device: &Device, upstream: &[&Device], bandwidth: &Bandwidth) -> Opti
         c.as_ref().map(|c| format!("{label} {}: write {:.0} MB/s, read {:.0} MB/s", c.link, c.write_mbps, c.read_mbps))
     };
     let summary = [part("capable", &capable), part("trained", &trained)].into_iter().flatten().collect::<Vec<_>>().join("; ");
-    Some(Ceiling { transfer_bytes: CEILING_TRANSFER_BYTES, max_payload_bytes: mps, max_read_request_bytes: mrrs, trained, capable, summary })
+    Some(Ceiling {
+        transfer_bytes: CEILING_TRANSFER_BYTES,
+        max_payload_bytes: c.mps,
+        max_read_request_bytes: c.mrrs,
+        read_completion_boundary_bytes: c.rcb,
+        tags: c.tags,
+        trained,
+        capable,
+        summary,
+    })
 }
 
 fn details(device: &Device) -> (Vec<String>, Vec<String>) {
@@ -356,7 +383,15 @@ pub fn render_verbose(report: &DeviceReport, raw: bool) -> String {
         line(format!("Bandwidth: {}", bw.message));
     }
     if let Some(c) = &report.ceiling {
-        line(format!("Ceiling ({} transfers, MPS {}, MRRS {}; MB/s = 10^6 B/s): {}", crate::units::format_size(c.transfer_bytes), c.max_payload_bytes, c.max_read_request_bytes, c.summary));
+        line(format!(
+            "Ceiling ({} transfers, MPS {}, MRRS {}, RCB {}, {} tags; MB/s = 10^6 B/s): {}",
+            crate::units::format_size(c.transfer_bytes),
+            c.max_payload_bytes,
+            c.max_read_request_bytes,
+            c.read_completion_boundary_bytes,
+            c.tags,
+            c.summary
+        ));
     }
     for w in &report.warnings {
         line(format!("Warning [{}]: {}", w.code, w.message));
