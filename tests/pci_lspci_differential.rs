@@ -46,7 +46,7 @@ fn random_config(rng: &mut Rng) -> Vec<u8> {
     b[0x0e] = u8::from(bridge);
     put(&mut b, 0x09, if bridge { &[0x00, 0x04, 0x06] } else { &[0x00, 0x00, 0x02] });
     // Capabilities in a random order among PM, PCI Express, MSI.
-    let mut slots = [(0x40usize, 0x01u8), (0x60, 0x10), (0xa0, 0x05)];
+    let mut slots = [(0x40usize, 0x01u8), (0x60, 0x10), (0xa0, 0x05), (0xc0, 0x11)];
     for i in (1..slots.len()).rev() {
         slots.swap(i, rng.below(i as u64 + 1) as usize);
     }
@@ -55,7 +55,11 @@ fn random_config(rng: &mut Rng) -> Vec<u8> {
         b[*at] = *id;
         b[at + 1] = slots.get(i + 1).map_or(0, |s| s.0 as u8);
     }
-    put(&mut b, 0x42, &0x0003u16.to_le_bytes());
+    put(&mut b, 0x42, &(rng.u16() & 0xfe07 | 3).to_le_bytes());
+    put(&mut b, 0x44, &(rng.u16() & 0x810b).to_le_bytes());
+    put(&mut b, 0xc2, &(rng.u16() & 0xc7ff).to_le_bytes());
+    put(&mut b, 0xc4, &rng.u32().to_le_bytes());
+    put(&mut b, 0xc8, &rng.u32().to_le_bytes());
     put(&mut b, 0xa2, &(rng.u16() & 0x01ff).to_le_bytes());
     let version: u16 = if rng.below(8) == 0 { 1 } else { 2 };
     let slot = u16::from(rng.below(2) == 1 && matches!(port_code, 4 | 6)) << 8;
@@ -100,6 +104,9 @@ struct Seen {
     flags: BTreeMap<String, bool>,
     rcb: Option<u32>,
     msi: Option<String>,
+    msix: Option<String>,
+    /// Power Management version and D-state.
+    pm: (Option<u8>, Option<u8>),
     completion_timeout_ranges: Option<String>,
     completion_timeout: Option<String>,
 }
@@ -155,6 +162,15 @@ fn parse_lspci(output: &str) -> HashMap<Bdf, Seen> {
         }
         if let Some((_, rest)) = text.strip_prefix("Capabilities: ").and_then(|r| r.split_once("] MSI: ")) {
             seen.msi = Some(format!("MSI: {rest}"));
+        }
+        if let Some((_, rest)) = text.strip_prefix("Capabilities: ").and_then(|r| r.split_once("] MSI-X: ")) {
+            seen.msix = Some(format!("MSI-X: {rest}"));
+        }
+        if let Some((_, rest)) = text.strip_prefix("Capabilities: ").and_then(|r| r.split_once("] Power Management version ")) {
+            seen.pm.0 = rest.parse().ok();
+        }
+        if let Some(rest) = text.strip_prefix("Status: D") {
+            seen.pm.1 = rest.split(' ').next().unwrap().parse().ok();
         }
         if let Some(rest) = text.strip_prefix("DevCap2: Completion Timeout: ") {
             seen.completion_timeout_ranges = Some(rest.split(',').next().unwrap().to_string());
@@ -258,6 +274,8 @@ fn ours(device: &Device) -> Seen {
         flags: BTreeMap::new(),
         rcb: link.and_then(|l| l.rcb_bytes),
         msi: device.msi.as_ref().map(|m| m.describe()[0].clone()),
+        msix: device.msix.as_ref().map(|m| m.describe()[0].clone()),
+        pm: (device.pm.as_ref().map(|p| p.version), device.pm.as_ref().and_then(|p| p.power_state)),
         completion_timeout_ranges: pcie.device2.as_ref().map(|d| d.completion_timeout_ranges.to_string()),
         completion_timeout: pcie.device2.as_ref().map(|d| d.completion_timeout.to_string()),
         port_type: Some(pcie.port_type.name().to_string()),
