@@ -166,3 +166,30 @@ fn link_down_slow_partner_and_target_speed_are_told_apart() {
     let root_port_3 = reports.iter().find(|r| r.bdf.to_string() == "0000:00:03.0").unwrap();
     assert!(root_port_3.warnings.is_empty(), "a port does not repeat its child's link warning");
 }
+
+/// An unreadable `config` (mode 000) is a per-device note naming the privilege, not a failure.
+/// As root the check runs the binary as `nobody` (setpriv), since root reads any file.
+#[test]
+fn permission_denied_is_a_note() {
+    use std::os::unix::fs::PermissionsExt;
+    let tree = gpu_in_x8_slot();
+    let config = tree.root().join("devices/pci0000:00/0000:00:01.0/0000:01:00.0/config");
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(tree.root(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = env!("CARGO_BIN_EXE_pcieperf");
+    let root = tree.root().to_str().unwrap();
+    let mut command = if pcieperf::pci::sysfs::is_root() {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+        c
+    } else {
+        std::process::Command::new(bin)
+    };
+    let output = command.args(["inspect", "--json", "--pci-ids", "/nonexistent", "--sysfs-root", root]).output().expect("setpriv (util-linux) runs the check as nobody");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let gpu = json["devices"].as_array().unwrap().iter().find(|d| d["bdf"] == "0000:01:00.0").unwrap();
+    let notes = gpu["notes"].to_string();
+    assert!(notes.contains("permission denied"), "{notes}");
+    assert_eq!(gpu["unavailable"][0], "config space: not readable");
+}

@@ -61,7 +61,8 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     }
     let limited = inspection.devices.iter().filter(|d| !d.unavailable.is_empty()).count();
     if limited > 0 && !args.json {
-        eprintln!("pcieperf: note: {limited} device(s) only partly readable; run as root for MaxPayload, ASPM and AER (-v lists what is missing)");
+        let fix = if args.dump.is_some() { "a longer dump (lspci -xxxx as root)" } else { "root" };
+        eprintln!("pcieperf: note: {limited} device(s) only partly decoded; {fix} is needed for MaxPayload, ASPM and AER (-v lists what is missing)");
     }
     let warned = inspection.devices.iter().any(|d| !d.warnings.is_empty());
     Ok(if args.strict && warned { 1 } else { 0 })
