@@ -93,7 +93,9 @@ impl Machine {
             return None;
         }
         self.devices.values().find(|d| {
-            d.bdf != *bdf && d.bdf.domain == bdf.domain && d.config.bridge_buses().is_some_and(|(_, secondary, _)| secondary == bdf.bus)
+            // A secondary bus at or below the bridge's own is unconfigured, not a parent.
+            d.bdf.domain == bdf.domain
+                && d.config.bridge_buses().is_some_and(|(_, secondary, _)| secondary == bdf.bus && secondary > d.bdf.bus)
         })
     }
 
