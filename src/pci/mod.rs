@@ -1,2 +1,155 @@
 //! PCI devices: addresses, config-space decoding, sysfs and lspci-dump input, pci.ids names, the
 //! path to the root port and what limits it. Reads sysfs only; never writes to a device.
+//!
+//! Entry points: [`inspect`] (whole machine or dump, with machine-level notes),
+//! [`inspect_machine`] (just the device reports) and [`inspect_device`] (one BDF).
+
+pub mod address;
+pub mod analysis;
+pub mod caps;
+pub mod config;
+pub mod device;
+pub mod dump;
+pub mod ids;
+pub mod report;
+pub mod sysfs;
+pub mod topology;
+pub mod walk;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+pub use address::{Bdf, Selector};
+pub use device::Device;
+pub use report::{Ceiling, DeviceReport, Inspection, LinkCeiling, LinkState, SCHEMA, SCHEMA_VERSION};
+
+use crate::error::InvalidInput;
+
+/// Where devices come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A sysfs tree: `/sys` for the live machine.
+    Sysfs(PathBuf),
+    /// An `lspci -x/-xxx/-xxxx` dump file.
+    Dump(PathBuf),
+}
+
+/// What to inspect and how to name it.
+#[derive(Debug, Clone)]
+pub struct InspectOptions {
+    pub source: Source,
+    /// pci.ids to use; `None` tries the Debian locations, and a missing file means numeric IDs.
+    pub pci_ids: Option<PathBuf>,
+    /// Only report devices matching this (the path analysis still sees every device).
+    pub selector: Option<Selector>,
+}
+
+impl Default for InspectOptions {
+    fn default() -> Self {
+        InspectOptions { source: Source::Sysfs(sysfs::default_root()), pci_ids: None, selector: None }
+    }
+}
+
+/// Every device of a source, decoded, keyed by address.
+#[derive(Debug, Clone, Default)]
+pub struct Machine {
+    pub devices: BTreeMap<Bdf, Device>,
+    /// Devices that could not be read at all, and similar machine-level notes.
+    pub notes: Vec<String>,
+    pub live: bool,
+}
+
+impl Machine {
+    pub fn load(source: &Source) -> anyhow::Result<Machine> {
+        let mut machine = Machine::default();
+        match source {
+            Source::Sysfs(root) => {
+                let scan = sysfs::scan(root)?;
+                machine.live = true;
+                machine.notes = scan.notes;
+                for d in scan.devices {
+                    machine.devices.insert(d.bdf, Device::decode(d.bdf, d.config, d.parent, Some(d.attributes), d.notes));
+                }
+            }
+            Source::Dump(path) => {
+                let text = std::fs::read(path).map_err(|e| InvalidInput::new(format!("cannot read dump {}: {e}", path.display())))?;
+                let text = String::from_utf8(text).map_err(|_| InvalidInput::new(format!("dump {} is not text", path.display())))?;
+                for d in dump::parse(&text)? {
+                    machine.devices.insert(d.bdf, Device::decode(d.bdf, d.config, None, None, Vec::new()));
+                }
+            }
+        }
+        Ok(machine)
+    }
+
+    /// The bridge above `bdf`: from sysfs, else the type 1 header whose secondary bus is
+    /// `bdf`'s bus (how a dump from another machine is placed in its tree).
+    pub fn parent_of(&self, bdf: &Bdf) -> Option<&Device> {
+        let device = self.devices.get(bdf)?;
+        if let Some(parent) = device.sysfs_parent {
+            return self.devices.get(&parent);
+        }
+        if self.live {
+            return None;
+        }
+        self.devices.values().find(|d| {
+            // A secondary bus at or below the bridge's own is unconfigured, not a parent.
+            d.bdf.domain == bdf.domain
+                && d.config.bridge_buses().is_some_and(|(_, secondary, _)| secondary == bdf.bus && secondary > d.bdf.bus)
+        })
+    }
+
+    /// `bdf`'s upstream bridges, nearest first (bounded: a cycle in bad input ends the walk).
+    pub fn upstream(&self, bdf: &Bdf) -> Vec<&Device> {
+        let mut path: Vec<&Device> = Vec::new();
+        let mut current = *bdf;
+        while let Some(parent) = self.parent_of(&current) {
+            if parent.bdf == *bdf || path.iter().any(|d| d.bdf == parent.bdf) || path.len() > 256 {
+                break;
+            }
+            path.push(parent);
+            current = parent.bdf;
+        }
+        path
+    }
+}
+
+/// Inspect a whole source: reports for the selected devices and machine-level notes.
+pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
+    let machine = Machine::load(&options.source)?;
+    let vendors = machine.devices.values().filter_map(|d| d.config.vendor_id()).collect();
+    let names = ids::PciIds::load_for(options.pci_ids.as_deref(), &vendors);
+    let devices = machine
+        .devices
+        .keys()
+        .filter(|bdf| options.selector.is_none_or(|s| s.matches(bdf)))
+        .map(|bdf| report::build(&machine, bdf, &names))
+        .collect();
+    Ok(Inspection {
+        schema: SCHEMA,
+        version: SCHEMA_VERSION,
+        source: match &options.source {
+            Source::Sysfs(root) => format!("sysfs:{}", root.display()),
+            Source::Dump(path) => format!("dump:{}", path.display()),
+        },
+        pci_ids: names.source.as_ref().map(|p| p.display().to_string()),
+        privileged: machine.live && sysfs::is_root(),
+        devices,
+        notes: machine.notes,
+    })
+}
+
+/// Reports for every selected device of the machine (or dump) in `options`.
+pub fn inspect_machine(options: &InspectOptions) -> anyhow::Result<Vec<DeviceReport>> {
+    Ok(inspect(options)?.devices)
+}
+
+/// The report for one device; an unknown address is bad input (exit code 2).
+pub fn inspect_device(bdf: &Bdf, options: &InspectOptions) -> anyhow::Result<DeviceReport> {
+    let selector = Selector { domain: Some(bdf.domain), bus: Some(bdf.bus), device: Some(bdf.device), function: Some(bdf.function) };
+    let options = InspectOptions { selector: Some(selector), ..options.clone() };
+    inspect_machine(&options)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| InvalidInput::new(format!("no PCI device {bdf}")).into())
+}

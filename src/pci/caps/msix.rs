@@ -1,0 +1,60 @@
+//! MSI-X capability (PCI Local Bus Spec 3.0 §6.8.2).
+
+use serde::Serialize;
+
+use super::flag;
+use crate::pci::config::ConfigSpace;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MsiX {
+    pub offset: usize,
+    pub enabled: bool,
+    pub function_masked: bool,
+    /// Table Size + 1.
+    pub vectors: u32,
+    /// BAR indicator and offset of the vector table and the pending bit array.
+    pub table: Option<(u32, u32)>,
+    pub pba: Option<(u32, u32)>,
+}
+
+pub fn decode(config: &ConfigSpace, offset: usize) -> Option<MsiX> {
+    let control = config.u16_at(offset + 2)?;
+    let split = |v: u32| (v & 7, v & !7);
+    Some(MsiX {
+        offset,
+        enabled: control & 0x8000 != 0,
+        function_masked: control & 0x4000 != 0,
+        vectors: u32::from(control & 0x7ff) + 1,
+        table: config.u32_at(offset + 4).map(split),
+        pba: config.u32_at(offset + 8).map(split),
+    })
+}
+
+impl MsiX {
+    pub fn describe(&self) -> Vec<String> {
+        vec![format!("MSI-X: Enable{} Count={} Masked{}", flag(self.enabled), self.vectors, flag(self.function_masked))]
+    }
+
+    pub fn raw(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some((bar, offset)) = self.table {
+            lines.push(format!("Vector table: BAR={bar} offset={offset:08x}"));
+        }
+        if let Some((bar, offset)) = self.pba {
+            lines.push(format!("PBA: BAR={bar} offset={offset:08x}"));
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn table_size_is_n_minus_one() {
+        let mut bytes = vec![0u8; 256];
+        bytes[0x9a..0x9c].copy_from_slice(&0x8004u16.to_le_bytes());
+        bytes[0x9c..0xa0].copy_from_slice(&0x8000u32.to_le_bytes());
+        let msix = super::decode(&super::ConfigSpace::new(bytes), 0x98).unwrap();
+        assert_eq!((msix.enabled, msix.vectors, msix.table), (true, 5, Some((0, 0x8000))));
+    }
+}

@@ -1,0 +1,553 @@
+//! PCI Express Capability (PCIe Base Spec §7.5.3): device, link and their "2" registers.
+//!
+//! What is shown follows lspci's rules so both tools agree on the same bytes: link registers
+//! only for port types that have a link, the "2" registers only from capability version 2, and
+//! no LnkCap2/LnkCtl2 for endpoints other than device 0 function 0 (lspci's rule for functions
+//! whose link registers are reserved).
+
+use serde::Serialize;
+
+use super::flag;
+use crate::pci::config::ConfigSpace;
+
+const FLAGS: usize = 0x02;
+const DEVCAP: usize = 0x04;
+const DEVCTL: usize = 0x08;
+const DEVSTA: usize = 0x0a;
+const LNKCAP: usize = 0x0c;
+const LNKCTL: usize = 0x10;
+const LNKSTA: usize = 0x12;
+const DEVCAP2: usize = 0x24;
+const DEVCTL2: usize = 0x28;
+const LNKCAP2: usize = 0x2c;
+const LNKCTL2: usize = 0x30;
+const LNKSTA2: usize = 0x32;
+
+/// Device/Port Type (PCI Express Capabilities register bits 7:4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PortType {
+    Endpoint,
+    LegacyEndpoint,
+    RootComplexIntegratedEndpoint,
+    RootComplexEventCollector,
+    RootPort,
+    UpstreamPort,
+    DownstreamPort,
+    PcieToPciBridge,
+    PciToPcieBridge,
+    Unknown,
+}
+
+impl PortType {
+    pub fn from_code(code: u8) -> Self {
+        match code {
+            0 => PortType::Endpoint,
+            1 => PortType::LegacyEndpoint,
+            9 => PortType::RootComplexIntegratedEndpoint,
+            10 => PortType::RootComplexEventCollector,
+            4 => PortType::RootPort,
+            5 => PortType::UpstreamPort,
+            6 => PortType::DownstreamPort,
+            7 => PortType::PcieToPciBridge,
+            8 => PortType::PciToPcieBridge,
+            _ => PortType::Unknown,
+        }
+    }
+
+    /// The names lspci prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            PortType::Endpoint => "Endpoint",
+            PortType::LegacyEndpoint => "Legacy Endpoint",
+            PortType::RootComplexIntegratedEndpoint => "Root Complex Integrated Endpoint",
+            PortType::RootComplexEventCollector => "Root Complex Event Collector",
+            PortType::RootPort => "Root Port",
+            PortType::UpstreamPort => "Upstream Port",
+            PortType::DownstreamPort => "Downstream Port",
+            PortType::PcieToPciBridge => "PCI-Express to PCI/PCI-X Bridge",
+            PortType::PciToPcieBridge => "PCI/PCI-X to PCI-Express Bridge",
+            PortType::Unknown => "Unknown",
+        }
+    }
+
+    /// Root complex integrated functions have no link.
+    pub fn has_link(self) -> bool {
+        !matches!(self, PortType::RootComplexIntegratedEndpoint | PortType::RootComplexEventCollector)
+    }
+
+    /// Ports facing away from the root: their LnkSta describes the link to their children, and a
+    /// speed below LnkCap is the child's doing, not a downgrade (lspci prints no "(downgraded)").
+    pub fn is_downstream_port(self) -> bool {
+        matches!(self, PortType::RootPort | PortType::DownstreamPort | PortType::PciToPcieBridge)
+    }
+
+    pub fn is_endpoint(self) -> bool {
+        matches!(self, PortType::Endpoint | PortType::LegacyEndpoint)
+    }
+}
+
+/// Link speed field value → GT/s (Supported Link Speeds Vector position), as lspci maps them.
+pub fn speed_gts(code: u8) -> Option<f64> {
+    match code {
+        1 => Some(2.5),
+        2 => Some(5.0),
+        3 => Some(8.0),
+        4 => Some(16.0),
+        5 => Some(32.0),
+        6 => Some(64.0),
+        _ => None,
+    }
+}
+
+/// "8GT/s" as lspci writes speeds, "unknown" for reserved codes.
+pub fn speed_label(gts: Option<f64>) -> String {
+    gts.map_or_else(|| "unknown".to_string(), |g| format!("{g}GT/s"))
+}
+
+/// LnkCtl2 Target Link Speed as lspci writes it: its table says "Unknown" for reserved codes.
+pub fn target_speed_label(gts: Option<f64>) -> String {
+    gts.map_or_else(|| "Unknown".to_string(), |g| format!("{g}GT/s"))
+}
+
+fn l0s_latency(code: u32) -> &'static str {
+    ["<64ns", "<128ns", "<256ns", "<512ns", "<1us", "<2us", "<4us", "unlimited"][code as usize & 7]
+}
+
+fn l1_latency(code: u32) -> &'static str {
+    ["<1us", "<2us", "<4us", "<8us", "<16us", "<32us", "<64us", "unlimited"][code as usize & 7]
+}
+
+/// ASPM Support field of LnkCap.
+pub fn aspm_support(code: u32) -> &'static str {
+    ["not supported", "L0s", "L1", "L0s L1"][code as usize & 3]
+}
+
+/// ASPM Control field of LnkCtl.
+pub fn aspm_control(code: u16) -> &'static str {
+    ["Disabled", "L0s Enabled", "L1 Enabled", "L0s L1 Enabled"][code as usize & 3]
+}
+
+fn completion_timeout_ranges(code: u32) -> &'static str {
+    match code {
+        0 => "Not Supported",
+        1 => "Range A",
+        2 => "Range B",
+        3 => "Range AB",
+        6 => "Range BC",
+        7 => "Range ABC",
+        14 => "Range BCD",
+        15 => "Range ABCD",
+        _ => "Unknown",
+    }
+}
+
+fn completion_timeout_value(code: u16) -> &'static str {
+    match code {
+        0 => "50us to 50ms",
+        1 => "50us to 100us",
+        2 => "1ms to 10ms",
+        5 => "16ms to 55ms",
+        6 => "65ms to 210ms",
+        9 => "260ms to 900ms",
+        10 => "1s to 3.5s",
+        13 => "4s to 13s",
+        14 => "17s to 64s",
+        _ => "Unknown",
+    }
+}
+
+/// Device Capabilities, Control and Status.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceRegs {
+    pub devcap: u32,
+    pub devctl: u16,
+    pub devsta: u16,
+    /// DevCap Max_Payload_Size Supported: 128 << field (lspci prints reserved codes the same way).
+    pub max_payload_supported_bytes: u32,
+    pub extended_tag_supported: bool,
+    /// Endpoint L0s/L1 Acceptable Latency (endpoints only).
+    pub acceptable_latency_l0s: Option<&'static str>,
+    pub acceptable_latency_l1: Option<&'static str>,
+    pub function_level_reset: bool,
+    pub correctable_error_reporting: bool,
+    pub non_fatal_error_reporting: bool,
+    pub fatal_error_reporting: bool,
+    pub unsupported_request_reporting: bool,
+    pub relaxed_ordering: bool,
+    pub extended_tag_enabled: bool,
+    pub no_snoop: bool,
+    pub max_payload_bytes: u32,
+    pub max_read_request_bytes: u32,
+    pub correctable_error_detected: bool,
+    pub non_fatal_error_detected: bool,
+    pub fatal_error_detected: bool,
+    pub unsupported_request_detected: bool,
+    pub transactions_pending: bool,
+}
+
+/// Link Capabilities, Control and Status.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkRegs {
+    pub lnkcap: u32,
+    pub lnkctl: u16,
+    pub lnksta: u16,
+    pub port_number: u8,
+    pub max_speed_code: u8,
+    pub max_speed_gts: Option<f64>,
+    pub max_width: u8,
+    pub aspm_support: &'static str,
+    pub l0s_exit_latency: Option<&'static str>,
+    pub l1_exit_latency: Option<&'static str>,
+    pub dll_active_reporting: bool,
+    pub aspm_control: &'static str,
+    pub aspm_l0s_enabled: bool,
+    pub aspm_l1_enabled: bool,
+    /// Read Completion Boundary (lspci shows it for root ports, endpoints and PCIe-to-PCI bridges).
+    pub rcb_bytes: Option<u32>,
+    pub link_disabled: bool,
+    pub common_clock: bool,
+    pub speed_code: u8,
+    pub speed_gts: Option<f64>,
+    pub width: u8,
+    pub training: bool,
+    pub dl_active: bool,
+}
+
+/// Device Capabilities 2 and Device Control 2.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Device2Regs {
+    pub devcap2: u32,
+    pub devctl2: u16,
+    pub completion_timeout_ranges: &'static str,
+    pub completion_timeout_disable_supported: bool,
+    pub ten_bit_tag_completer: bool,
+    pub ten_bit_tag_requester: bool,
+    pub completion_timeout: &'static str,
+    pub completion_timeout_disabled: bool,
+    pub ten_bit_tag_requester_enabled: bool,
+}
+
+/// Link Capabilities 2, Control 2, Status 2.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Link2Regs {
+    /// `None` where lspci hides it (non-zero endpoint functions); 0 means a PCIe 2.x device.
+    pub lnkcap2: Option<u32>,
+    pub lnkctl2: Option<u16>,
+    pub lnksta2: u16,
+    /// Highest speed in the Supported Link Speeds Vector.
+    pub max_supported_speed_gts: Option<f64>,
+    /// LnkCtl2 Target Link Speed; a field of 0 reads as 2.5 GT/s (hard-wired, as lspci says).
+    pub target_speed_gts: Option<f64>,
+}
+
+/// The decoded capability.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PcieCap {
+    pub offset: usize,
+    pub version: u8,
+    pub port_type: PortType,
+    pub slot_implemented: bool,
+    pub device: Option<DeviceRegs>,
+    pub link: Option<LinkRegs>,
+    pub device2: Option<Device2Regs>,
+    pub link2: Option<Link2Regs>,
+}
+
+fn bit32(value: u32, bit: u32) -> bool {
+    value >> bit & 1 == 1
+}
+
+fn bit16(value: u16, bit: u32) -> bool {
+    value >> bit & 1 == 1
+}
+
+/// Decode the capability at `offset`. `function_zero` is device 0 function 0 (lspci's rule).
+pub fn decode(config: &ConfigSpace, offset: usize, function_zero: bool) -> Option<PcieCap> {
+    let flags = config.u16_at(offset + FLAGS)?;
+    let version = (flags & 0xf) as u8;
+    let port_type = PortType::from_code((flags >> 4 & 0xf) as u8);
+    let mut cap = PcieCap {
+        offset,
+        version,
+        port_type,
+        slot_implemented: bit16(flags, 8),
+        device: None,
+        link: None,
+        device2: None,
+        link2: None,
+    };
+    cap.device = device_regs(config, offset, port_type);
+    if port_type.has_link() {
+        cap.link = link_regs(config, offset, port_type);
+    }
+    if version >= 2 {
+        cap.device2 = device2_regs(config, offset);
+        if port_type.has_link() {
+            cap.link2 = link2_regs(config, offset, port_type, function_zero);
+        }
+    }
+    Some(cap)
+}
+
+fn device_regs(config: &ConfigSpace, offset: usize, port_type: PortType) -> Option<DeviceRegs> {
+    let devcap = config.u32_at(offset + DEVCAP)?;
+    let devctl = config.u16_at(offset + DEVCTL)?;
+    let devsta = config.u16_at(offset + DEVSTA)?;
+    let endpoint = port_type.is_endpoint();
+    Some(DeviceRegs {
+        devcap,
+        devctl,
+        devsta,
+        max_payload_supported_bytes: 128 << (devcap & 7),
+        extended_tag_supported: bit32(devcap, 5),
+        acceptable_latency_l0s: endpoint.then(|| l0s_latency(devcap >> 6 & 7)),
+        acceptable_latency_l1: endpoint.then(|| l1_latency(devcap >> 9 & 7)),
+        function_level_reset: bit32(devcap, 28),
+        correctable_error_reporting: bit16(devctl, 0),
+        non_fatal_error_reporting: bit16(devctl, 1),
+        fatal_error_reporting: bit16(devctl, 2),
+        unsupported_request_reporting: bit16(devctl, 3),
+        relaxed_ordering: bit16(devctl, 4),
+        extended_tag_enabled: bit16(devctl, 8),
+        no_snoop: bit16(devctl, 11),
+        max_payload_bytes: 128 << (devctl >> 5 & 7),
+        max_read_request_bytes: 128 << (devctl >> 12 & 7),
+        correctable_error_detected: bit16(devsta, 0),
+        non_fatal_error_detected: bit16(devsta, 1),
+        fatal_error_detected: bit16(devsta, 2),
+        unsupported_request_detected: bit16(devsta, 3),
+        transactions_pending: bit16(devsta, 5),
+    })
+}
+
+fn link_regs(config: &ConfigSpace, offset: usize, port_type: PortType) -> Option<LinkRegs> {
+    let lnkcap = config.u32_at(offset + LNKCAP)?;
+    let lnkctl = config.u16_at(offset + LNKCTL)?;
+    let lnksta = config.u16_at(offset + LNKSTA)?;
+    let aspm = lnkcap >> 10 & 3;
+    let shows_rcb = matches!(port_type, PortType::RootPort | PortType::Endpoint | PortType::LegacyEndpoint | PortType::PcieToPciBridge);
+    Some(LinkRegs {
+        lnkcap,
+        lnkctl,
+        lnksta,
+        port_number: (lnkcap >> 24) as u8,
+        max_speed_code: (lnkcap & 0xf) as u8,
+        max_speed_gts: speed_gts((lnkcap & 0xf) as u8),
+        max_width: (lnkcap >> 4 & 0x3f) as u8,
+        aspm_support: aspm_support(aspm),
+        l0s_exit_latency: (aspm & 1 != 0).then(|| l0s_latency(lnkcap >> 12 & 7)),
+        l1_exit_latency: (aspm & 2 != 0).then(|| l1_latency(lnkcap >> 15 & 7)),
+        dll_active_reporting: bit32(lnkcap, 20),
+        aspm_control: aspm_control(lnkctl & 3),
+        aspm_l0s_enabled: bit16(lnkctl, 0),
+        aspm_l1_enabled: bit16(lnkctl, 1),
+        rcb_bytes: shows_rcb.then_some(if bit16(lnkctl, 3) { 128 } else { 64 }),
+        link_disabled: bit16(lnkctl, 4),
+        common_clock: bit16(lnkctl, 6),
+        speed_code: (lnksta & 0xf) as u8,
+        speed_gts: speed_gts((lnksta & 0xf) as u8),
+        width: (lnksta >> 4 & 0x3f) as u8,
+        training: bit16(lnksta, 11),
+        dl_active: bit16(lnksta, 13),
+    })
+}
+
+fn device2_regs(config: &ConfigSpace, offset: usize) -> Option<Device2Regs> {
+    let devcap2 = config.u32_at(offset + DEVCAP2)?;
+    let devctl2 = config.u16_at(offset + DEVCTL2)?;
+    Some(Device2Regs {
+        devcap2,
+        devctl2,
+        completion_timeout_ranges: completion_timeout_ranges(devcap2 & 0xf),
+        completion_timeout_disable_supported: bit32(devcap2, 4),
+        ten_bit_tag_completer: bit32(devcap2, 16),
+        ten_bit_tag_requester: bit32(devcap2, 17),
+        completion_timeout: completion_timeout_value(devctl2 & 0xf),
+        completion_timeout_disabled: bit16(devctl2, 4),
+        ten_bit_tag_requester_enabled: bit16(devctl2, 12),
+    })
+}
+
+/// Highest speed in a Supported Link Speeds Vector (LnkCap2 bits 7:1).
+pub fn max_supported_speed(lnkcap2: u32) -> Option<f64> {
+    let vector = lnkcap2 >> 1 & 0x7f;
+    (0..7).rev().find(|bit| vector >> bit & 1 == 1).and_then(|bit| speed_gts(bit as u8 + 1))
+}
+
+/// The Supported Link Speeds text lspci 3.9 prints.
+pub fn supported_speeds_label(lnkcap2: u32) -> &'static str {
+    let vector = lnkcap2 >> 1 & 0x7f;
+    match vector {
+        v if v & 0x60 != 0 => "RsvdP",
+        v if v & 0x10 != 0 => "2.5-32GT/s",
+        v if v & 0x08 != 0 => "2.5-16GT/s",
+        v if v & 0x04 != 0 => "2.5-8GT/s",
+        v if v & 0x02 != 0 => "2.5-5GT/s",
+        v if v & 0x01 != 0 => "2.5GT/s",
+        _ => "Unknown",
+    }
+}
+
+fn link2_regs(config: &ConfigSpace, offset: usize, port_type: PortType, function_zero: bool) -> Option<Link2Regs> {
+    let lnksta2 = config.u16_at(offset + LNKSTA2)?;
+    let shown = !port_type.is_endpoint() || function_zero;
+    let lnkcap2 = if shown { Some(config.u32_at(offset + LNKCAP2)?) } else { None };
+    let lnkctl2 = if shown { Some(config.u16_at(offset + LNKCTL2)?) } else { None };
+    Some(Link2Regs {
+        lnkcap2,
+        lnkctl2,
+        lnksta2,
+        max_supported_speed_gts: lnkcap2.and_then(max_supported_speed),
+        target_speed_gts: lnkctl2.and_then(|w| speed_gts(((w & 0xf) as u8).max(1))),
+    })
+}
+
+impl PcieCap {
+    /// Human-readable lines for `-v`, in lspci's vocabulary.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines = vec![format!("Express (v{}) {}", self.version, self.port_type.name())];
+        if let Some(d) = &self.device {
+            let mut devcap = format!("DevCap: MaxPayload {} bytes, ExtTag{}", d.max_payload_supported_bytes, flag(d.extended_tag_supported));
+            if let (Some(l0s), Some(l1)) = (d.acceptable_latency_l0s, d.acceptable_latency_l1) {
+                devcap += &format!(", Latency L0s {l0s}, L1 {l1}");
+            }
+            devcap += &format!(", FLReset{}", flag(d.function_level_reset));
+            lines.push(devcap);
+            lines.push(format!(
+                "DevCtl: CorrErr{} NonFatalErr{} FatalErr{} UnsupReq{} RlxdOrd{} ExtTag{} NoSnoop{} MaxPayload {} bytes, MaxReadReq {} bytes",
+                flag(d.correctable_error_reporting),
+                flag(d.non_fatal_error_reporting),
+                flag(d.fatal_error_reporting),
+                flag(d.unsupported_request_reporting),
+                flag(d.relaxed_ordering),
+                flag(d.extended_tag_enabled),
+                flag(d.no_snoop),
+                d.max_payload_bytes,
+                d.max_read_request_bytes
+            ));
+            lines.push(format!(
+                "DevSta: CorrErr{} NonFatalErr{} FatalErr{} UnsupReq{} TransPend{}",
+                flag(d.correctable_error_detected),
+                flag(d.non_fatal_error_detected),
+                flag(d.fatal_error_detected),
+                flag(d.unsupported_request_detected),
+                flag(d.transactions_pending)
+            ));
+        }
+        if let Some(l) = &self.link {
+            let mut lnkcap = format!(
+                "LnkCap: Port #{}, Speed {}, Width x{}, ASPM {}",
+                l.port_number,
+                speed_label(l.max_speed_gts),
+                l.max_width,
+                l.aspm_support
+            );
+            let exits: Vec<String> = [("L0s", l.l0s_exit_latency), ("L1", l.l1_exit_latency)]
+                .iter()
+                .filter_map(|(name, v)| v.map(|v| format!("{name} {v}")))
+                .collect();
+            if !exits.is_empty() {
+                lnkcap += &format!(", Exit Latency {}", exits.join(", "));
+            }
+            lnkcap += &format!(", LLActRep{}", flag(l.dll_active_reporting));
+            lines.push(lnkcap);
+            let rcb = l.rcb_bytes.map(|r| format!(" RCB {r} bytes,")).unwrap_or_default();
+            lines.push(format!("LnkCtl: ASPM {};{rcb} Disabled{} CommClk{}", l.aspm_control, flag(l.link_disabled), flag(l.common_clock)));
+            lines.push(format!(
+                "LnkSta: Speed {}, Width x{}, Train{} DLActive{}",
+                speed_label(l.speed_gts),
+                l.width,
+                flag(l.training),
+                flag(l.dl_active)
+            ));
+        }
+        if let Some(d) = &self.device2 {
+            lines.push(format!(
+                "DevCap2: Completion Timeout: {}, TimeoutDis{} 10BitTagComp{} 10BitTagReq{}",
+                d.completion_timeout_ranges,
+                flag(d.completion_timeout_disable_supported),
+                flag(d.ten_bit_tag_completer),
+                flag(d.ten_bit_tag_requester)
+            ));
+            lines.push(format!(
+                "DevCtl2: Completion Timeout: {}, TimeoutDis{} 10BitTagReq{}",
+                d.completion_timeout,
+                flag(d.completion_timeout_disabled),
+                flag(d.ten_bit_tag_requester_enabled)
+            ));
+        }
+        if let Some(l) = &self.link2 {
+            if let Some(cap2) = l.lnkcap2.filter(|&c| c != 0) {
+                lines.push(format!("LnkCap2: Supported Link Speeds: {}", supported_speeds_label(cap2)));
+            }
+            if l.lnkctl2.is_some() {
+                lines.push(format!("LnkCtl2: Target Link Speed: {}", target_speed_label(l.target_speed_gts)));
+            }
+            lines.push(format!("LnkSta2: EqualizationComplete{}", flag(bit16(l.lnksta2, 1))));
+        }
+        lines
+    }
+
+    /// Raw registers for `-vv`.
+    pub fn raw(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(d) = &self.device {
+            lines.push(format!("DevCap {:08x} DevCtl {:04x} DevSta {:04x}", d.devcap, d.devctl, d.devsta));
+        }
+        if let Some(l) = &self.link {
+            lines.push(format!("LnkCap {:08x} LnkCtl {:04x} LnkSta {:04x}", l.lnkcap, l.lnkctl, l.lnksta));
+        }
+        if let Some(d) = &self.device2 {
+            lines.push(format!("DevCap2 {:08x} DevCtl2 {:04x}", d.devcap2, d.devctl2));
+        }
+        if let Some(l) = &self.link2 {
+            lines.push(format!(
+                "LnkCap2 {} LnkCtl2 {} LnkSta2 {:04x}",
+                l.lnkcap2.map_or("-".into(), |v| format!("{v:08x}")),
+                l.lnkctl2.map_or("-".into(), |v| format!("{v:04x}")),
+                l.lnksta2
+            ));
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gen3_x8_endpoint() -> ConfigSpace {
+        let mut bytes = vec![0u8; 256];
+        let at = 0x40;
+        bytes[at..at + 4].copy_from_slice(&[0x10, 0x00, 0x02, 0x00]);
+        bytes[at + 4..at + 8].copy_from_slice(&0x0000_8002u32.to_le_bytes()); // MPS 512 supported
+        bytes[at + 8..at + 10].copy_from_slice(&(1u16 << 5 | 2 << 12 | 1 << 4).to_le_bytes()); // 256 / 512, RO
+        bytes[at + 0xc..at + 0x10].copy_from_slice(&(3u32 | 8 << 4 | 3 << 10).to_le_bytes());
+        bytes[at + 0x10..at + 0x12].copy_from_slice(&2u16.to_le_bytes()); // L1 enabled
+        bytes[at + 0x12..at + 0x14].copy_from_slice(&(1u16 | 4 << 4).to_le_bytes()); // 2.5GT/s x4
+        bytes[at + 0x2c..at + 0x30].copy_from_slice(&0x0eu32.to_le_bytes());
+        ConfigSpace::new(bytes)
+    }
+
+    #[test]
+    fn decodes_device_and_link_fields() {
+        let cap = decode(&gen3_x8_endpoint(), 0x40, true).unwrap();
+        assert_eq!(cap.port_type, PortType::Endpoint);
+        let d = cap.device.unwrap();
+        assert_eq!((d.max_payload_supported_bytes, d.max_payload_bytes, d.max_read_request_bytes), (512, 256, 512));
+        assert!(d.relaxed_ordering);
+        let l = cap.link.unwrap();
+        assert_eq!((l.max_speed_gts, l.max_width, l.speed_gts, l.width), (Some(8.0), 8, Some(2.5), 4));
+        assert_eq!((l.aspm_support, l.aspm_control), ("L0s L1", "L1 Enabled"));
+        let l2 = cap.link2.unwrap();
+        assert_eq!(l2.max_supported_speed_gts, Some(8.0));
+        assert_eq!(l2.target_speed_gts, Some(2.5), "a zero target field reads as 2.5 GT/s");
+    }
+
+    #[test]
+    fn non_zero_endpoint_functions_hide_link2() {
+        let cap = decode(&gen3_x8_endpoint(), 0x40, false).unwrap();
+        assert_eq!(cap.link2.unwrap().lnkctl2, None);
+    }
+}

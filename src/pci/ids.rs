@@ -1,0 +1,141 @@
+//! Vendor, device and class names from pci.ids (the file lspci reads). A missing file is not an
+//! error: devices are then shown by numeric ID, as `lspci -n` does.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+/// Where Debian's `pciutils` and `hwdata` packages put the file.
+pub const DEFAULT_PATHS: [&str; 2] = ["/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids"];
+
+#[derive(Debug, Default, Clone)]
+pub struct PciIds {
+    vendors: HashMap<u16, (String, HashMap<u16, String>)>,
+    classes: HashMap<u8, (String, HashMap<u8, String>)>,
+    /// The file read, if any.
+    pub source: Option<PathBuf>,
+}
+
+fn hex_name(text: &str, digits: usize) -> Option<(u32, &str)> {
+    let id = text.get(..digits)?;
+    let name = text.get(digits..)?.strip_prefix("  ")?;
+    Some((u32::from_str_radix(id, 16).ok()?, name.trim_end()))
+}
+
+impl PciIds {
+    /// Load `path`, or the first default path that exists; an empty database when none does.
+    pub fn load(path: Option<&Path>) -> Self {
+        Self::load_filtered(path, None)
+    }
+
+    /// As [`PciIds::load`], keeping only the vendors in `vendors`: the file has some 40 000
+    /// entries and a machine needs a few dozen, so skipping the rest is most of the speed.
+    pub fn load_for(path: Option<&Path>, vendors: &BTreeSet<u16>) -> Self {
+        Self::load_filtered(path, Some(vendors))
+    }
+
+    fn load_filtered(path: Option<&Path>, vendors: Option<&BTreeSet<u16>>) -> Self {
+        let candidates: Vec<PathBuf> = match path {
+            Some(p) => vec![p.to_path_buf()],
+            None => DEFAULT_PATHS.iter().map(PathBuf::from).collect(),
+        };
+        for candidate in candidates {
+            if let Ok(bytes) = std::fs::read(&candidate) {
+                let mut ids = PciIds::parse_filtered(&String::from_utf8_lossy(&bytes), vendors);
+                ids.source = Some(candidate);
+                return ids;
+            }
+        }
+        PciIds::default()
+    }
+
+    /// Parse pci.ids text: vendors, their devices (one tab), subsystems (two tabs, ignored),
+    /// then `C xx` classes and their subclasses. Malformed lines are skipped, as lspci does.
+    pub fn parse(text: &str) -> Self {
+        Self::parse_filtered(text, None)
+    }
+
+    fn parse_filtered(text: &str, vendors: Option<&BTreeSet<u16>>) -> Self {
+        let mut ids = PciIds::default();
+        let mut vendor: Option<u16> = None;
+        let mut class: Option<u8> = None;
+        for line in text.lines() {
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("C ") {
+                vendor = None;
+                class = hex_name(rest, 2).map(|(id, name)| {
+                    ids.classes.insert(id as u8, (name.to_string(), HashMap::new()));
+                    id as u8
+                });
+            } else if let Some(rest) = line.strip_prefix('\t') {
+                if rest.starts_with('\t') || (vendor.is_none() && class.is_none()) {
+                    continue;
+                }
+                if let Some(v) = vendor {
+                    if let Some((id, name)) = hex_name(rest, 4) {
+                        ids.vendors.get_mut(&v).map(|(_, devices)| devices.insert(id as u16, name.to_string()));
+                    }
+                } else if let Some(c) = class {
+                    if let Some((id, name)) = hex_name(rest, 2) {
+                        ids.classes.get_mut(&c).map(|(_, subs)| subs.insert(id as u8, name.to_string()));
+                    }
+                }
+            } else {
+                class = None;
+                vendor = hex_name(line, 4).filter(|(id, _)| vendors.is_none_or(|v| v.contains(&(*id as u16)))).map(|(id, name)| {
+                    ids.vendors.insert(id as u16, (name.to_string(), HashMap::new()));
+                    id as u16
+                });
+            }
+        }
+        ids
+    }
+
+    pub fn vendor(&self, vendor: u16) -> Option<&str> {
+        self.vendors.get(&vendor).map(|(name, _)| name.as_str())
+    }
+
+    pub fn device(&self, vendor: u16, device: u16) -> Option<&str> {
+        self.vendors.get(&vendor)?.1.get(&device).map(String::as_str)
+    }
+
+    /// Sub-class name, else base class name.
+    pub fn class(&self, class_code: u32) -> Option<&str> {
+        let (name, subs) = self.classes.get(&((class_code >> 16) as u8))?;
+        Some(subs.get(&((class_code >> 8) as u8)).unwrap_or(name))
+    }
+
+    /// "Vendor Device", falling back to numeric IDs like lspci: "Vendor Device 1234", "[8086:1234]".
+    pub fn name(&self, vendor: u16, device: u16) -> String {
+        match (self.vendor(vendor), self.device(vendor, device)) {
+            (Some(v), Some(d)) => format!("{v} {d}"),
+            (Some(v), None) => format!("{v} Device {device:04x}"),
+            _ => format!("Device {vendor:04x}:{device:04x}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "# comment\n10ee  Xilinx Corporation\n\t7038  FPGA Card XC7VX690T\n\t\t10ee 0007  Sub\n8086  Intel Corporation\nC 02  Network controller\n\t00  Ethernet controller\nC 06  Bridge\n";
+
+    #[test]
+    fn names_and_fallbacks() {
+        let ids = PciIds::parse(SAMPLE);
+        assert_eq!(ids.name(0x10ee, 0x7038), "Xilinx Corporation FPGA Card XC7VX690T");
+        assert_eq!(ids.name(0x8086, 0x1234), "Intel Corporation Device 1234");
+        assert_eq!(ids.name(0x1234, 0x5678), "Device 1234:5678");
+        assert_eq!(ids.class(0x020000), Some("Ethernet controller"));
+        assert_eq!(ids.class(0x060400), Some("Bridge"));
+        let only_xilinx = PciIds::parse_filtered(SAMPLE, Some(&BTreeSet::from([0x10ee])));
+        assert_eq!(only_xilinx.name(0x10ee, 0x7038), "Xilinx Corporation FPGA Card XC7VX690T");
+        assert_eq!(only_xilinx.vendor(0x8086), None);
+        assert_eq!(only_xilinx.class(0x020000), Some("Ethernet controller"));
+        let missing = PciIds::load(Some(Path::new("/nonexistent/pci.ids")));
+        assert!(missing.source.is_none());
+        assert_eq!(missing.name(0x10ee, 0x7038), "Device 10ee:7038");
+    }
+}

@@ -1,0 +1,102 @@
+//! The `pcieperf inspect` command line: views, JSON schema, selection, exit codes, bad input.
+
+#[path = "data/pci/fixture.rs"]
+mod fixture;
+
+use assert_cmd::Command;
+use fixture::{config, Pcie, ENDPOINT, ROOT_PORT};
+use predicates::prelude::*;
+use pcieperf::pci::{dump, Bdf};
+
+/// A root port with a Gen3 x8 NIC trained at x4 below it, as a 4096-byte dump.
+fn dump_file(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    let port = config(0x8086, 0x1901, &Pcie::new(ROOT_PORT, 3, 8).trained(3, 4).bridge(0, 1, 1), 0);
+    let nic = config(0x8086, 0x1572, &Pcie::new(ENDPOINT, 3, 8).trained(3, 4), 0);
+    let devices: Vec<(Bdf, &[u8])> = vec![("00:01.0".parse().unwrap(), &port), ("01:00.0".parse().unwrap(), &nic)];
+    let path = dir.path().join("machine.dump");
+    std::fs::write(&path, dump::write(&devices)).unwrap();
+    path
+}
+
+fn pcieperf() -> Command {
+    Command::cargo_bin("pcieperf").unwrap()
+}
+
+#[test]
+fn default_view_is_one_line_per_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = pcieperf().args(["inspect", "--dump"]).arg(dump_file(&dir)).assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(output).unwrap();
+    let nic = text.lines().find(|l| l.starts_with("0000:01:00.0")).expect(&text);
+    assert!(nic.contains("8GT/s x4") && nic.contains("8GT/s x8") && nic.contains("256/512"), "{nic}");
+}
+
+#[test]
+fn json_follows_the_documented_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = pcieperf().args(["inspect", "--json", "--pci-ids", "/nonexistent", "--dump"]).arg(dump_file(&dir)).assert().success().get_output().stdout.clone();
+    let json: serde_json::Value = serde_json::from_slice(&output).unwrap();
+    assert_eq!(json["schema"], "pcieperf.inspect");
+    assert_eq!(json["version"], 1);
+    let nic = &json["devices"][1];
+    for key in ["bdf", "vendor_id", "device_id", "name", "port_type", "max_payload_supported_bytes", "max_payload_bytes", "max_read_request_bytes", "link_capable", "link_status", "target_speed_gts", "aer", "path", "ceiling", "warnings"] {
+        assert!(nic.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(nic["bdf"], "0000:01:00.0");
+    assert_eq!(nic["name"], "Device 8086:1572", "no pci.ids → numeric IDs");
+    assert_eq!(nic["port_type"], "Endpoint");
+    assert_eq!(nic["link_capable"]["speed_gts"], 8.0);
+    assert_eq!(nic["link_status"]["width"], 4);
+    assert_eq!(nic["target_speed_gts"], 8.0);
+    assert_eq!(nic["path"][0]["bdf"], "0000:00:01.0", "parent inferred from the bridge's secondary bus");
+    assert_eq!(
+        nic["bandwidth"]["message"],
+        "31.504 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe x4 link at 0000:00:01.0 (capable of 63.008 Gb/s with 8.0 GT/s PCIe x8 link)"
+    );
+    assert!(nic["ceiling"]["trained"]["write_MBps"].as_f64().unwrap() > 3000.0);
+    assert_eq!(nic["warnings"][0]["code"], "link_width_below_capability");
+    assert_eq!(nic["aer"]["status"]["correctable_errors"], serde_json::json!([]));
+}
+
+#[test]
+fn selection_verbosity_and_strict_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dump_file(&dir);
+    pcieperf().args(["inspect", "-s", "01:00.0", "-v", "--dump"]).arg(&dump).assert().success()
+        .stdout(predicate::str::contains("LnkSta: Speed 8GT/s, Width x4"))
+        .stdout(predicate::str::contains("Warning [link_width_below_capability]"))
+        .stdout(predicate::str::contains("0000:00:01.0").and(predicate::str::contains("00: 86 80").not()));
+    pcieperf().args(["inspect", "-s", "01:00.0", "-vv", "--dump"]).arg(&dump).assert().success()
+        .stdout(predicate::str::contains("LnkCap 0000").and(predicate::str::contains("000: 86 80 72 15")));
+    pcieperf().args(["inspect", "--strict", "--dump"]).arg(&dump).assert().code(1);
+    pcieperf().args(["inspect", "--strict", "-s", "00:01.0", "--dump"]).arg(&dump).assert().code(0);
+    pcieperf().args(["inspect", "-s", "07:00.0", "--dump"]).arg(&dump).assert().code(2);
+    pcieperf().args(["inspect", "-s", "zz:00.0", "--dump"]).arg(&dump).assert().code(2);
+}
+
+#[test]
+fn bad_dumps_exit_2_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("00:00.0 Host\n00: 86 80 zz\n", "line 2"),
+        ("00:00.0 Host\n00: 86 80 00 00\n", "4 bytes"),
+        ("00: 86 80\n", "line 1"),
+        ("this is not a dump\n", "line 1"),
+    ];
+    for (text, expected) in cases {
+        let path = dir.path().join("bad.dump");
+        std::fs::write(&path, text).unwrap();
+        pcieperf().args(["inspect", "--dump"]).arg(&path).assert().code(2).stderr(predicate::str::contains(expected));
+    }
+    pcieperf().args(["inspect", "--dump", "/nonexistent.dump"]).assert().code(2).stderr(predicate::str::contains("cannot read dump"));
+    pcieperf().args(["inspect", "--sysfs-root", "/nonexistent"]).assert().code(2);
+}
+
+#[test]
+fn names_come_from_pci_ids_when_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = dir.path().join("pci.ids");
+    std::fs::write(&ids, "8086  Intel Corporation\n\t1572  Ethernet Controller X710 for 10GbE SFP+\n").unwrap();
+    pcieperf().args(["inspect", "--pci-ids"]).arg(&ids).arg("--dump").arg(dump_file(&dir)).assert().success()
+        .stdout(predicate::str::contains("Intel Corporation Ethernet Controller X710"));
+}
