@@ -148,11 +148,11 @@ impl SimConfig {
                 let mut c = SimConfig::for_link(link("gen1x4"));
                 c.params.mps_bytes = 128;
                 c.params.mrrs_bytes = 512;
-                c.params.read_latency_ns = 1_800.0;
+                c.params.read_latency_ns = 1_825.0;
                 c.params.tags = 4;
                 c.stalls_per_s = 8_600.0;
                 c.stall_min_ns = 300.0;
-                c.stall_max_ns = 6_400.0;
+                c.stall_max_ns = 6_360.0;
                 c.status_extra_bits = 1 << 28;
                 c
             }
