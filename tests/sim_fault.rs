@@ -69,6 +69,16 @@ fn hang_times_out_at_the_deadline_on_the_engine_clock() {
 }
 
 #[test]
+fn transfers_after_a_hang_stay_on_the_wrappers_clock() {
+    let mut e = engine("fault:hang,skip=1:sim");
+    let mut buf = vec![0u8; 4096];
+    let first = e.transfer(Io::D2h(&mut buf), 0, DEADLINE).unwrap();
+    assert_eq!(first.end_ns, e.now_ns());
+    assert!(e.transfer(Io::D2h(&mut buf), 0, DEADLINE).is_err());
+    assert_eq!(e.now_ns(), first.end_ns + DEADLINE.as_nanos() as f64);
+}
+
+#[test]
 fn info_says_what_is_injected_and_bad_specs_are_refused() {
     let e = engine("fault:bitflip,dup:sim:doc001");
     let info = e.info();

@@ -364,7 +364,8 @@ mod tests {
         assert!(!(s.relaxed_ordering || s.no_snoop || s.correctable_error_reporting || s.non_fatal_error_reporting));
         assert!(!(s.fatal_error_reporting || s.unsupported_request_reporting || s.phantom_functions || s.aux_power_pm));
         assert_eq!(s.link(), Some("gen1x4".parse().unwrap()));
-        assert_eq!(status_fields(0x0000_50A0).mps_bytes, 1024);
+        let big = status_fields(0x0000_5060);
+        assert_eq!((big.mps_bytes, big.mrrs_bytes), (1024, 4096));
     }
 
     #[test]

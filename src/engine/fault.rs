@@ -156,6 +156,13 @@ impl FaultEngine {
         EngineError::Timeout { what: format!("{what} (fault injection: hang)"), after: deadline }
     }
 
+    /// Shift a transfer onto this engine's clock (the inner clock plus time lost in hangs).
+    fn on_our_clock(&self, mut transfer: Transfer) -> Transfer {
+        transfer.start_ns += self.hung_ns;
+        transfer.end_ns += self.hung_ns;
+        transfer
+    }
+
     /// Damage `data` with every configured fault except the hang.
     fn damage(&mut self, data: &mut [u8]) {
         for fault in self.spec.faults.clone() {
@@ -204,12 +211,12 @@ impl Engine for FaultEngine {
 
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
         if !self.armed() {
-            return self.inner.transfer(io, device_offset, deadline);
+            return self.inner.transfer(io, device_offset, deadline).map(|t| self.on_our_clock(t));
         }
         if self.spec.faults.contains(&Fault::Hang) {
             return Err(self.hang(deadline, &format!("{} transfer of {} bytes", io.direction().name(), io.len())));
         }
-        match io {
+        let transfer = match io {
             Io::H2d(data) => {
                 let mut sent = data.to_vec();
                 self.damage(&mut sent);
@@ -220,7 +227,8 @@ impl Engine for FaultEngine {
                 self.damage(buf);
                 Ok(transfer)
             }
-        }
+        };
+        transfer.map(|t| self.on_our_clock(t))
     }
 
     fn transfer_both(
@@ -231,16 +239,17 @@ impl Engine for FaultEngine {
         deadline: Duration,
     ) -> Result<(Transfer, Transfer), EngineError> {
         if !self.armed() {
-            return self.inner.transfer_both(h2d, d2h, device_offset, deadline);
+            let (a, b) = self.inner.transfer_both(h2d, d2h, device_offset, deadline)?;
+            return Ok((self.on_our_clock(a), self.on_our_clock(b)));
         }
         if self.spec.faults.contains(&Fault::Hang) {
             return Err(self.hang(deadline, "concurrent h2d+d2h transfer"));
         }
         let mut sent = h2d.to_vec();
         self.damage(&mut sent);
-        let transfers = self.inner.transfer_both(&sent, d2h, device_offset, deadline)?;
+        let (a, b) = self.inner.transfer_both(&sent, d2h, device_offset, deadline)?;
         self.damage(d2h);
-        Ok(transfers)
+        Ok((self.on_our_clock(a), self.on_our_clock(b)))
     }
 
     fn now_ns(&self) -> f64 {
