@@ -220,7 +220,7 @@ impl SimEngine {
         let bytes = self.regs.bytes();
         let params = self.config.params.clone();
         let (write_mbps, read_mbps) = if read && write {
-            let (w, r) = timing::bidirectional_from_one_way(&params, bytes, self.config.tlps_per_ack);
+            let (w, r) = timing::both_directions(&self.config, bytes);
             (w.mbps, r.mbps)
         } else {
             (timing::one_way(&params, Direction::D2h, bytes).mbps, timing::one_way(&params, Direction::H2d, bytes).mbps)
@@ -349,7 +349,7 @@ impl Engine for SimEngine {
         // Each direction is charged for the other's overhead at the larger of the two sizes
         // (the smaller transfer finishes inside the shared period).
         let shared = h2d.len().max(d2h.len()) as u64;
-        let (write, read) = timing::bidirectional_from_one_way(&self.config.params, shared, self.config.tlps_per_ack);
+        let (write, read) = timing::both_directions(&self.config, shared);
         let out_h2d = self.stream(h2d.len() as u64, read.mbps, l1_ns, 0x4e);
         let out_d2h = self.stream(d2h.len() as u64, write.mbps, l1_ns, 0x7e);
         let mut to_device = self.finish(Direction::H2d, h2d.len() as u64, start_ns, data_start_ns, out_h2d);

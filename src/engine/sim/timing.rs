@@ -27,8 +27,6 @@ pub fn one_way(params: &LinkParams, direction: Direction, bytes: u64) -> Through
 ///   framing per MRRS of reads).
 /// - The host→device lanes carry the read completions and also one ACK and one UpdateFC DLLP
 ///   (8 B each) per `tlps_per_ack` write TLPs.
-/// - A read request waits behind the write TLP already on the device→host lanes: on average half
-///   a TLP, added to the completion latency.
 /// Returns (write = d2h, read = h2d).
 pub fn bidirectional_from_one_way(params: &LinkParams, bytes: u64, tlps_per_ack: f64) -> (Throughput, Throughput) {
     let lane_ns = params.link.byte_time_ns() / params.link.width as f64;
@@ -37,9 +35,7 @@ pub fn bidirectional_from_one_way(params: &LinkParams, bytes: u64, tlps_per_ack:
     let requests = bytes.div_ceil(params.mrrs_bytes) as f64;
     let write_both_ns = write_ns + requests * tlp_overhead_bytes * lane_ns;
 
-    let write_tlp_ns = (params.mps_bytes as f64 + tlp_overhead_bytes) * lane_ns;
-    let queued = LinkParams { read_latency_ns: params.read_latency_ns + write_tlp_ns / 2.0, ..params.clone() };
-    let read_alone_ns = ns_for(bytes, read_throughput(&queued, bytes).mbps);
+    let read_alone_ns = ns_for(bytes, read_throughput(params, bytes).mbps);
     let write_tlps = bytes.div_ceil(params.mps_bytes) as f64;
     let dllp_ns = write_tlps / tlps_per_ack.max(1.0) * 16.0 * lane_ns;
     // Completions on the wire take as long as writes of the same payload with 3DW headers.
@@ -54,6 +50,17 @@ pub fn bidirectional_from_one_way(params: &LinkParams, bytes: u64, tlps_per_ack:
     };
     let read_limit = if read_alone_ns >= completion_ns + dllp_ns { crate::model::Limit::Latency } else { crate::model::Limit::Link };
     (rate(write_both_ns, crate::model::Limit::Link), rate(read_both_ns, read_limit))
+}
+
+/// Both directions at once as the simulated device sees them: the link's bidirectional figures,
+/// with each read request queued behind the write TLP already on the device→host lanes (the
+/// device has one transmit queue): on average half a TLP more completion latency.
+pub fn both_directions(config: &SimConfig, bytes: u64) -> (Throughput, Throughput) {
+    let p = &config.params;
+    let lane_ns = p.link.byte_time_ns() / p.link.width as f64;
+    let write_tlp_ns = (p.mps_bytes + p.header.bytes() + p.framing_bytes()) as f64 * lane_ns;
+    let queued = LinkParams { read_latency_ns: p.read_latency_ns + write_tlp_ns / 2.0, ..p.clone() };
+    bidirectional_from_one_way(&queued, bytes, config.tlps_per_ack)
 }
 
 /// Nanoseconds to move `bytes` at `mbps` (10^6 B/s).
