@@ -91,12 +91,14 @@ pub struct StatusFields {
     pub fatal_error_reporting: bool,
     pub unsupported_request_reporting: bool,
     pub relaxed_ordering: bool,
-    pub mps_bytes: u64,
+    /// MaxPayload, 128 << bits 7:5; None for the reserved codes 6 and 7.
+    pub mps_bytes: Option<u64>,
     pub extended_tag: bool,
     pub phantom_functions: bool,
     pub aux_power_pm: bool,
     pub no_snoop: bool,
-    pub mrrs_bytes: u64,
+    /// MaxReadRequest, 128 << bits 14:12; None for the reserved codes 6 and 7.
+    pub mrrs_bytes: Option<u64>,
     /// Link speed code (bits 19:16): 1 = 2.5 GT/s, 2 = 5 GT/s, 3 = 8 GT/s, …
     pub speed_code: u32,
     pub width: u32,
@@ -114,11 +116,11 @@ impl StatusFields {
     }
 }
 
-/// Read the fields of a PCI-status word. (The model layer's `decode_status` will give the full
-/// decoding; this is the minimum the demo prints.)
+/// Read the fields of a PCI-status word that the demo prints. TO REPLACE by the model layer's
+/// `model::status::decode_status` once merged (same bit layout, full decoding).
 pub fn status_fields(word: u32) -> StatusFields {
     let bit = |n: u32| word >> n & 1 == 1;
-    let size = |code: u32| 128u64 << code.min(5);
+    let size = |code: u32| (code <= 5).then(|| 128u64 << code);
     StatusFields {
         raw: word,
         correctable_error_reporting: bit(0),
@@ -324,7 +326,12 @@ fn run_one(mmio: &mut dyn Mmio, link: Link, mode: DemoMode, options: &DemoOption
 /// The model's ceiling for a mode: the link with the MPS/MRRS the status word reports, 3DW
 /// headers (the demo's buffers are below 4 GiB), typical completion latency and tags.
 pub fn theory_mbps(link: Link, status: &StatusFields, mode: DemoMode, bytes: u64) -> f64 {
-    let params = LinkParams { mps_bytes: status.mps_bytes, mrrs_bytes: status.mrrs_bytes, ..LinkParams::typical(link) };
+    let typical = LinkParams::typical(link);
+    let params = LinkParams {
+        mps_bytes: status.mps_bytes.unwrap_or(typical.mps_bytes),
+        mrrs_bytes: status.mrrs_bytes.unwrap_or(typical.mrrs_bytes),
+        ..typical
+    };
     match mode {
         DemoMode::Write => write_throughput(&params, bytes).mbps,
         DemoMode::Read => read_throughput(&params, bytes).mbps,
@@ -358,14 +365,15 @@ mod tests {
     #[test]
     fn status_word_of_document_001() {
         let s = status_fields(0x9041_2100);
-        assert_eq!((s.mps_bytes, s.mrrs_bytes, s.speed_code, s.width), (128, 512, 1, 4));
+        assert_eq!((s.mps_bytes, s.mrrs_bytes, s.speed_code, s.width), (Some(128), Some(512), 1, 4));
         assert_eq!(s.speed_gts(), Some(2.5));
         assert!(s.extended_tag && s.msi);
         assert!(!(s.relaxed_ordering || s.no_snoop || s.correctable_error_reporting || s.non_fatal_error_reporting));
         assert!(!(s.fatal_error_reporting || s.unsupported_request_reporting || s.phantom_functions || s.aux_power_pm));
         assert_eq!(s.link(), Some("gen1x4".parse().unwrap()));
         let big = status_fields(0x0000_5060);
-        assert_eq!((big.mps_bytes, big.mrrs_bytes), (1024, 4096));
+        assert_eq!((big.mps_bytes, big.mrrs_bytes), (Some(1024), Some(4096)));
+        assert_eq!(status_fields(0x0000_60E0).mps_bytes, None, "codes 6 and 7 are reserved");
     }
 
     #[test]

@@ -73,13 +73,17 @@ fn render(info: &EngineInfo, report: &DemoReport) -> String {
     out += &format!("Target: {} — {}\n\n", info.target, info.description);
     out += "Card information\n";
     out += &format!(
-        "  FPGA version:  {:08x} (DD_MM_YY_00){}\n",
+        "  FPGA version:  {:02x}.{:02x}.{:02x}, REV={:02x} ({:08x}){}\n",
+        report.version >> 24,
+        report.version >> 16 & 0xFF,
+        report.version >> 8 & 0xFF,
+        report.version & 0xFF,
         report.version,
         if report.byte_swapped { ", registers read byte-swapped: values swapped" } else { "" }
     );
     out += &format!("  Link speed:    {}\n", status.speed_gts().map_or(format!("code {}", status.speed_code), |g| format!("{g} GT/s")));
     out += &format!("  Link width:    x{}\n", status.width);
-    out += &format!("  Payload size:  {} bytes (MaxReadRequest {} bytes)\n\n", status.mps_bytes, status.mrrs_bytes);
+    out += &format!("  Payload size:  {} (MaxReadRequest {})\n\n", size(status.mps_bytes), size(status.mrrs_bytes));
 
     let mut columns: Vec<(String, Align)> = vec![(format!("result{sim}"), Align::Left)];
     columns.extend(report.results.iter().map(|r| (r.mode.label().to_string(), Align::Right)));
@@ -102,11 +106,11 @@ fn render(info: &EngineInfo, report: &DemoReport) -> String {
     row("retries/bit errors RX/TX", &|r| format!("{} / {}", r.rx_bit_errors, r.tx_bit_errors));
     out += &table.render();
     out += &format!(
-        "\nPCI-Status {} ({:08x}): MaxPayload {} B, MaxReadRequest {} B, {}, x{}, extended tag {}, MSI {}, relaxed ordering {}, no snoop {}, error reporting {}\n",
+        "\nPCI-Status {} ({:08x}): MaxPayload {}, MaxReadRequest {}, {}, x{}, extended tag {}, MSI {}, relaxed ordering {}, no snoop {}, error reporting {}\n",
         status.raw,
         status.raw,
-        status.mps_bytes,
-        status.mrrs_bytes,
+        size(status.mps_bytes),
+        size(status.mrrs_bytes),
         status.speed_gts().map_or(format!("speed code {}", status.speed_code), |g| format!("{g} GT/s")),
         status.width,
         on_off(status.extended_tag),
@@ -117,6 +121,10 @@ fn render(info: &EngineInfo, report: &DemoReport) -> String {
     );
     out += "(1 MB = 10^6 bytes; model ceiling: 3DW headers, link overhead only)\n";
     out
+}
+
+fn size(bytes: Option<u64>) -> String {
+    bytes.map_or("reserved code".to_string(), |b| format!("{b} bytes"))
 }
 
 fn on_off(on: bool) -> &'static str {
