@@ -158,7 +158,7 @@ fn cpu_register_accesses_follow_document_000() {
     let interrupts = engine.timer_interrupts_between(0.0, engine.now_ns());
     let delayed = read_gaps.iter().chain(&write_gaps).filter(|g| **g > 2000.0).count() as u64;
     assert!(interrupts >= 1 && delayed >= 1 && delayed <= interrupts, "{interrupts} timer interrupts, {delayed} delayed accesses");
-    assert!(*read_gaps.last().unwrap() > 10_000.0, "a timer interrupt (13 µs) delays an access");
+    assert!(*read_gaps.last().unwrap() < 1.5 * 13_000.0 + 1520.0, "a timer interrupt holds the CPU 6.5–19.5 µs");
 }
 
 #[test]

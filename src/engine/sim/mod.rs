@@ -83,6 +83,7 @@ impl SimEngine {
             period_ns: config.timer_period_ns,
             irq_ns: config.timer_irq_ns,
             phase_ns: rng.uniform(0.0, config.timer_period_ns.max(0.0)),
+            seed: rng.next_u64(),
         };
         let p = &config.params;
         let info = EngineInfo {
