@@ -19,7 +19,7 @@ fn demo(target: &str, runs: u32) -> (Duration, f64, u64) {
     let mut best = (Duration::MAX, 0.0, 0);
     for seed in 0..runs {
         let wall = Instant::now();
-        let mut engine = SimEngine::open(target, &OpenOptions { seed: seed as u64, destructive: false }).unwrap();
+        let mut engine = SimEngine::open(target, &OpenOptions { seed: seed as u64, ..OpenOptions::default() }).unwrap();
         let link = engine.config().params.link;
         let report = run_demo(&mut engine, link, &DemoOptions { modes: DemoMode::ALL.to_vec(), ..DemoOptions::default() }).unwrap();
         let elapsed = wall.elapsed();

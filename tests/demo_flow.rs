@@ -9,7 +9,7 @@ use pcieperf::engine::{EngineError, Mmio, OpenOptions};
 use pcieperf::model::Link;
 
 fn sim(target: &str) -> SimEngine {
-    SimEngine::open(target, &OpenOptions { seed: 1, destructive: false }).unwrap()
+    SimEngine::open(target, &OpenOptions { seed: 1, ..OpenOptions::default() }).unwrap()
 }
 
 fn demo(engine: &mut SimEngine, modes: &[DemoMode]) -> Result<DemoReport, EngineError> {

@@ -9,7 +9,7 @@ use pcieperf::engine::{open, DataModel, Direction, Engine, EngineError, Io, Mmio
 const LONG: Duration = Duration::from_secs(3600);
 
 fn sim(target: &str, seed: u64) -> SimEngine {
-    SimEngine::open(target, &OpenOptions { seed, destructive: false }).unwrap()
+    SimEngine::open(target, &OpenOptions { seed, ..OpenOptions::default() }).unwrap()
 }
 
 /// A short mixed workload; returns the transfers and the d2h data.

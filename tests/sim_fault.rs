@@ -10,7 +10,7 @@ const SEED: u64 = 11;
 const DEADLINE: Duration = Duration::from_secs(10);
 
 fn engine(target: &str) -> Box<dyn Engine> {
-    open(target, &OpenOptions { seed: SEED, destructive: false }).unwrap()
+    open(target, &OpenOptions { seed: SEED, ..OpenOptions::default() }).unwrap()
 }
 
 fn host_data(len: usize) -> Vec<u8> {

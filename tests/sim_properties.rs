@@ -20,7 +20,7 @@ proptest! {
     #[test]
     fn never_faster_than_the_model_and_always_deterministic(target in target(), words in 1usize..65536, seed in any::<u64>()) {
         let size = words * 4;
-        let open = || SimEngine::open(&target, &OpenOptions { seed, destructive: false }).unwrap();
+        let open = || SimEngine::open(&target, &OpenOptions { seed, ..OpenOptions::default() }).unwrap();
         let mut engine = open();
         let params = engine.config().params.clone();
         let mut buf = vec![0u8; size];

@@ -45,7 +45,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         .filter_map(|(on, mode)| on.then_some(mode))
         .collect();
     let options = DemoOptions { modes: if chosen.is_empty() { DemoMode::ALL.to_vec() } else { chosen }, ..DemoOptions::default() };
-    let mut engine = open(&args.target, &OpenOptions { seed: args.seed, destructive: false })?;
+    let mut engine = open(&args.target, &OpenOptions { seed: args.seed, ..OpenOptions::default() })?;
     let info = engine.info().clone();
     let link = info
         .link
