@@ -1,10 +1,132 @@
-//! `pcieperf demo`.
+//! `pcieperf demo`: the performance-demo register flow of document 001 §4 against a target.
 
 use clap::Args;
+use serde::Serialize;
+
+use crate::bench::demo::{run_demo, DemoMode, DemoOptions, DemoReport};
+use crate::engine::{open, EngineInfo, OpenOptions};
+use crate::report::table::{Align, Table};
 
 #[derive(Debug, Args)]
-pub struct DemoArgs {}
+pub struct DemoArgs {
+    /// Target with the performance-demo endpoint's registers (see `pcieperf dma --help` for syntax).
+    #[arg(long, default_value = "sim:doc001")]
+    pub target: String,
+    /// Run "Start Write" (device→host, d2h). Without --write/--read/--read-write all three run.
+    #[arg(long)]
+    pub write: bool,
+    /// Run "Start Read" (host→device, h2d).
+    #[arg(long)]
+    pub read: bool,
+    /// Run "Start Read/Write" (both at once).
+    #[arg(long)]
+    pub read_write: bool,
+    /// Seed for simulated behaviour.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: DemoArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("`pcieperf demo` is not built yet")
+#[derive(Serialize)]
+struct DemoOutput<'a> {
+    tool: &'static str,
+    version: &'static str,
+    simulated: bool,
+    engine: &'a EngineInfo,
+    seed: u64,
+    demo: &'a DemoReport,
+}
+
+pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
+    let chosen: Vec<DemoMode> = [(args.write, DemoMode::Write), (args.read, DemoMode::Read), (args.read_write, DemoMode::ReadWrite)]
+        .into_iter()
+        .filter_map(|(on, mode)| on.then_some(mode))
+        .collect();
+    let options = DemoOptions { modes: if chosen.is_empty() { DemoMode::ALL.to_vec() } else { chosen }, ..DemoOptions::default() };
+    let mut engine = open(&args.target, &OpenOptions { seed: args.seed, ..OpenOptions::default() })?;
+    let info = engine.info().clone();
+    let link = info
+        .link
+        .as_ref()
+        .map(|state| state.link)
+        .ok_or_else(|| anyhow::anyhow!("{}: the target does not report its link, which the block amount needs", args.target))?;
+    let mmio = engine.mmio().ok_or_else(|| {
+        anyhow::anyhow!("{}: this target has no registers; `pcieperf demo` needs the performance-demo endpoint (e.g. sim:doc001)", args.target)
+    })?;
+    let report = run_demo(mmio, link, &options)?;
+    if args.json {
+        let output = DemoOutput { tool: "pcieperf demo", version: env!("CARGO_PKG_VERSION"), simulated: info.simulated, engine: &info, seed: args.seed, demo: &report };
+        println!("{}", serde_json::to_string_pretty(&output)?);
+    } else {
+        print!("{}", render(&info, &report));
+    }
+    Ok(0)
+}
+
+/// What the document's GUI prints, beside the model's ceiling.
+fn render(info: &EngineInfo, report: &DemoReport) -> String {
+    let sim = if info.simulated { " (simulated)" } else { "" };
+    let status = &report.status;
+    let mut out = format!("Performance-demo endpoint, document 001 §4 register flow{sim}\n");
+    out += &format!("Target: {} — {}\n\n", info.target, info.description);
+    out += "Card information\n";
+    out += &format!(
+        "  FPGA version:  {:02x}.{:02x}.{:02x}, REV={:02x} ({:08x}){}\n",
+        report.version >> 24,
+        report.version >> 16 & 0xFF,
+        report.version >> 8 & 0xFF,
+        report.version & 0xFF,
+        report.version,
+        if report.byte_swapped { ", registers read byte-swapped: values swapped" } else { "" }
+    );
+    out += &format!("  Link speed:    {}\n", status.speed_gts().map_or(format!("code {}", status.speed_code), |g| format!("{g} GT/s")));
+    out += &format!("  Link width:    x{}\n", status.width);
+    out += &format!("  Payload size:  {} (MaxReadRequest {})\n\n", size(status.mps_bytes), size(status.mrrs_bytes));
+
+    let mut columns: Vec<(String, Align)> = vec![(format!("result{sim}"), Align::Left)];
+    columns.extend(report.results.iter().map(|r| (r.mode.label().to_string(), Align::Right)));
+    let refs: Vec<(&str, Align)> = columns.iter().map(|(h, a)| (h.as_str(), *a)).collect();
+    let mut table = Table::new(&refs);
+    let mut row = |label: &str, cell: &dyn Fn(&crate::bench::demo::DemoResult) -> String| {
+        let mut cells = vec![label.to_string()];
+        cells.extend(report.results.iter().map(cell));
+        table.row(cells);
+    };
+    row(&format!("usable bandwidth MB/s{sim}"), &|r| format!("{:.6}", r.mbps));
+    row("model ceiling MB/s", &|r| format!("{:.2}", r.theory_mbps));
+    row("reached", &|r| format!("{:.1} %", r.percent_of_theory));
+    row("measurement time s", &|r| format!("{:.3}", r.time_s));
+    row("bytes", &|r| r.bytes.to_string());
+    row("maximum stall µs", &|r| format!("{:.3}", r.max_stall_us));
+    row(&format!("stalls > {:.1} µs", report.threshold_us), &|r| r.stalls_over_threshold.to_string());
+    row("max deadlock (raw)", &|r| format!("{} ({:08x})", r.max_stall_raw, r.max_stall_raw));
+    row("num deadlock (raw)", &|r| format!("{} ({:08x})", r.stalls_over_threshold, r.stalls_over_threshold));
+    row("retries/bit errors RX/TX", &|r| format!("{} / {}", r.rx_bit_errors, r.tx_bit_errors));
+    out += &table.render();
+    out += &format!(
+        "\nPCI-Status {} ({:08x}): MaxPayload {}, MaxReadRequest {}, {}, x{}, extended tag {}, MSI {}, relaxed ordering {}, no snoop {}, error reporting {}\n",
+        status.raw,
+        status.raw,
+        size(status.mps_bytes),
+        size(status.mrrs_bytes),
+        status.speed_gts().map_or(format!("speed code {}", status.speed_code), |g| format!("{g} GT/s")),
+        status.width,
+        on_off(status.extended_tag),
+        on_off(status.msi),
+        on_off(status.relaxed_ordering),
+        on_off(status.no_snoop),
+        on_off(status.correctable_error_reporting || status.non_fatal_error_reporting || status.fatal_error_reporting || status.unsupported_request_reporting),
+    );
+    out += "(1 MB = 10^6 bytes; model ceiling: 3DW headers, link overhead only)\n";
+    out
+}
+
+fn size(bytes: Option<u64>) -> String {
+    bytes.map_or("reserved code".to_string(), |b| format!("{b} bytes"))
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
 }

@@ -13,7 +13,9 @@
 //! document 000 "Mem→FPGA" = XDMA H2C. `d2h` = device→host = 001 "Write" (DMA write) = 000
 //! "FPGA→Mem" = XDMA C2H.
 
+pub mod fault;
 pub mod pattern;
+pub mod sim;
 
 use std::time::Duration;
 
@@ -240,11 +242,15 @@ pub fn detect() -> Vec<Candidate> {
 }
 
 /// Engines this build knows, with the argument each takes; shown when a target is unknown.
-pub const TARGET_HELP: &str = "sim[:PRESET|:genNxW,mps=..,...]";
+pub const TARGET_HELP: &str = "sim[:PRESET|:genNxW,mps=..,...] (presets doc000, doc001, doc003, gen3x8, gen4x16, gen5x16), fault:KIND[,KIND..][,skip=N][,chunk=BYTES]:TARGET";
 
 /// Open a target written `ENGINE[:ARGUMENT]`.
 pub fn open(target: &str, options: &OpenOptions) -> Result<Box<dyn Engine>, EngineError> {
     let (kind, _argument) = target.split_once(':').unwrap_or((target, ""));
-    let _ = options;
+    match kind {
+        "sim" => return Ok(Box::new(sim::SimEngine::open(target, options)?)),
+        "fault" => return Ok(Box::new(fault::FaultEngine::open(target, options)?)),
+        _ => {}
+    }
     Err(EngineError::UnknownTarget(target.to_string(), format!("no engine named '{kind}'; known: {TARGET_HELP}")))
 }

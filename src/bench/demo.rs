@@ -1,0 +1,387 @@
+//! The performance-demo register flow of document 001 §4, driven through [`Mmio`] only, so the
+//! same procedure runs against the simulator and against a real board mapped through its BARs.
+//!
+//! Per measurement (write, read or both) it performs steps 0–11 of the document's table in order:
+//! 0 version/endianness, 1–2 buffer addresses, 3 fixed parameter, 4 block amount from the link
+//! multiplier, 5 stall threshold, 6 start, 7 wait, 8 poll the result register(s), 9 max stall,
+//! 10–11 bit errors; then it reads the two registers the GUI shows that the table does not
+//! locate (stall count, PCI status; see `engine::sim::regs`). Directions in the document's words:
+//! "Write" = device→host (d2h, TX result), "Read" = host→device (h2d, RX result).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::sim::demo_registers as reg;
+use crate::engine::{EngineError, Mmio};
+use crate::model::{read_throughput, write_throughput, Link, LinkParams};
+
+/// One measurement of the demo, named as the GUI's buttons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum DemoMode {
+    /// "Start Write": device→host (d2h), start code 2, TX result.
+    Write,
+    /// "Start Read": host→device (h2d), start code 1, RX result.
+    Read,
+    /// "Start Read/Write": both at once, start code 3, both results.
+    ReadWrite,
+}
+
+impl DemoMode {
+    pub const ALL: [DemoMode; 3] = [DemoMode::Write, DemoMode::Read, DemoMode::ReadWrite];
+
+    /// Value written to BAR0+0x10 (step 6).
+    pub fn start_code(self) -> u32 {
+        match self {
+            DemoMode::Read => 1,
+            DemoMode::Write => 2,
+            DemoMode::ReadWrite => 3,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            DemoMode::Write => "write (d2h)",
+            DemoMode::Read => "read (h2d)",
+            DemoMode::ReadWrite => "read/write (both)",
+        }
+    }
+
+    fn tx(self) -> bool {
+        self != DemoMode::Read
+    }
+
+    fn rx(self) -> bool {
+        self != DemoMode::Write
+    }
+}
+
+/// How to run the flow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemoOptions {
+    pub modes: Vec<DemoMode>,
+    /// Physical addresses of the two 8 KiB host buffers (below 4 GiB, steps 1–2).
+    pub buffers: [u32; 2],
+    /// Step 7: wait before the first poll (the document says 30 s).
+    pub wait: Duration,
+    pub poll_interval: Duration,
+    /// Give up when the results are still 0 after this long (a device that stopped answering).
+    pub timeout: Duration,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions {
+            modes: DemoMode::ALL.to_vec(),
+            buffers: [0x1000_0000, 0x1000_2000],
+            wait: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(1),
+            timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Fields of the PCI-status word (document 001 §3 bit layout).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StatusFields {
+    pub raw: u32,
+    pub correctable_error_reporting: bool,
+    pub non_fatal_error_reporting: bool,
+    pub fatal_error_reporting: bool,
+    pub unsupported_request_reporting: bool,
+    pub relaxed_ordering: bool,
+    /// MaxPayload, 128 << bits 7:5; None for the reserved codes 6 and 7.
+    pub mps_bytes: Option<u64>,
+    pub extended_tag: bool,
+    pub phantom_functions: bool,
+    pub aux_power_pm: bool,
+    pub no_snoop: bool,
+    /// MaxReadRequest, 128 << bits 14:12; None for the reserved codes 6 and 7.
+    pub mrrs_bytes: Option<u64>,
+    /// Link speed code (bits 19:16): 1 = 2.5 GT/s, 2 = 5 GT/s, 3 = 8 GT/s, …
+    pub speed_code: u32,
+    pub width: u32,
+    pub msi: bool,
+}
+
+impl StatusFields {
+    /// Signalling rate in GT/s, when the code is one the specification defines.
+    pub fn speed_gts(&self) -> Option<f64> {
+        crate::model::Generation::from_number(self.speed_code).ok().map(|g| g.gts())
+    }
+
+    pub fn link(&self) -> Option<Link> {
+        Link::new(crate::model::Generation::from_number(self.speed_code).ok()?, self.width).ok()
+    }
+}
+
+/// Read the fields of a PCI-status word that the demo prints. TO REPLACE by the model layer's
+/// `model::status::decode_status` once merged (same bit layout, full decoding).
+pub fn status_fields(word: u32) -> StatusFields {
+    let bit = |n: u32| word >> n & 1 == 1;
+    let size = |code: u32| (code <= 5).then(|| 128u64 << code);
+    StatusFields {
+        raw: word,
+        correctable_error_reporting: bit(0),
+        non_fatal_error_reporting: bit(1),
+        fatal_error_reporting: bit(2),
+        unsupported_request_reporting: bit(3),
+        relaxed_ordering: bit(4),
+        mps_bytes: size(word >> 5 & 0x7),
+        extended_tag: bit(8),
+        phantom_functions: bit(9),
+        aux_power_pm: bit(10),
+        no_snoop: bit(11),
+        mrrs_bytes: size(word >> 12 & 0x7),
+        speed_code: word >> 16 & 0xF,
+        width: word >> 20 & 0x3F,
+        msi: bit(31),
+    }
+}
+
+/// Block amount register value for a link (step 4): 0xA343C × link multiplier.
+pub fn block_amount(link: Link) -> u32 {
+    reg::BLOCK_AMOUNT_PER_MULTIPLIER * link.demo_link_multiplier()
+}
+
+/// Bytes one direction moves: 0x2000 × block amount.
+pub fn demo_bytes(block_amount: u32) -> u64 {
+    reg::FIXED_VALUE as u64 * block_amount as u64
+}
+
+/// A result register (0.1 s units) in seconds.
+pub fn result_seconds(tenths: u32) -> f64 {
+    tenths as f64 / 10.0
+}
+
+/// Usable bandwidth in MB/s (10^6 B/s), as the GUI computes it: bytes / time.
+pub fn demo_mbps(bytes: u64, seconds: f64) -> f64 {
+    bytes as f64 / seconds / 1e6
+}
+
+/// The max-stall register (16 ns units) in µs: raw / 62.5.
+pub fn stall_us(raw: u32) -> f64 {
+    raw as f64 / 62.5
+}
+
+/// The threshold register (16 ns units) in µs.
+pub fn threshold_us(raw: u32) -> f64 {
+    raw as f64 * reg::STALL_UNIT_NS / 1e3
+}
+
+/// One measurement's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DemoResult {
+    pub mode: DemoMode,
+    pub start_code: u32,
+    pub bytes: u64,
+    /// Result registers as read (0.1 s units); None when the mode does not use the direction.
+    pub tx_tenths: Option<u32>,
+    pub rx_tenths: Option<u32>,
+    /// The longer of the two directions, as the GUI shows one time per button.
+    pub time_s: f64,
+    #[serde(rename = "MBps")]
+    pub mbps: f64,
+    /// The model's ceiling for this link and the same bytes, and the share of it reached.
+    #[serde(rename = "theory_MBps")]
+    pub theory_mbps: f64,
+    pub percent_of_theory: f64,
+    pub max_stall_raw: u32,
+    pub max_stall_us: f64,
+    pub stalls_over_threshold: u32,
+    pub rx_bit_errors: u32,
+    pub tx_bit_errors: u32,
+    /// Engine clock from start to the last poll, in s (virtual for the simulator).
+    pub elapsed_s: f64,
+}
+
+/// Everything the flow found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DemoReport {
+    pub version: u32,
+    /// The version register read byte-swapped: every value was swapped on the way.
+    pub byte_swapped: bool,
+    pub link: Link,
+    pub block_amount: u32,
+    pub bytes: u64,
+    pub threshold_raw: u32,
+    pub threshold_us: f64,
+    pub status: StatusFields,
+    pub results: Vec<DemoResult>,
+}
+
+/// Register access with the endianness found at step 0 applied.
+struct Bus<'a> {
+    mmio: &'a mut dyn Mmio,
+    swapped: bool,
+}
+
+impl Bus<'_> {
+    fn read(&mut self, (bar, offset): (u8, u64)) -> Result<u32, EngineError> {
+        let value = self.mmio.read32(bar, offset)?;
+        Ok(if self.swapped { value.swap_bytes() } else { value })
+    }
+
+    fn write(&mut self, (bar, offset): (u8, u64), value: u32) -> Result<(), EngineError> {
+        self.mmio.write32(bar, offset, if self.swapped { value.swap_bytes() } else { value })
+    }
+}
+
+/// Step 0: the version register, straight or byte-swapped; anything else is not the demo endpoint.
+fn check_version(mmio: &mut dyn Mmio) -> Result<(u32, bool), EngineError> {
+    let value = mmio.read32(reg::VERSION.0, reg::VERSION.1)?;
+    if value == reg::VERSION_VALUE {
+        Ok((value, false))
+    } else if value == reg::VERSION_VALUE.swap_bytes() {
+        Ok((value.swap_bytes(), true))
+    } else {
+        Err(EngineError::Unsupported(format!(
+            "BAR0+0x0 reads {value:#010x}: not the performance-demo endpoint (expected {:#010x}, or byte-swapped {:#010x})",
+            reg::VERSION_VALUE,
+            reg::VERSION_VALUE.swap_bytes()
+        )))
+    }
+}
+
+/// Run the flow for every mode in `options`.
+pub fn run_demo(mmio: &mut dyn Mmio, link: Link, options: &DemoOptions) -> Result<DemoReport, EngineError> {
+    let mut report = None::<DemoReport>;
+    for &mode in &options.modes {
+        let (result, header) = run_one(mmio, link, mode, options)?;
+        report.get_or_insert(header).results.push(result);
+    }
+    report.ok_or_else(|| EngineError::InvalidInput(crate::error::InvalidInput::new("no demo measurement chosen")))
+}
+
+/// Steps 0–11 for one mode, then the stall count and status word.
+fn run_one(mmio: &mut dyn Mmio, link: Link, mode: DemoMode, options: &DemoOptions) -> Result<(DemoResult, DemoReport), EngineError> {
+    let (version, swapped) = check_version(mmio)?;
+    let mut bus = Bus { mmio, swapped };
+    let blocks = block_amount(link);
+    bus.write(reg::BUFFER1, options.buffers[0])?;
+    bus.write(reg::BUFFER2, options.buffers[1])?;
+    bus.write(reg::FIXED, reg::FIXED_VALUE)?;
+    bus.write(reg::BLOCK_AMOUNT, blocks)?;
+    bus.write(reg::THRESHOLD, reg::THRESHOLD_VALUE)?;
+    bus.write(reg::START, mode.start_code())?;
+    bus.mmio.sleep(options.wait);
+    let mut waited = options.wait;
+    let (tx, rx) = loop {
+        let tx = if mode.tx() { Some(bus.read(reg::TX_RESULT)?) } else { None };
+        let rx = if mode.rx() { Some(bus.read(reg::RX_RESULT)?) } else { None };
+        if tx != Some(0) && rx != Some(0) {
+            break (tx, rx);
+        }
+        if waited >= options.timeout {
+            return Err(EngineError::Timeout {
+                what: format!("demo {} result register still 0 (test not started or still running)", mode.label()),
+                after: waited,
+            });
+        }
+        bus.mmio.sleep(options.poll_interval);
+        waited += options.poll_interval;
+    };
+    let max_stall_raw = bus.read(reg::MAX_STALL)?;
+    let rx_bit_errors = bus.read(reg::RX_BIT_ERRORS)?;
+    let tx_bit_errors = bus.read(reg::TX_BIT_ERRORS)?;
+    let stalls_over_threshold = bus.read(reg::STALL_COUNT)?;
+    let status = status_fields(bus.read(reg::PCI_STATUS)?);
+
+    let bytes = demo_bytes(blocks);
+    let time_s = result_seconds(tx.unwrap_or(0).max(rx.unwrap_or(0)));
+    let mbps = demo_mbps(bytes, time_s);
+    let theory_mbps = theory_mbps(link, &status, mode, bytes);
+    let result = DemoResult {
+        mode,
+        start_code: mode.start_code(),
+        bytes,
+        tx_tenths: tx,
+        rx_tenths: rx,
+        time_s,
+        mbps,
+        theory_mbps,
+        percent_of_theory: 100.0 * mbps / theory_mbps,
+        max_stall_raw,
+        max_stall_us: stall_us(max_stall_raw),
+        stalls_over_threshold,
+        rx_bit_errors,
+        tx_bit_errors,
+        elapsed_s: waited.as_secs_f64(),
+    };
+    let header = DemoReport {
+        version,
+        byte_swapped: swapped,
+        link,
+        block_amount: blocks,
+        bytes,
+        threshold_raw: reg::THRESHOLD_VALUE,
+        threshold_us: threshold_us(reg::THRESHOLD_VALUE),
+        status,
+        results: Vec::new(),
+    };
+    Ok((result, header))
+}
+
+/// The model's ceiling for a mode: the link with the MPS/MRRS the status word reports, 3DW
+/// headers (the demo's buffers are below 4 GiB), typical completion latency and tags.
+pub fn theory_mbps(link: Link, status: &StatusFields, mode: DemoMode, bytes: u64) -> f64 {
+    let typical = LinkParams::typical(link);
+    let params = LinkParams {
+        mps_bytes: status.mps_bytes.unwrap_or(typical.mps_bytes),
+        mrrs_bytes: status.mrrs_bytes.unwrap_or(typical.mrrs_bytes),
+        ..typical
+    };
+    match mode {
+        DemoMode::Write => write_throughput(&params, bytes).mbps,
+        DemoMode::Read => read_throughput(&params, bytes).mbps,
+        DemoMode::ReadWrite => {
+            // INTERIM: switch to model::bidirectional_throughput when it lands.
+            let (w, r) = crate::engine::sim::timing::bidirectional_from_one_way(&params, bytes, 4.0);
+            w.mbps.min(r.mbps)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_case_6_conversions() {
+        let gen1x4: Link = "gen1x4".parse().unwrap();
+        assert_eq!(block_amount(gen1x4), 0xA343C * 4);
+        let bytes = demo_bytes(block_amount(gen1x4));
+        assert_eq!(bytes, 21_913_010_176);
+        assert_eq!(format!("{:.6}", demo_mbps(bytes, result_seconds(261))), "839.578934");
+        assert_eq!(format!("{:.6}", demo_mbps(bytes, result_seconds(268))), "817.649633");
+        assert_eq!(format!("{:.6}", demo_mbps(bytes, result_seconds(276))), "793.949644");
+        assert_eq!(stall_us(397), 6.352);
+        assert_eq!(stall_us(0x18d), 6.352);
+        // 0x0C35 = 3125 units of 16 ns = 50 000 ns: the GUI's "50.0 µs".
+        assert_eq!(threshold_us(0x0C35), 50.0);
+    }
+
+    #[test]
+    fn status_word_of_document_001() {
+        let s = status_fields(0x9041_2100);
+        assert_eq!((s.mps_bytes, s.mrrs_bytes, s.speed_code, s.width), (Some(128), Some(512), 1, 4));
+        assert_eq!(s.speed_gts(), Some(2.5));
+        assert!(s.extended_tag && s.msi);
+        assert!(!(s.relaxed_ordering || s.no_snoop || s.correctable_error_reporting || s.non_fatal_error_reporting));
+        assert!(!(s.fatal_error_reporting || s.unsupported_request_reporting || s.phantom_functions || s.aux_power_pm));
+        assert_eq!(s.link(), Some("gen1x4".parse().unwrap()));
+        let big = status_fields(0x0000_5060);
+        assert_eq!((big.mps_bytes, big.mrrs_bytes), (Some(1024), Some(4096)));
+        assert_eq!(status_fields(0x0000_60E0).mps_bytes, None, "codes 6 and 7 are reserved");
+    }
+
+    #[test]
+    fn theory_for_document_001_link() {
+        let link: Link = "gen1x4".parse().unwrap();
+        let status = status_fields(0x9041_2100);
+        let write = theory_mbps(link, &status, DemoMode::Write, 21_913_010_176);
+        // 864.86 MB/s after TLP overhead (reference case 6), less when the model charges SKPs/DLLPs.
+        assert!(write <= 864.87 && write > 850.0, "{write}");
+    }
+}

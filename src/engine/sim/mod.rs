@@ -1,0 +1,396 @@
+//! `sim`: a simulated endpoint on a modelled link, in virtual time, deterministic for a seed.
+//!
+//! - [`config`]: presets (`doc000`, `doc001`, `doc003`, `gen3x8`, `gen4x16`, `gen5x16`) and
+//!   free-form `genNxW,key=value,...` targets.
+//! - [`timing`]: a transfer's duration from the model, plus seeded stalls drawn as aggregates.
+//! - [`host`]: host timer interrupts and CPU-initiated MMIO timing (document 000 §4).
+//! - [`regs`]: the register file of the performance-demo endpoint (document 001 §4).
+//!
+//! Data follows [`DataModel::Generator`]: d2h buffers are filled with
+//! `Pattern::lfsr(seed)` at the device offset, and the device reports the CRC32 of h2d data.
+//! Every figure is virtual time: `now_ns()` only advances when a transfer runs, a register is
+//! accessed or the host sleeps. See `docs/simulator.md`.
+
+pub mod config;
+pub mod host;
+pub mod regs;
+pub mod rng;
+pub mod timing;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::pattern::{crc32, Pattern};
+use crate::engine::{
+    DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, LinkState, Mmio, OpenOptions, Transfer,
+};
+use crate::error::InvalidInput;
+
+pub use config::{SimConfig, DEFAULT_PRESET, PRESETS};
+pub use regs::map as demo_registers;
+
+use host::HostTimer;
+use regs::{DemoRegisters, PendingResult};
+use rng::SimRng;
+use timing::StreamOutcome;
+
+/// Largest single `transfer()` (the host buffer must exist; the demo flow moves more, unbuffered).
+pub const MAX_TRANSFER_BYTES: u64 = 1 << 30;
+
+/// Which way a register access went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessKind {
+    Read,
+    Write,
+}
+
+/// One register access as the simulated device saw it (value as on the bus).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MmioAccess {
+    pub kind: AccessKind,
+    pub bar: u8,
+    pub offset: u64,
+    pub value: u32,
+    pub at_ns: f64,
+}
+
+/// The simulated endpoint.
+pub struct SimEngine {
+    info: EngineInfo,
+    config: SimConfig,
+    pattern: Pattern,
+    rng: SimRng,
+    now_ns: f64,
+    /// End of the last data movement (for ASPM L1 entry).
+    idle_since_ns: f64,
+    timer: HostTimer,
+    regs: DemoRegisters,
+    log: Vec<MmioAccess>,
+}
+
+impl SimEngine {
+    /// Open `sim[:ARGUMENT]`; `target` is kept as written for the description.
+    pub fn open(target: &str, options: &OpenOptions) -> Result<Self, EngineError> {
+        let argument = target.split_once(':').map_or("", |(_, a)| a);
+        Ok(SimEngine::new(target, SimConfig::parse(argument)?, options.seed))
+    }
+
+    pub fn new(target: &str, config: SimConfig, seed: u64) -> Self {
+        let mut rng = SimRng::new(seed);
+        let timer = HostTimer {
+            period_ns: config.timer_period_ns,
+            irq_ns: config.timer_irq_ns,
+            phase_ns: rng.uniform(0.0, config.timer_period_ns.max(0.0)),
+            seed: rng.next_u64(),
+        };
+        let p = &config.params;
+        let info = EngineInfo {
+            kind: "sim".into(),
+            target: target.into(),
+            simulated: true,
+            description: config.describe(),
+            link: Some(LinkState { link: p.link, capable: Some(p.link), mps_bytes: p.mps_bytes, mrrs_bytes: p.mrrs_bytes }),
+            pci_address: None,
+            device_clock_hz: Some(config.device_clock_hz),
+            directions: vec![Direction::H2d, Direction::D2h],
+            concurrent: true,
+            alignment_bytes: 4,
+            max_transfer_bytes: MAX_TRANSFER_BYTES,
+            capacity_bytes: None,
+            data_model: DataModel::Generator,
+        };
+        SimEngine {
+            info,
+            pattern: Pattern::lfsr(seed),
+            rng,
+            now_ns: 0.0,
+            idle_since_ns: 0.0,
+            timer,
+            regs: DemoRegisters::default(),
+            log: Vec::new(),
+            config,
+        }
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    /// Every register access so far, in order.
+    pub fn mmio_log(&self) -> &[MmioAccess] {
+        &self.log
+    }
+
+    /// Host timer interrupts between two instants of the virtual clock (document 000 counts them).
+    pub fn timer_interrupts_between(&self, from_ns: f64, to_ns: f64) -> u64 {
+        self.timer.interrupts_between(from_ns, to_ns)
+    }
+
+    /// The PCI-status word the device reports (document 001 §3 layout).
+    pub fn status_word(&self) -> u32 {
+        regs::status_word(&self.config.params, true, self.config.status_extra_bits)
+    }
+
+    fn check_io(&self, bytes: usize, device_offset: u64) -> Result<(), EngineError> {
+        let align = self.info.alignment_bytes;
+        if bytes == 0 || bytes as u64 > MAX_TRANSFER_BYTES {
+            return Err(InvalidInput::new(format!("transfer size {bytes} bytes: allowed 4 bytes to {MAX_TRANSFER_BYTES} bytes")).into());
+        }
+        if bytes as u64 % align != 0 || device_offset % align != 0 {
+            return Err(InvalidInput::new(format!(
+                "transfer of {bytes} bytes at device offset {device_offset}: sizes and offsets must be multiples of {align} bytes"
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// L1 exit cost if the link went to L1 while idle since the last data movement.
+    fn l1_exit_ns(&self, at_ns: f64) -> f64 {
+        match self.config.l1_idle_ns {
+            Some(idle) if at_ns - self.idle_since_ns >= idle => self.config.l1_exit_ns,
+            _ => 0.0,
+        }
+    }
+
+    /// Simulate one direction's data movement of `bytes` at `mbps`, starting after `l1_ns`.
+    fn stream(&mut self, bytes: u64, mbps: f64, l1_ns: f64, salt: u64) -> StreamOutcome {
+        let mut rng = self.rng.fork(salt);
+        let threshold_ns = self.regs.threshold_ns();
+        let mut out = timing::stream(&self.config, &mut rng, timing::ns_for(bytes, mbps), bytes, threshold_ns);
+        if l1_ns > 0.0 {
+            out.busy_ns += l1_ns;
+            out.max_stall_ns = out.max_stall_ns.max(l1_ns);
+            out.stalls += 1;
+            out.stalls_over_threshold += (l1_ns > threshold_ns) as u64;
+        }
+        out
+    }
+
+    /// Duration on the device's clock: whole cycles.
+    fn device_ns(&self, busy_ns: f64) -> f64 {
+        let cycle_ns = 1e9 / self.config.device_clock_hz;
+        (busy_ns / cycle_ns).ceil() * cycle_ns
+    }
+
+    /// When the host sees a completion the device signalled at `done_ns`, plus any copy.
+    fn host_end_ns(&self, direction: Direction, bytes: u64, done_ns: f64) -> f64 {
+        let noticed = self.timer.run_at(done_ns + self.config.interrupt_ns);
+        match (direction, self.config.copy_mbps) {
+            (Direction::D2h, Some(mbps)) => noticed + timing::ns_for(bytes, mbps),
+            _ => noticed,
+        }
+    }
+
+    fn finish(&mut self, direction: Direction, bytes: u64, start_ns: f64, data_start_ns: f64, out: StreamOutcome) -> Transfer {
+        let device_ns = self.device_ns(out.busy_ns);
+        let end_ns = self.host_end_ns(direction, bytes, data_start_ns + device_ns);
+        Transfer {
+            direction,
+            bytes,
+            start_ns,
+            end_ns,
+            device: DeviceCounters {
+                device_ns: Some(device_ns),
+                max_stall_ns: Some(out.max_stall_ns),
+                stalls_over_threshold: Some(out.stalls_over_threshold),
+                crc32: None,
+                errors: Some(out.errors),
+            },
+        }
+    }
+
+    /// Apply the deadline: a transfer that would outlast it is a timeout (the clock moves on by
+    /// the deadline, as a host waiting for it would).
+    fn within(&mut self, start_ns: f64, end_ns: f64, deadline: Duration, what: &str) -> Result<(), EngineError> {
+        if end_ns - start_ns > deadline.as_nanos() as f64 {
+            self.now_ns = start_ns + deadline.as_nanos() as f64;
+            return Err(EngineError::Timeout { what: format!("simulated {what}"), after: deadline });
+        }
+        Ok(())
+    }
+
+    /// Start a demo run (document 001 §4 step 6): compute both results now, reveal them later.
+    fn start_demo(&mut self, command: u32) {
+        let (read, write) = (command & 1 != 0, command & 2 != 0);
+        if !(read || write) || !self.regs.ready() {
+            return; // a real device ignores a start it cannot run: results stay 0
+        }
+        let bytes = self.regs.bytes();
+        let params = self.config.params.clone();
+        let (write_mbps, read_mbps) = if read && write {
+            let (w, r) = timing::both_directions(&self.config, bytes);
+            (w.mbps, r.mbps)
+        } else {
+            (timing::one_way(&params, Direction::D2h, bytes).mbps, timing::one_way(&params, Direction::H2d, bytes).mbps)
+        };
+        let l1_ns = self.l1_exit_ns(self.now_ns);
+        let start_ns = self.now_ns;
+        let tenths = |busy_ns: f64| ((busy_ns / 1e8).round() as u32).max(1);
+        let (mut max_stall_ns, mut over, mut end_ns) = (0.0f64, 0u64, start_ns);
+        self.regs.tx = None;
+        self.regs.rx = None;
+        if write {
+            let out = self.stream(bytes, write_mbps, l1_ns, 0x7e);
+            let busy = self.device_ns(out.busy_ns);
+            self.regs.tx = Some(PendingResult { done_at_ns: start_ns + busy, tenths: tenths(busy) });
+            self.regs.tx_bit_errors = out.errors as u32;
+            (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over + out.stalls_over_threshold, end_ns.max(start_ns + busy));
+        }
+        if read {
+            let out = self.stream(bytes, read_mbps, l1_ns, 0x4e);
+            let busy = self.device_ns(out.busy_ns);
+            self.regs.rx = Some(PendingResult { done_at_ns: start_ns + busy, tenths: tenths(busy) });
+            self.regs.rx_bit_errors = out.errors as u32;
+            (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over + out.stalls_over_threshold, end_ns.max(start_ns + busy));
+        }
+        self.regs.max_stall = (max_stall_ns / demo_registers::STALL_UNIT_NS).round() as u32;
+        self.regs.stall_count = over.min(u32::MAX as u64) as u32;
+        self.regs.counters_at_ns = end_ns;
+        self.idle_since_ns = end_ns;
+    }
+
+    fn register(&self, bar: u8, offset: u64) -> Result<u32, EngineError> {
+        use demo_registers as m;
+        let now = self.now_ns;
+        let counter = |value: u32| if now >= self.regs.counters_at_ns { value } else { 0 };
+        Ok(match (bar, offset) {
+            m::VERSION => m::VERSION_VALUE,
+            m::BUFFER1 => self.regs.buffer1,
+            m::BUFFER2 => self.regs.buffer2,
+            m::FIXED => self.regs.fixed,
+            m::BLOCK_AMOUNT => self.regs.block_amount,
+            m::THRESHOLD => self.regs.threshold,
+            m::TX_RESULT => DemoRegisters::result(self.regs.tx, now),
+            m::RX_RESULT => DemoRegisters::result(self.regs.rx, now),
+            m::MAX_STALL => counter(self.regs.max_stall),
+            m::STALL_COUNT => counter(self.regs.stall_count),
+            m::RX_BIT_ERRORS => counter(self.regs.rx_bit_errors),
+            m::TX_BIT_ERRORS => counter(self.regs.tx_bit_errors),
+            m::PCI_STATUS => self.status_word(),
+            (m::RAM_BAR, o) => u32::from_le_bytes(self.regs.ram[o as usize..o as usize + 4].try_into().expect("4 bytes")),
+            _ => 0, // unimplemented registers read as zero
+        })
+    }
+
+    fn set_register(&mut self, bar: u8, offset: u64, value: u32) {
+        use demo_registers as m;
+        match (bar, offset) {
+            m::BUFFER1 => self.regs.buffer1 = value,
+            m::BUFFER2 => self.regs.buffer2 = value,
+            m::FIXED => self.regs.fixed = value,
+            m::BLOCK_AMOUNT => self.regs.block_amount = value,
+            m::THRESHOLD => self.regs.threshold = value,
+            m::START => self.start_demo(value),
+            (m::RAM_BAR, o) => self.regs.ram[o as usize..o as usize + 4].copy_from_slice(&value.to_le_bytes()),
+            _ => {} // read-only or unimplemented: writes are ignored, as hardware does
+        }
+    }
+
+    fn check_register(&self, bar: u8, offset: u64) -> Result<(), EngineError> {
+        let size = match bar {
+            0..=2 => 4096,
+            demo_registers::RAM_BAR => demo_registers::RAM_BYTES,
+            _ => return Err(InvalidInput::new(format!("BAR{bar} does not exist on the simulated endpoint (BAR0–BAR3)")).into()),
+        };
+        if offset % 4 != 0 || offset + 4 > size {
+            return Err(InvalidInput::new(format!("BAR{bar}+{offset:#x}: offsets must be 32-bit aligned and below {size:#x}")).into());
+        }
+        Ok(())
+    }
+
+    fn bus(&self, value: u32) -> u32 {
+        if self.config.byteswap { value.swap_bytes() } else { value }
+    }
+
+    fn record(&mut self, kind: AccessKind, bar: u8, offset: u64, value: u32) {
+        self.log.push(MmioAccess { kind, bar, offset, value, at_ns: self.now_ns });
+    }
+}
+
+impl Engine for SimEngine {
+    fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+
+    fn transfer(&mut self, mut io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
+        self.check_io(io.len(), device_offset)?;
+        let (direction, bytes) = (io.direction(), io.len() as u64);
+        let start_ns = self.now_ns;
+        let data_start_ns = start_ns + self.config.setup_ns;
+        let l1_ns = self.l1_exit_ns(data_start_ns);
+        let mbps = timing::one_way(&self.config.params, direction, bytes).mbps;
+        let out = self.stream(bytes, mbps, l1_ns, direction as u64);
+        let mut transfer = self.finish(direction, bytes, start_ns, data_start_ns, out);
+        self.within(start_ns, transfer.end_ns, deadline, &format!("{} transfer of {bytes} bytes", direction.name()))?;
+        match &mut io {
+            Io::D2h(buf) => self.pattern.fill(device_offset, buf),
+            Io::H2d(buf) => transfer.device.crc32 = Some(crc32(buf)),
+        }
+        self.idle_since_ns = data_start_ns + transfer.device.device_ns.unwrap_or(0.0);
+        self.now_ns = transfer.end_ns;
+        Ok(transfer)
+    }
+
+    fn transfer_both(
+        &mut self,
+        h2d: &[u8],
+        d2h: &mut [u8],
+        device_offset: u64,
+        deadline: Duration,
+    ) -> Result<(Transfer, Transfer), EngineError> {
+        self.check_io(h2d.len(), device_offset)?;
+        self.check_io(d2h.len(), device_offset)?;
+        let start_ns = self.now_ns;
+        // Two descriptors and doorbells before data moves.
+        let data_start_ns = start_ns + 2.0 * self.config.setup_ns;
+        let l1_ns = self.l1_exit_ns(data_start_ns);
+        // Each direction is charged for the other's overhead at the larger of the two sizes
+        // (the smaller transfer finishes inside the shared period).
+        let shared = h2d.len().max(d2h.len()) as u64;
+        let (write, read) = timing::both_directions(&self.config, shared);
+        let out_h2d = self.stream(h2d.len() as u64, read.mbps, l1_ns, 0x4e);
+        let out_d2h = self.stream(d2h.len() as u64, write.mbps, l1_ns, 0x7e);
+        let mut to_device = self.finish(Direction::H2d, h2d.len() as u64, start_ns, data_start_ns, out_h2d);
+        let from_device = self.finish(Direction::D2h, d2h.len() as u64, start_ns, data_start_ns, out_d2h);
+        let end_ns = to_device.end_ns.max(from_device.end_ns);
+        self.within(start_ns, end_ns, deadline, "concurrent h2d+d2h transfer")?;
+        to_device.device.crc32 = Some(crc32(h2d));
+        self.pattern.fill(device_offset, d2h);
+        self.idle_since_ns = data_start_ns + out_h2d.busy_ns.max(out_d2h.busy_ns);
+        self.now_ns = end_ns;
+        Ok((to_device, from_device))
+    }
+
+    fn now_ns(&self) -> f64 {
+        self.now_ns
+    }
+
+    fn mmio(&mut self) -> Option<&mut dyn Mmio> {
+        Some(self)
+    }
+}
+
+impl Mmio for SimEngine {
+    fn read32(&mut self, bar: u8, offset: u64) -> Result<u32, EngineError> {
+        self.check_register(bar, offset)?;
+        self.now_ns = self.timer.run_at(self.now_ns) + host::mmio_read_ns(&self.config);
+        let value = self.bus(self.register(bar, offset)?);
+        self.record(AccessKind::Read, bar, offset, value);
+        Ok(value)
+    }
+
+    fn write32(&mut self, bar: u8, offset: u64, value: u32) -> Result<(), EngineError> {
+        self.check_register(bar, offset)?;
+        self.now_ns = self.timer.run_at(self.now_ns) + host::mmio_write_ns(&self.config);
+        self.record(AccessKind::Write, bar, offset, value);
+        self.set_register(bar, offset, self.bus(value));
+        Ok(())
+    }
+
+    fn sleep(&mut self, duration: Duration) {
+        self.now_ns += duration.as_nanos() as f64;
+    }
+}

@@ -1,0 +1,177 @@
+//! The document 001 §4 register flow against the simulated endpoint.
+
+use std::time::Duration;
+
+use pcieperf::bench::demo::{block_amount, run_demo, DemoMode, DemoOptions, DemoReport};
+use pcieperf::engine::sim::demo_registers as reg;
+use pcieperf::engine::sim::{AccessKind, SimEngine};
+use pcieperf::engine::{EngineError, Mmio, OpenOptions};
+use pcieperf::model::Link;
+
+fn sim(target: &str) -> SimEngine {
+    SimEngine::open(target, &OpenOptions { seed: 1, ..OpenOptions::default() }).unwrap()
+}
+
+fn demo(engine: &mut SimEngine, modes: &[DemoMode]) -> Result<DemoReport, EngineError> {
+    let link = engine.config().params.link;
+    run_demo(engine, link, &DemoOptions { modes: modes.to_vec(), ..DemoOptions::default() })
+}
+
+type Access = (AccessKind, u8, u64, Option<u32>);
+
+fn w((bar, offset): (u8, u64), value: u32) -> Access {
+    (AccessKind::Write, bar, offset, Some(value))
+}
+
+fn r((bar, offset): (u8, u64)) -> Access {
+    (AccessKind::Read, bar, offset, None)
+}
+
+/// Steps 0–11 of 001 §4 (then stall count and status), with the poll collapsed to one read.
+fn expected(mode: DemoMode, blocks: u32) -> Vec<Access> {
+    let mut seq = vec![
+        r(reg::VERSION),
+        w(reg::BUFFER1, 0x1000_0000),
+        w(reg::BUFFER2, 0x1000_2000),
+        w(reg::FIXED, 0x2000),
+        w(reg::BLOCK_AMOUNT, blocks),
+        w(reg::THRESHOLD, 0x0C35),
+        w(reg::START, mode.start_code()),
+    ];
+    if mode != DemoMode::Read {
+        seq.push(r(reg::TX_RESULT));
+    }
+    if mode != DemoMode::Write {
+        seq.push(r(reg::RX_RESULT));
+    }
+    seq.extend([r(reg::MAX_STALL), r(reg::RX_BIT_ERRORS), r(reg::TX_BIT_ERRORS), r(reg::STALL_COUNT), r(reg::PCI_STATUS)]);
+    seq
+}
+
+fn recorded(engine: &SimEngine, swapped: bool) -> Vec<Access> {
+    engine
+        .mmio_log()
+        .iter()
+        .map(|a| {
+            let value = if swapped { a.value.swap_bytes() } else { a.value };
+            (a.kind, a.bar, a.offset, (a.kind == AccessKind::Write).then_some(value))
+        })
+        .collect()
+}
+
+#[test]
+fn register_sequence_is_document_001_steps_0_to_11() {
+    let gen1x4: Link = "gen1x4".parse().unwrap();
+    let blocks = block_amount(gen1x4);
+    assert_eq!(blocks, 0xA343C * 4);
+    for mode in DemoMode::ALL {
+        let mut engine = sim("sim:doc001");
+        demo(&mut engine, &[mode]).unwrap();
+        assert_eq!(recorded(&engine, false), expected(mode, blocks), "{mode:?}");
+        let log = engine.mmio_log();
+        let start = log.iter().position(|a| a.kind == AccessKind::Write && (a.bar, a.offset) == reg::START).unwrap();
+        assert!(log[start + 1].at_ns - log[start].at_ns >= 30e9, "step 7 waits 30 s before polling");
+    }
+    let mut engine = sim("sim:doc001");
+    demo(&mut engine, &DemoMode::ALL).unwrap();
+    let all: Vec<Access> = DemoMode::ALL.iter().flat_map(|m| expected(*m, blocks)).collect();
+    assert_eq!(recorded(&engine, false), all);
+}
+
+#[test]
+fn polling_repeats_until_the_result_is_ready() {
+    // A 10 s wait on a 26 s run: the TX result reads 0 until the device finishes.
+    let mut engine = sim("sim:doc001");
+    let link = engine.config().params.link;
+    let options = DemoOptions { modes: vec![DemoMode::Write], wait: Duration::from_secs(10), ..DemoOptions::default() };
+    let report = run_demo(&mut engine, link, &options).unwrap();
+    let polls: Vec<_> = engine.mmio_log().iter().filter(|a| (a.bar, a.offset) == reg::TX_RESULT).collect();
+    assert!(polls.len() > 10, "{} polls", polls.len());
+    assert!(polls[..polls.len() - 1].iter().all(|a| a.value == 0));
+    assert_eq!(polls.last().unwrap().value, report.results[0].tx_tenths.unwrap());
+}
+
+#[test]
+fn byte_swapped_endpoint_is_detected_and_still_measured() {
+    let mut straight = sim("sim:doc001");
+    let mut swapped = sim("sim:doc001,byteswap=1");
+    let a = demo(&mut straight, &[DemoMode::Write]).unwrap();
+    let b = demo(&mut swapped, &[DemoMode::Write]).unwrap();
+    assert!(!a.byte_swapped && b.byte_swapped);
+    assert_eq!(swapped.mmio_log()[0].value, 0x0016_0208, "the version register reads 00_YY_MM_DD");
+    assert_eq!(b.version, 0x0802_1600);
+    assert_eq!(a.results, b.results);
+    assert_eq!(recorded(&swapped, true), recorded(&straight, false), "every value written swapped");
+}
+
+#[test]
+fn doc001_preset_lands_near_the_documents_figures() {
+    let mut engine = sim("sim:doc001");
+    let report = demo(&mut engine, &DemoMode::ALL).unwrap();
+    assert_eq!(report.bytes, 21_913_010_176);
+    assert_eq!(report.status.raw, 0x9041_2100);
+    let document = [839.578934, 817.649633, 793.949644];
+    for (result, doc) in report.results.iter().zip(document) {
+        assert!((result.mbps / doc - 1.0).abs() < 0.02, "{:?}: {} vs document {doc}", result.mode, result.mbps);
+        assert!(result.mbps < result.theory_mbps, "never above the model's ceiling");
+        assert!(result.max_stall_us > 1.0 && result.max_stall_us < 12.0, "document 001: typical 1–12 µs");
+        assert_eq!(result.stalls_over_threshold, 0);
+        assert_eq!((result.rx_bit_errors, result.tx_bit_errors), (0, 0));
+    }
+    // Read is slower than write, and both at once slower still, as in the document.
+    assert!(report.results[0].mbps > report.results[1].mbps && report.results[1].mbps > report.results[2].mbps);
+}
+
+#[test]
+fn gen5x16_demo_runs_and_stays_under_the_ceiling() {
+    let mut engine = sim("sim:gen5x16");
+    let report = demo(&mut engine, &DemoMode::ALL).unwrap();
+    assert_eq!(report.block_amount, 0xA343C * 64);
+    for result in &report.results {
+        assert!(result.mbps > 0.0 && result.percent_of_theory < 100.5, "{result:?}");
+    }
+}
+
+/// A bus that loses writes to one register, as a broken driver would.
+struct LosesWrites<'a>(&'a mut SimEngine, (u8, u64));
+
+impl Mmio for LosesWrites<'_> {
+    fn read32(&mut self, bar: u8, offset: u64) -> Result<u32, EngineError> {
+        self.0.read32(bar, offset)
+    }
+    fn write32(&mut self, bar: u8, offset: u64, value: u32) -> Result<(), EngineError> {
+        if (bar, offset) == self.1 { Ok(()) } else { self.0.write32(bar, offset, value) }
+    }
+    fn sleep(&mut self, duration: Duration) {
+        self.0.sleep(duration)
+    }
+}
+
+#[test]
+fn a_device_that_never_finishes_times_out() {
+    let mut engine = sim("sim:doc001");
+    let link = engine.config().params.link;
+    let options = DemoOptions { modes: vec![DemoMode::Read], timeout: Duration::from_secs(120), ..DemoOptions::default() };
+    let err = run_demo(&mut LosesWrites(&mut engine, reg::FIXED), link, &options).unwrap_err();
+    assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
+    assert!(err.to_string().contains("still 0"));
+}
+
+/// Not the demo endpoint: every register reads the same.
+struct OtherDevice;
+
+impl Mmio for OtherDevice {
+    fn read32(&mut self, _: u8, _: u64) -> Result<u32, EngineError> {
+        Ok(0xDEAD_BEEF)
+    }
+    fn write32(&mut self, _: u8, _: u64, _: u32) -> Result<(), EngineError> {
+        panic!("must not write to a device that is not the demo endpoint")
+    }
+    fn sleep(&mut self, _: Duration) {}
+}
+
+#[test]
+fn another_device_is_refused_before_any_write() {
+    let err = run_demo(&mut OtherDevice, "gen1x4".parse().unwrap(), &DemoOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("0xdeadbeef") && err.to_string().contains("0x08021600"), "{err}");
+}
