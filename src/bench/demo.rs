@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::sim::demo_registers as reg;
 use crate::engine::{EngineError, Mmio};
+use crate::model::status::{decode_status, StatusWord};
 use crate::model::{read_throughput, write_throughput, Link, LinkParams};
 
 /// One measurement of the demo, named as the GUI's buttons.
@@ -79,64 +80,6 @@ impl Default for DemoOptions {
             poll_interval: Duration::from_secs(1),
             timeout: Duration::from_secs(600),
         }
-    }
-}
-
-/// Fields of the PCI-status word (document 001 §3 bit layout).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct StatusFields {
-    pub raw: u32,
-    pub correctable_error_reporting: bool,
-    pub non_fatal_error_reporting: bool,
-    pub fatal_error_reporting: bool,
-    pub unsupported_request_reporting: bool,
-    pub relaxed_ordering: bool,
-    /// MaxPayload, 128 << bits 7:5; None for the reserved codes 6 and 7.
-    pub mps_bytes: Option<u64>,
-    pub extended_tag: bool,
-    pub phantom_functions: bool,
-    pub aux_power_pm: bool,
-    pub no_snoop: bool,
-    /// MaxReadRequest, 128 << bits 14:12; None for the reserved codes 6 and 7.
-    pub mrrs_bytes: Option<u64>,
-    /// Link speed code (bits 19:16): 1 = 2.5 GT/s, 2 = 5 GT/s, 3 = 8 GT/s, …
-    pub speed_code: u32,
-    pub width: u32,
-    pub msi: bool,
-}
-
-impl StatusFields {
-    /// Signalling rate in GT/s, when the code is one the specification defines.
-    pub fn speed_gts(&self) -> Option<f64> {
-        crate::model::Generation::from_number(self.speed_code).ok().map(|g| g.gts())
-    }
-
-    pub fn link(&self) -> Option<Link> {
-        Link::new(crate::model::Generation::from_number(self.speed_code).ok()?, self.width).ok()
-    }
-}
-
-/// Read the fields of a PCI-status word that the demo prints. TO REPLACE by the model layer's
-/// `model::status::decode_status` once merged (same bit layout, full decoding).
-pub fn status_fields(word: u32) -> StatusFields {
-    let bit = |n: u32| word >> n & 1 == 1;
-    let size = |code: u32| (code <= 5).then(|| 128u64 << code);
-    StatusFields {
-        raw: word,
-        correctable_error_reporting: bit(0),
-        non_fatal_error_reporting: bit(1),
-        fatal_error_reporting: bit(2),
-        unsupported_request_reporting: bit(3),
-        relaxed_ordering: bit(4),
-        mps_bytes: size(word >> 5 & 0x7),
-        extended_tag: bit(8),
-        phantom_functions: bit(9),
-        aux_power_pm: bit(10),
-        no_snoop: bit(11),
-        mrrs_bytes: size(word >> 12 & 0x7),
-        speed_code: word >> 16 & 0xF,
-        width: word >> 20 & 0x3F,
-        msi: bit(31),
     }
 }
 
@@ -207,7 +150,7 @@ pub struct DemoReport {
     pub bytes: u64,
     pub threshold_raw: u32,
     pub threshold_us: f64,
-    pub status: StatusFields,
+    pub status: StatusWord,
     pub results: Vec<DemoResult>,
 }
 
@@ -286,7 +229,7 @@ fn run_one(mmio: &mut dyn Mmio, link: Link, mode: DemoMode, options: &DemoOption
     let rx_bit_errors = bus.read(reg::RX_BIT_ERRORS)?;
     let tx_bit_errors = bus.read(reg::TX_BIT_ERRORS)?;
     let stalls_over_threshold = bus.read(reg::STALL_COUNT)?;
-    let status = status_fields(bus.read(reg::PCI_STATUS)?);
+    let status = decode_status(bus.read(reg::PCI_STATUS)?);
 
     let bytes = demo_bytes(blocks);
     let time_s = result_seconds(tx.unwrap_or(0).max(rx.unwrap_or(0)));
@@ -325,19 +268,18 @@ fn run_one(mmio: &mut dyn Mmio, link: Link, mode: DemoMode, options: &DemoOption
 
 /// The model's ceiling for a mode: the link with the MPS/MRRS the status word reports, 3DW
 /// headers (the demo's buffers are below 4 GiB), typical completion latency and tags.
-pub fn theory_mbps(link: Link, status: &StatusFields, mode: DemoMode, bytes: u64) -> f64 {
+pub fn theory_mbps(link: Link, status: &StatusWord, mode: DemoMode, bytes: u64) -> f64 {
     let typical = LinkParams::typical(link);
     let params = LinkParams {
-        mps_bytes: status.mps_bytes.unwrap_or(typical.mps_bytes),
-        mrrs_bytes: status.mrrs_bytes.unwrap_or(typical.mrrs_bytes),
+        mps_bytes: status.max_payload_bytes.unwrap_or(typical.mps_bytes),
+        mrrs_bytes: status.max_read_request_bytes.unwrap_or(typical.mrrs_bytes),
         ..typical
     };
     match mode {
         DemoMode::Write => write_throughput(&params, bytes).mbps,
         DemoMode::Read => read_throughput(&params, bytes).mbps,
         DemoMode::ReadWrite => {
-            // INTERIM: switch to model::bidirectional_throughput when it lands.
-            let (w, r) = crate::engine::sim::timing::bidirectional_from_one_way(&params, bytes, 4.0);
+            let (w, r) = crate::model::bidirectional_throughput(&params, bytes);
             w.mbps.min(r.mbps)
         }
     }
@@ -364,22 +306,22 @@ mod tests {
 
     #[test]
     fn status_word_of_document_001() {
-        let s = status_fields(0x9041_2100);
-        assert_eq!((s.mps_bytes, s.mrrs_bytes, s.speed_code, s.width), (Some(128), Some(512), 1, 4));
-        assert_eq!(s.speed_gts(), Some(2.5));
-        assert!(s.extended_tag && s.msi);
+        let s = decode_status(0x9041_2100);
+        assert_eq!((s.max_payload_bytes, s.max_read_request_bytes, s.link_speed_code, s.link_width), (Some(128), Some(512), 1, 4));
+        assert_eq!(s.link_speed_gts, Some(2.5));
+        assert!(s.extended_tag && s.msi_enabled);
         assert!(!(s.relaxed_ordering || s.no_snoop || s.correctable_error_reporting || s.non_fatal_error_reporting));
         assert!(!(s.fatal_error_reporting || s.unsupported_request_reporting || s.phantom_functions || s.aux_power_pm));
         assert_eq!(s.link(), Some("gen1x4".parse().unwrap()));
-        let big = status_fields(0x0000_5060);
-        assert_eq!((big.mps_bytes, big.mrrs_bytes), (Some(1024), Some(4096)));
-        assert_eq!(status_fields(0x0000_60E0).mps_bytes, None, "codes 6 and 7 are reserved");
+        let big = decode_status(0x0000_5060);
+        assert_eq!((big.max_payload_bytes, big.max_read_request_bytes), (Some(1024), Some(4096)));
+        assert_eq!(decode_status(0x0000_60E0).max_payload_bytes, None, "codes 6 and 7 are reserved");
     }
 
     #[test]
     fn theory_for_document_001_link() {
         let link: Link = "gen1x4".parse().unwrap();
-        let status = status_fields(0x9041_2100);
+        let status = decode_status(0x9041_2100);
         let write = theory_mbps(link, &status, DemoMode::Write, 21_913_010_176);
         // 864.86 MB/s after TLP overhead (reference case 6), less when the model charges SKPs/DLLPs.
         assert!(write <= 864.87 && write > 850.0, "{write}");

@@ -81,9 +81,9 @@ fn render(info: &EngineInfo, report: &DemoReport) -> String {
         report.version,
         if report.byte_swapped { ", registers read byte-swapped: values swapped" } else { "" }
     );
-    out += &format!("  Link speed:    {}\n", status.speed_gts().map_or(format!("code {}", status.speed_code), |g| format!("{g} GT/s")));
-    out += &format!("  Link width:    x{}\n", status.width);
-    out += &format!("  Payload size:  {} (MaxReadRequest {})\n\n", size(status.mps_bytes), size(status.mrrs_bytes));
+    out += &format!("  Link speed:    {}\n", status.link_speed_gts.map_or(format!("code {}", status.link_speed_code), |g| format!("{g} GT/s")));
+    out += &format!("  Link width:    x{}\n", status.link_width);
+    out += &format!("  Payload size:  {} (MaxReadRequest {})\n\n", size(status.max_payload_bytes), size(status.max_read_request_bytes));
 
     let mut columns: Vec<(String, Align)> = vec![(format!("result{sim}"), Align::Left)];
     columns.extend(report.results.iter().map(|r| (r.mode.label().to_string(), Align::Right)));
@@ -109,12 +109,12 @@ fn render(info: &EngineInfo, report: &DemoReport) -> String {
         "\nPCI-Status {} ({:08x}): MaxPayload {}, MaxReadRequest {}, {}, x{}, extended tag {}, MSI {}, relaxed ordering {}, no snoop {}, error reporting {}\n",
         status.raw,
         status.raw,
-        size(status.mps_bytes),
-        size(status.mrrs_bytes),
-        status.speed_gts().map_or(format!("speed code {}", status.speed_code), |g| format!("{g} GT/s")),
-        status.width,
+        size(status.max_payload_bytes),
+        size(status.max_read_request_bytes),
+        status.link_speed_gts.map_or(format!("speed code {}", status.link_speed_code), |g| format!("{g} GT/s")),
+        status.link_width,
         on_off(status.extended_tag),
-        on_off(status.msi),
+        on_off(status.msi_enabled),
         on_off(status.relaxed_ordering),
         on_off(status.no_snoop),
         on_off(status.correctable_error_reporting || status.non_fatal_error_reporting || status.fatal_error_reporting || status.unsupported_request_reporting),

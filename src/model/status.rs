@@ -102,6 +102,12 @@ pub fn decode_status(raw: u32) -> StatusWord {
 }
 
 impl StatusWord {
+    /// The trained link the word reports, when speed code and width are valid.
+    pub fn link(&self) -> Option<crate::model::Link> {
+        let generation = crate::model::Generation::from_number(self.link_speed_code as u32).ok()?;
+        crate::model::Link::new(generation, self.link_width as u32).ok()
+    }
+
     /// (field, value) pairs in bit order, for a table.
     pub fn lines(&self) -> Vec<(&'static str, String)> {
         let on = |b: bool| if b { "enabled" } else { "disabled" }.to_string();

@@ -45,9 +45,6 @@ pub struct SimConfig {
     pub timer_irq_ns: f64,
     /// Copy from the DMA buffer to a user buffer after each d2h transfer (document 002); None: no copy.
     pub copy_mbps: Option<f64>,
-    /// When both directions run at once, the link carries one ACK and one UpdateFC DLLP (8 B
-    /// each) for this many TLPs of the other direction (ACK coalescing by the AckNak timer).
-    pub tlps_per_ack: f64,
     /// CPU-initiated MMIO (document 000 §4): time between two posted 32-bit writes leaving the
     /// CPU, and the host's own part of a 32-bit read on top of the link's round trip.
     pub mmio_write_ns: f64,
@@ -109,7 +106,6 @@ impl SimConfig {
             timer_period_ns: 1_000_000.0,
             timer_irq_ns: 3_000.0,
             copy_mbps: None,
-            tlps_per_ack: 4.0,
             mmio_write_ns: 60.0,
             mmio_read_host_ns: 300.0,
             errors_per_tb: 0.0,
