@@ -29,8 +29,11 @@ pub struct DmaOptions {
     pub command: String,
     pub modes: Vec<Mode>,
     pub sizes: Vec<u64>,
-    /// Time budget per point (engine clock and host clock, whichever runs out first).
+    /// Time budget per point on the engine's clock (virtual time for simulated engines, so a
+    /// simulated run is deterministic).
     pub duration: Duration,
+    /// Time budget per point on the host clock: bounds the wall time a simulation may take.
+    pub wall_limit: Duration,
     pub stop: StopRule,
     /// Steps before measuring starts (verified, not timed).
     pub warmup: usize,
@@ -51,6 +54,7 @@ impl DmaOptions {
             modes,
             sizes,
             duration: Duration::from_secs(10),
+            wall_limit: Duration::from_secs(10),
             stop: StopRule::default(),
             warmup: 2,
             verify: VerifyKind::Lfsr,
@@ -220,6 +224,7 @@ fn conditions(info: &EngineInfo, options: &DmaOptions, clock: &HostClock) -> Con
         verify: options.verify,
         cov_target: options.stop.cov_target,
         duration_s: options.duration.as_secs_f64(),
+        wall_limit_s: options.wall_limit.as_secs_f64(),
         deadline_s: options.deadline.as_secs_f64(),
         stall_threshold_ns: options.stall_threshold_ns,
         copy_to_user: options.copy_to_user,
@@ -292,6 +297,7 @@ impl<'a> PointRunner<'a> {
     fn run(&mut self, cancel: &AtomicBool) -> Option<Stopped> {
         let (engine0, wall0) = (self.engine.now_ns(), self.clock.now_ns());
         let budget_ns = self.options.duration.as_secs_f64() * 1e9;
+        let wall_budget_ns = self.options.wall_limit.as_secs_f64() * 1e9;
         let mut times: Vec<f64> = Vec::new();
         let stopped = loop {
             if cancel.load(Ordering::SeqCst) {
@@ -317,8 +323,12 @@ impl<'a> PointRunner<'a> {
                 self.stop_reason = "stable";
                 break None;
             }
-            if self.engine_ns >= budget_ns || self.wall_ns >= budget_ns {
+            if self.engine_ns >= budget_ns {
                 self.stop_reason = "duration";
+                break None;
+            }
+            if self.wall_ns >= wall_budget_ns {
+                self.stop_reason = "wall_limit";
                 break None;
             }
         };

@@ -101,8 +101,10 @@ pub struct Conditions {
     pub verify: VerifyKind,
     /// Stop when the median's coefficient of variation is below this (0.01 = 1 %).
     pub cov_target: f64,
-    /// Time budget per point, in s.
+    /// Time budget per point on the engine's clock, in s.
     pub duration_s: f64,
+    /// Time budget per point on the host clock, in s.
+    pub wall_limit_s: f64,
     /// Deadline per transfer, in s.
     pub deadline_s: f64,
     pub stall_threshold_ns: f64,
@@ -184,7 +186,8 @@ pub struct Summary {
 pub struct Convergence {
     /// True when the median became stable (its CoV fell below the target).
     pub converged: bool,
-    /// `stable`, `duration`, `max_samples`, `interrupted` or `error`.
+    /// `stable`, `duration` (engine clock), `wall_limit` (host clock), `max_samples`,
+    /// `interrupted` or `error`.
     pub stop_reason: String,
     pub samples: usize,
     /// Time spent at this point on the engine's clock (virtual for simulated engines), in ns.
