@@ -43,6 +43,7 @@ fn a_steady_engine_is_stable_after_the_minimum_samples() {
     assert_eq!(s.time_ns.cov, 0.0);
     assert!((p.convergence.engine_ns - 7.0 * expected_ns).abs() < 1e-3);
     assert!(r.complete && r.simulated);
+    assert_eq!(r.exit_code(), 0);
 }
 
 #[test]
@@ -159,6 +160,7 @@ fn corrupt_d2h_data_is_caught_at_its_offset() {
         let (e, a) = (u8::from_str_radix(&failure.expected[2..], 16).unwrap(), u8::from_str_radix(&failure.actual[2..], 16).unwrap());
         assert_eq!(e ^ a, 0x40);
         assert!(r.verification_failed());
+        assert_eq!(r.exit_code(), 1);
         assert!(r.findings.iter().any(|f| f.cause == Cause::VerificationFailed));
     }
 }
@@ -203,6 +205,7 @@ fn a_device_that_stops_answering_ends_the_run_with_partial_results() {
     assert_eq!(r.points[1].convergence.stop_reason, "error");
     assert_eq!(r.points[1].samples.len(), 3); // transfers 8–12: 2 warm-up, 3 timed
     assert!(r.findings.iter().any(|f| f.cause == Cause::Incomplete));
+    assert_eq!(r.exit_code(), 1);
 }
 
 #[test]
@@ -217,6 +220,7 @@ fn ctrl_c_stops_between_transfers_and_keeps_what_was_measured() {
     assert_eq!(r.points[1].samples.len(), 0);
     assert_eq!(r.points[1].convergence.stop_reason, "interrupted");
     assert_eq!(engine.transfers, 9);
+    assert_eq!(r.exit_code(), 130);
 }
 
 #[test]

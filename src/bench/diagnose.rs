@@ -61,11 +61,10 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         }
     }
     if let Some(p) = largest(results, Mode::H2d).filter(|p| p.ceiling.as_ref().is_some_and(|c| c.limit == Limit::Latency)) {
-        let tags = link.map_or(String::new(), |_| " × outstanding tags".to_string());
         add(
             Cause::ReadLatency,
             format!(
-                "h2d is a device read: even at {} the model's ceiling is set by completion latency{tags}, not by the link's bytes",
+                "h2d is a device read: even at {} the model's ceiling is set by completion latency × outstanding read requests (tags), not by the link's bytes",
                 format_size(p.size_bytes)
             ),
         );

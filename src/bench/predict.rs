@@ -91,6 +91,7 @@ mod tests {
         let both = ceiling(&state, Mode::Both, 1 << 20);
         assert!(both.note.is_some());
         assert!((both.mbps - d2h.mbps - ceiling(&state, Mode::H2d, 1 << 20).mbps).abs() < 1e-9);
-        assert_eq!(with_measured(d2h, d2h.mbps / 2.0).percent_reached, Some(50.0));
+        let half = d2h.mbps / 2.0;
+        assert_eq!(with_measured(d2h, half).percent_reached, Some(50.0));
     }
 }

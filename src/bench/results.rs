@@ -282,6 +282,17 @@ impl Results {
         self.verification.failed > 0
     }
 
+    /// Process exit code for this run: 130 after Ctrl-C, 1 after an engine error or a
+    /// verification failure, else 0.
+    pub fn exit_code(&self) -> i32 {
+        match &self.stopped {
+            Some(Stopped::Interrupted) => crate::bench::cancel::EXIT_INTERRUPTED,
+            Some(Stopped::Error { .. }) => 1,
+            None if self.verification_failed() => 1,
+            None => 0,
+        }
+    }
+
     /// "simulated" or "measured": the word every human output carries.
     pub fn label(&self) -> &'static str {
         if self.simulated { "simulated" } else { "measured" }

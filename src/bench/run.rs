@@ -34,7 +34,7 @@ pub fn options(quick: bool) -> DmaOptions {
     let mut options = DmaOptions::new(vec![Mode::D2h, Mode::H2d, Mode::Both], sizes);
     options.command = "run".into();
     options.duration = Duration::from_millis(if quick { 50 } else { 250 });
-    options.wall_limit = Duration::from_millis(if quick { 100 } else { 400 });
+    options.wall_limit = Duration::from_millis(if quick { 100 } else { 300 });
     options.warmup = 1;
     options.stop = StopRule { cov_target: 0.01, min_samples: 5, max_samples: 500 };
     options

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::bench::cancel::{self, EXIT_INTERRUPTED};
+use crate::bench::cancel;
 use crate::bench::dma::{self, DmaOptions};
 use crate::bench::results::{Mode, Results, Stopped};
 use crate::bench::run::default_target;
@@ -131,23 +131,16 @@ pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
         eprintln!("results ({}) written to {}", results.label(), path.display());
     }
     let kept = outputs.out.map_or(String::new(), |p| format!("; partial results kept in {}", p.display()));
-    Ok(match &results.stopped {
-        Some(Stopped::Interrupted) => {
-            eprintln!("pcieperf: interrupted{kept}");
-            EXIT_INTERRUPTED
-        }
-        Some(Stopped::Error { message }) => {
-            eprintln!("pcieperf: {message}{kept}");
-            1
-        }
-        None if results.verification_failed() => {
+    match &results.stopped {
+        Some(Stopped::Interrupted) => eprintln!("pcieperf: interrupted{kept}"),
+        Some(Stopped::Error { message }) => eprintln!("pcieperf: {message}{kept}"),
+        None => {
             if let Some(failure) = &results.verification.first_failure {
                 eprintln!("pcieperf: data verification failed: {failure}");
             }
-            1
         }
-        None => 0,
-    })
+    }
+    Ok(results.exit_code())
 }
 
 /// Percent on the command line, fraction in the options.

@@ -71,6 +71,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     options.verify = args.verify;
     options.copy_to_user = args.copy_to_user;
     let mut notes = vec![format!("target {target} ({why}){}", if info.simulated { " — simulated" } else { "" })];
+    // INTEGRATION: when the inspection layer lands, describe the device's link (and what limits
+    // it on the path to the root port) from `pci` here; until then the engine's own link info.
     notes.push(format!("link: {}", plan::link_source(&info)));
     notes.extend(plan::fit_to_engine(&mut options, &info));
     if !args.json {
