@@ -239,6 +239,7 @@ fn copy_to_user_is_timed_on_the_host_and_slows_the_figure() {
         assert!(s.transfer_only_median_mbps > s.median_mbps);
     }
     assert!(r.findings.iter().any(|f| f.cause == Cause::CopyToUser), "{:#?}", r.findings);
+    assert!(pcieperf::report::text::render(&r).contains("Copy to user space"));
 }
 
 #[test]

@@ -15,8 +15,9 @@ pub struct Stats {
     pub mean: f64,
     /// Coefficient of variation of the values: standard deviation / mean.
     pub cov: f64,
-    /// Coefficient of variation of the median itself: its standard error (1.2533·σ/√n for
-    /// roughly normal data) divided by the median. This is what the stopping rule looks at.
+    /// Coefficient of variation of the median itself: its standard error (1.2533·σ/√n, with σ
+    /// estimated robustly as 1.4826 × the median absolute deviation, so a few stalls do not
+    /// hide a stable median) divided by the median. This is what the stopping rule looks at.
     pub median_cov: f64,
 }
 
@@ -38,7 +39,10 @@ impl Stats {
         let sd = variance.sqrt();
         let median = percentile(&sorted, 50.0);
         let cov = if mean > 0.0 { sd / mean } else { 0.0 };
-        let median_cov = if median > 0.0 { 1.2533 * sd / (count as f64).sqrt() / median } else { 0.0 };
+        let mut deviations: Vec<f64> = sorted.iter().map(|v| (v - median).abs()).collect();
+        deviations.sort_by(f64::total_cmp);
+        let robust_sd = 1.4826 * percentile(&deviations, 50.0);
+        let median_cov = if median > 0.0 { 1.2533 * robust_sd / (count as f64).sqrt() / median } else { 0.0 };
         Some(Stats {
             count,
             min: sorted[0],
@@ -113,5 +117,10 @@ mod tests {
         assert!(rule.is_stable(&[1.0; 5]));
         let noisy = [1.0, 1.5, 0.7, 1.3, 0.9, 1.1];
         assert!(!rule.is_stable(&noisy));
+        // One stall among quiet samples does not keep the median from being stable.
+        let mut stalled = vec![1.0; 20];
+        stalled[7] = 5.0;
+        assert!(rule.is_stable(&stalled));
+        assert!(Stats::of(&stalled).unwrap().cov > 0.5);
     }
 }

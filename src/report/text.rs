@@ -143,6 +143,31 @@ fn clocks_table(results: &Results) -> Option<String> {
     Some(table.render())
 }
 
+fn copy_table(results: &Results) -> Option<String> {
+    if !results.conditions.copy_to_user {
+        return None;
+    }
+    let mut table = Table::new(&[
+        ("mode", Align::Left),
+        ("size", Align::Right),
+        ("transfer only MB/s", Align::Right),
+        ("with copy MB/s", Align::Right),
+        ("copy", Align::Right),
+    ]);
+    for p in &results.points {
+        let Some(s) = &p.summary else { continue };
+        let Some(copy) = s.copy_median_ns else { continue };
+        table.row(vec![
+            p.mode.name().into(),
+            format_size(p.size_bytes),
+            rate(s.transfer_only_median_mbps),
+            rate(s.median_mbps),
+            format_ns(copy),
+        ]);
+    }
+    (!table.is_empty()).then(|| table.render())
+}
+
 fn fits_table(results: &Results) -> Option<String> {
     if results.fits.is_empty() {
         return None;
@@ -182,6 +207,10 @@ pub fn render(results: &Results) -> String {
         "measured figures"
     });
     out.push_str(&points_table(results));
+    if let Some(copy) = copy_table(results) {
+        let _ = writeln!(out, "\nCopy to user space (host clock; document 002 saw 1000 → 250 MB/s):");
+        out.push_str(&copy);
+    }
     if let Some(clocks) = clocks_table(results) {
         let _ = writeln!(out, "\nClocks (medians; the host sees slightly more than the device, document 000 §5.2):");
         out.push_str(&clocks);
@@ -196,8 +225,12 @@ pub fn render(results: &Results) -> String {
         let _ = writeln!(out, "  first failure: {failure}");
     }
     if let Some(irq) = &results.interrupts {
-        let scope = if irq.scope == "device" { format!("device IRQ {}", irq.irqs.join(", ")) } else { "whole host (no line names the device)".into() };
-        let _ = writeln!(out, "Interrupts during the run: {} ({scope})", irq.count);
+        let scope = if irq.scope == "device" {
+            format!("on the device's IRQ {}", irq.irqs.join(", "))
+        } else {
+            "on the whole host (no /proc/interrupts line names the device)".into()
+        };
+        let _ = writeln!(out, "Interrupts during the run: {} {scope}", irq.count);
     }
     if !results.findings.is_empty() {
         let _ = writeln!(out, "\nWhat limits the result:");
