@@ -182,6 +182,16 @@ fn a_wrong_device_crc_fails_h2d_and_opaque_reads_are_only_checked_for_consistenc
 }
 
 #[test]
+fn a_memory_device_that_refuses_writes_is_checked_for_consistency_only() {
+    let mut engine = TestEngine::new(DataModel::Memory, 7);
+    engine.refuse_writes = true;
+    let r = run(&mut engine, &options(&[Mode::D2h], &[8192]));
+    assert!(r.complete);
+    assert!(r.verification.method.contains("consistency"), "{}", r.verification.method);
+    assert_eq!((r.verification.passed, r.verification.unchecked, r.verification.failed), (6, 1, 0));
+}
+
+#[test]
 fn verification_off_checks_nothing() {
     let mut engine = TestEngine::new(DataModel::Generator, 7);
     engine.corrupt_d2h_at = Some(10);

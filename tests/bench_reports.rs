@@ -46,6 +46,46 @@ fn the_json_document_round_trips_and_carries_its_conditions() {
     assert!(p["summary"]["median_mbps"].as_f64().unwrap() > 0.0);
     assert!(p["ceiling"]["mbps"].as_f64().unwrap() > 0.0);
     assert_eq!(v["fits"].as_array().unwrap().len(), 2);
+    // No /proc/interrupts line names the in-memory engine: the host total is counted.
+    if std::path::Path::new("/proc/interrupts").exists() {
+        assert_eq!(v["interrupts"]["scope"], "host_total");
+    }
+}
+
+/// Records what the procedure reports through the progress hooks.
+#[derive(Default)]
+struct Recorder {
+    total: usize,
+    started: Vec<(Mode, u64)>,
+    done: usize,
+    ended: bool,
+}
+
+impl pcieperf::bench::dma::Progress for Recorder {
+    fn begin(&mut self, points: usize) {
+        self.total = points;
+    }
+    fn point_started(&mut self, _index: usize, mode: Mode, size_bytes: u64) {
+        self.started.push((mode, size_bytes));
+    }
+    fn point_done(&mut self, _index: usize, _point: &pcieperf::bench::results::Point) {
+        self.done += 1;
+    }
+    fn end(&mut self) {
+        self.ended = true;
+    }
+}
+
+#[test]
+fn progress_hooks_see_every_point_in_order() {
+    let mut engine = TestEngine::new(DataModel::Generator, 1);
+    let o = DmaOptions::new(vec![Mode::H2d, Mode::Both], vec![4096, 8192]);
+    let mut recorder = Recorder::default();
+    measure(&mut engine, &o, &AtomicBool::new(false), &mut recorder).unwrap();
+    assert_eq!(recorder.total, 4);
+    assert_eq!(recorder.started, vec![(Mode::H2d, 4096), (Mode::H2d, 8192), (Mode::Both, 4096), (Mode::Both, 8192)]);
+    assert_eq!(recorder.done, 4);
+    assert!(recorder.ended);
 }
 
 #[test]

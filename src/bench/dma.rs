@@ -189,6 +189,7 @@ pub fn measure(
         }
         results.interrupts = Some(interrupts::delta(&before, &after, &keys));
     }
+    results.verification.method = verifier.method();
     results.complete = results.stopped.is_none();
     results.fits = predict::fits(&results.points, info.link.as_ref());
     results.findings = diagnose::findings(&results);

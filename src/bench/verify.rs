@@ -218,8 +218,12 @@ impl Verifier {
                 let pattern = self.memory.map_or(self.pattern(self.seed), |m| m.0);
                 let mut data = vec![0u8; len];
                 pattern.fill(0, &mut data);
-                engine.transfer(Io::H2d(&data), 0, deadline)?;
-                self.memory = Some((pattern, len));
+                match engine.transfer(Io::H2d(&data), 0, deadline) {
+                    Ok(_) => self.memory = Some((pattern, len)),
+                    // Writing needs consent the user did not give: check reads for consistency only.
+                    Err(EngineError::Unsupported(_) | EngineError::PermissionDenied { .. }) => self.model = DataModel::Opaque,
+                    Err(error) => return Err(error),
+                }
             }
             DataModel::Loopback if self.sent - self.received < len as u64 => {
                 let mut data = vec![0u8; len];

@@ -30,6 +30,8 @@ pub struct TestEngine {
     pub corrupt_d2h_at: Option<u64>,
     /// Report a wrong CRC for h2d data.
     pub corrupt_crc: bool,
+    /// Refuse h2d writes, as an engine opened without consent to destroy data does.
+    pub refuse_writes: bool,
     /// After this many transfers, stop answering.
     pub hang_after: Option<usize>,
     /// After this many transfers, raise this flag (as Ctrl-C would).
@@ -72,6 +74,7 @@ impl TestEngine {
             stall_every: None,
             corrupt_d2h_at: None,
             corrupt_crc: false,
+            refuse_writes: false,
             hang_after: None,
             cancel_after: None,
             transfers: 0,
@@ -120,6 +123,9 @@ impl TestEngine {
 
     fn move_data(&mut self, io: Io<'_>, offset: u64, counters: &mut DeviceCounters) -> Result<(), EngineError> {
         let model = self.info.data_model;
+        if self.refuse_writes && io.direction() == Direction::H2d {
+            return Err(EngineError::Unsupported("test device refuses writes without consent".into()));
+        }
         match io {
             Io::H2d(buf) => match model {
                 DataModel::Generator => counters.crc32 = Some(crc32(buf) ^ u32::from(self.corrupt_crc)),
