@@ -155,6 +155,7 @@ fn comparison_lists_differing_conditions_first_then_ratios() {
     let out = compare::render(&a, &b, ("a.json", "b.json"));
     let conditions_at = out.find("Conditions that differ").unwrap();
     let seed_at = out.find("seed: A 3 | B 4").unwrap();
+    assert!(out.find("start_time_utc").is_none_or(|at| at > seed_at));
     let ratios_at = out.find("B/A").unwrap();
     assert!(conditions_at < seed_at && seed_at < ratios_at, "{out}");
     // At 1 MiB the per-transfer cost is small: half the rate gives a ratio near 0.5.
@@ -163,6 +164,11 @@ fn comparison_lists_differing_conditions_first_then_ratios() {
     assert!((ratio - 0.5).abs() < 0.01, "{line}");
     let diffs = compare::differing_conditions(&a, &a);
     assert!(diffs.is_empty());
+    // Nested conditions are compared field by field.
+    let mut c = a.clone();
+    c.conditions.link.as_mut().unwrap().mps_bytes = 128;
+    let diffs = compare::differing_conditions(&a, &c);
+    assert_eq!(diffs, vec![("link.mps_bytes".to_string(), "256".to_string(), "128".to_string())]);
 }
 
 #[test]

@@ -7,6 +7,16 @@ use crate::units::format_size;
 /// Share of the ceiling above which the link itself is taken to be the limit.
 pub const NEAR_CEILING_PERCENT: f64 = 90.0;
 
+/// A size that is not a round number (N½), decimal with four significant digits.
+pub fn format_bytes_approx(bytes: f64) -> String {
+    match bytes {
+        b if b >= 1e9 => format!("{:.3} GB", b / 1e9),
+        b if b >= 1e6 => format!("{:.3} MB", b / 1e6),
+        b if b >= 1e3 => format!("{:.3} kB", b / 1e3),
+        b => format!("{b:.0} B"),
+    }
+}
+
 /// Findings for a run, most important first.
 pub fn findings(results: &Results) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -77,7 +87,7 @@ pub fn findings(results: &Results) -> Vec<Finding> {
                 format!(
                     "{} transfers below N½ = {} spend more than half their time in the per-transfer cost m = {:.2} µs",
                     fit.mode.name(),
-                    format_size(fit.n_half_bytes.round() as u64),
+                    format_bytes_approx(fit.n_half_bytes),
                     fit.m_us
                 ),
             );

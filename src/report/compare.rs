@@ -7,26 +7,39 @@ use crate::bench::results::Results;
 use crate::report::table::{Align, Table};
 use crate::units::format_size;
 
-/// Conditions (by JSON field) whose values differ between the runs, with both values.
-/// The start time always differs and is listed last.
+/// Flatten a JSON value into `dotted.path = value` pairs (arrays stay whole).
+fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                flatten(&path, v, out);
+            }
+        }
+        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+/// Conditions that vary from run to run without changing what was measured: listed last.
+const INCIDENTAL: &[&str] = &["start_time_utc", "host_clock.tsc_hz"];
+
+/// Conditions (by dotted JSON path, e.g. `link.link.width`) whose values differ between the
+/// runs, with both values; incidental ones (start time, TSC calibration) last.
 pub fn differing_conditions(a: &Results, b: &Results) -> Vec<(String, String, String)> {
-    let to_map = |r: &Results| match serde_json::to_value(&r.conditions) {
-        Ok(serde_json::Value::Object(map)) => map,
-        _ => serde_json::Map::new(),
+    let flat = |r: &Results| {
+        let mut out = Vec::new();
+        flatten("", &serde_json::to_value(&r.conditions).unwrap_or_default(), &mut out);
+        out.into_iter().collect::<std::collections::BTreeMap<String, String>>()
     };
-    let (ma, mb) = (to_map(a), to_map(b));
-    let show = |v: Option<&serde_json::Value>| match v {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => "-".into(),
-    };
-    let mut diffs: Vec<(String, String, String)> = ma
-        .keys()
-        .chain(mb.keys().filter(|k| !ma.contains_key(*k)))
-        .filter(|k| ma.get(*k) != mb.get(*k))
-        .map(|k| (k.clone(), show(ma.get(k)), show(mb.get(k))))
-        .collect();
-    diffs.sort_by_key(|d| d.0 == "start_time_utc");
+    let (fa, fb) = (flat(a), flat(b));
+    let mut keys: Vec<&String> = fa.keys().chain(fb.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let show = |v: Option<&String>| v.cloned().unwrap_or_else(|| "-".into());
+    let mut diffs: Vec<(String, String, String)> =
+        keys.into_iter().filter(|k| fa.get(*k) != fb.get(*k)).map(|k| (k.clone(), show(fa.get(k)), show(fb.get(k)))).collect();
+    diffs.sort_by_key(|d| INCIDENTAL.contains(&d.0.as_str()));
     diffs
 }
 
@@ -38,8 +51,8 @@ pub fn render(a: &Results, b: &Results, names: (&str, &str)) -> String {
     let _ = writeln!(out, "B: {} — {} ({}){}", names.1, b.conditions.target, label(b), if b.complete { "" } else { ", INCOMPLETE" });
     let diffs = differing_conditions(a, b);
     let _ = writeln!(out, "\nConditions that differ:");
-    if diffs.iter().all(|d| d.0 == "start_time_utc") {
-        let _ = writeln!(out, "  none besides the start time");
+    if diffs.iter().all(|d| INCIDENTAL.contains(&d.0.as_str())) {
+        let _ = writeln!(out, "  none besides the start time and clock calibration");
     }
     for (key, va, vb) in &diffs {
         let clip = |s: &str| if s.chars().count() > 60 { format!("{}…", s.chars().take(60).collect::<String>()) } else { s.to_string() };

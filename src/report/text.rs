@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use crate::bench::diagnose::format_bytes_approx;
 use crate::bench::results::{Results, Stopped};
 use crate::bench::stalls::StallSource;
 use crate::report::table::{Align, Table};
@@ -189,7 +190,7 @@ fn fits_table(results: &Results) -> Option<String> {
             fit.f.map_or("?".into(), |f| format!("{f:.4}")),
             format_ns(fit.m_us * 1e3),
             rate(fit.asymptotic_mbps),
-            format_size(fit.n_half_bytes.max(0.0).round() as u64),
+            format_bytes_approx(fit.n_half_bytes.max(0.0)),
             residuals.join(" "),
         ]);
     }
