@@ -63,7 +63,7 @@ pub fn render(results: &Results) -> String {
             opt(s.map(|s| s.time_ns.cov)),
             opt(c.map(|c| c.mbps)),
             opt(c.and_then(|c| c.percent_reached)),
-            c.map_or(String::new(), |c| format!("{:?}", c.limit).to_lowercase()),
+            c.map_or(String::new(), |c| crate::report::text::limit_name(c.limit)),
             p.convergence.converged.to_string(),
             p.convergence.stop_reason.clone(),
             format!("{}", p.convergence.engine_ns),

@@ -21,6 +21,11 @@ pub fn format_ns(ns: f64) -> String {
     format!("{value:.decimals$} {unit}")
 }
 
+/// A model limit's name as the results document spells it (`link`, `latency`, …).
+pub fn limit_name(limit: crate::model::Limit) -> String {
+    serde_json::to_value(limit).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
 fn rate(mbps: f64) -> String {
     if mbps >= 100.0 { format!("{mbps:.0}") } else { format!("{mbps:.2}") }
 }
@@ -102,7 +107,7 @@ pub fn points_table(results: &Results) -> String {
             s.map_or_else(dash, |s| format!("{:.2}", s.time_ns.cov * 100.0)),
             c.map_or_else(|| "no link info".into(), |c| rate(c.mbps)),
             c.and_then(|c| c.percent_reached).map_or_else(dash, |v| format!("{v:.1}")),
-            c.map_or_else(dash, |c| format!("{:?}", c.limit).to_lowercase()),
+            c.map_or_else(dash, |c| limit_name(c.limit)),
             p.samples.len().to_string(),
             p.convergence.stop_reason.clone(),
             format!("{}/{}", format_ns(p.convergence.engine_ns), format_ns(p.convergence.wall_ns)),
