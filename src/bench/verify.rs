@@ -214,7 +214,7 @@ impl Verifier {
         }
         let len = buf.len();
         match self.model {
-            DataModel::Memory if !self.memory.is_some_and(|(_, l)| l >= len) => {
+            DataModel::Memory if self.memory.is_none_or(|(_, l)| l < len) => {
                 let pattern = self.memory.map_or(self.pattern(self.seed), |m| m.0);
                 let mut data = vec![0u8; len];
                 pattern.fill(0, &mut data);

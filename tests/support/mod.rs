@@ -105,7 +105,7 @@ impl TestEngine {
         }
         let data_ns = bytes as f64 / self.rate_mbps * 1e3 * (1.0 + self.jitter * self.uniform());
         let stall_ns = match self.stall_every {
-            Some((k, ns)) if self.transfers % k == 0 => ns,
+            Some((k, ns)) if self.transfers.is_multiple_of(k) => ns,
             _ => 0.0,
         };
         Ok((self.per_transfer_ns, data_ns, stall_ns))
