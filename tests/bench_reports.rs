@@ -142,7 +142,7 @@ fn csv_has_one_row_per_point_with_every_column() {
 fn the_text_summary_shows_ceiling_fit_clocks_and_findings() {
     let r = sample_run(true, 1000.0);
     let out = text::render(&r);
-    for needle in ["% of model", "T(N) = N/(B·f) + m", "Clocks", "Verification", "What limits the result", "4KiB", "1MiB"] {
+    for needle in ["% of model", "T(N) = N/(B·f) + m", "Clocks", "Verification", "What limits the result", "4KiB", "1MiB", "Summary (best median per mode)", "f 0.500, m 10.0 µs"] {
         assert!(out.contains(needle), "missing {needle}:\n{out}");
     }
 }

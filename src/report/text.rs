@@ -126,7 +126,18 @@ pub fn points_table(results: &Results) -> String {
 }
 
 fn clocks_table(results: &Results) -> Option<String> {
-    let rows: Vec<_> = results.points.iter().filter_map(|p| Some((p, p.summary.as_ref()?))).filter(|(_, s)| s.device_median_ns.is_some()).collect();
+    // The smallest and largest size of each mode: the difference is a per-transfer constant.
+    let with_device: Vec<_> =
+        results.points.iter().filter_map(|p| Some((p, p.summary.as_ref()?))).filter(|(_, s)| s.device_median_ns.is_some()).collect();
+    let rows: Vec<_> = with_device
+        .iter()
+        .filter(|(p, _)| {
+            let sizes = with_device.iter().filter(|(q, _)| q.mode == p.mode).map(|(q, _)| q.size_bytes);
+            let (lo, hi) = sizes.fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s), hi.max(s)));
+            p.size_bytes == lo || p.size_bytes == hi
+        })
+        .copied()
+        .collect();
     if rows.is_empty() {
         return None;
     }
@@ -202,6 +213,45 @@ fn fits_table(results: &Results) -> Option<String> {
     Some(table.render())
 }
 
+/// One line per mode: the best figure beside the model, the fit, stalls and verification.
+pub fn headline(results: &Results) -> String {
+    let mut out = String::new();
+    let mut modes: Vec<_> = results.points.iter().map(|p| p.mode).collect();
+    modes.dedup();
+    for mode in modes {
+        let points: Vec<_> = results.points.iter().filter(|p| p.mode == mode).collect();
+        let Some(best) = points.iter().filter_map(|p| Some((p, p.summary.as_ref()?))).max_by(|a, b| a.1.median_mbps.total_cmp(&b.1.median_mbps))
+        else {
+            let _ = writeln!(out, "  {:<4}  no samples", mode.name());
+            continue;
+        };
+        let (p, s) = best;
+        let model = match &p.ceiling {
+            Some(c) => format!("{:.1} % of the model's {} MB/s", c.percent_reached.unwrap_or(0.0), rate(c.mbps)),
+            None => "no model ceiling (link unknown)".into(),
+        };
+        let fit = results.fits.iter().find(|f| f.mode == mode).map_or(String::new(), |f| {
+            let f_text = f.f.map_or(String::new(), |f| format!("f {f:.3}, "));
+            format!("; {f_text}m {}, N½ {}", format_ns(f.m_us * 1e3), format_bytes_approx(f.n_half_bytes.max(0.0)))
+        });
+        let stalls: u64 = points.iter().map(|p| p.stalls.over_threshold).sum();
+        let longest = points.iter().map(|p| p.stalls.max_stall_ns).fold(0.0, f64::max);
+        let (passed, failed): (u64, u64) = points.iter().fold((0, 0), |(a, b), p| (a + p.verification.passed, b + p.verification.failed));
+        let verified = if failed > 0 { format!("{failed} FAILED verification") } else { format!("{passed} verified") };
+        let _ = writeln!(
+            out,
+            "  {:<4}  {} MB/s ({}) at {} = {model}{fit}; {stalls} stalls > {:.0} µs (longest {}); {verified}",
+            mode.name(),
+            rate(s.median_mbps),
+            results.label(),
+            format_size(p.size_bytes),
+            results.conditions.stall_threshold_ns / 1e3,
+            format_ns(longest)
+        );
+    }
+    out
+}
+
 /// The whole summary.
 pub fn render(results: &Results) -> String {
     let mut out = String::new();
@@ -238,6 +288,8 @@ pub fn render(results: &Results) -> String {
         };
         let _ = writeln!(out, "Interrupts during the run: {} {scope}", irq.count);
     }
+    let _ = writeln!(out, "\nSummary (best median per mode):");
+    out.push_str(&headline(results));
     if !results.findings.is_empty() {
         let _ = writeln!(out, "\nWhat limits the result:");
         for f in &results.findings {
