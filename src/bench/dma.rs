@@ -94,7 +94,11 @@ pub fn validate(info: &EngineInfo, options: &DmaOptions) -> Result<(), InvalidIn
     if !(options.stop.cov_target > 0.0 && options.stop.cov_target.is_finite()) {
         return Err(InvalidInput::new("the CoV target must be a positive percentage"));
     }
-    let buffers = options.modes.iter().map(|m| m.directions().len() as u64).max().unwrap_or(1) * (1 + options.copy_to_user as u64);
+    // Host buffers per size: one per direction, a user buffer, and verification's expected
+    // contents (up to two) and read-back or priming buffer.
+    let buffers = options.modes.iter().map(|m| m.directions().len() as u64).max().unwrap_or(1)
+        + options.copy_to_user as u64
+        + if options.verify == VerifyKind::None { 0 } else { 3 };
     for &size in &options.sizes {
         let name = format_size(size);
         if size == 0 {
