@@ -93,6 +93,28 @@ pub fn rate_plot(results: &Results) -> String {
     plot(&format!("Rate against transfer size ({}; dashed: model ceiling)", results.label()), &series)
 }
 
+/// The share of the model's ceiling reached, per mode, against size.
+pub fn percent_plot(results: &Results) -> String {
+    let mut modes: Vec<Mode> = results.points.iter().map(|p| p.mode).collect();
+    modes.dedup();
+    let series: Vec<Series> = modes
+        .into_iter()
+        .map(|mode| Series {
+            label: format!("{} {}", mode.name(), results.label()),
+            color: color(mode),
+            dashed: false,
+            points: results
+                .points
+                .iter()
+                .filter(|p| p.mode == mode)
+                .filter_map(|p| Some((p.size_bytes, p.ceiling.as_ref()?.percent_reached?)))
+                .collect(),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    plot(&format!("Percentage of the model's ceiling reached ({})", results.label()), &series).replace("MB/s (10^6 B/s)", "% of model")
+}
+
 /// The whole report as one HTML page.
 pub fn render(results: &Results) -> String {
     let title = format!(
@@ -115,6 +137,10 @@ pub fn render(results: &Results) -> String {
     }
     let _ = writeln!(out, "<h2>Conditions</h2><pre>{}</pre>", escape(&text::conditions(results)));
     let _ = writeln!(out, "<h2>Rate against size</h2>\n{}", rate_plot(results));
+    let percent = percent_plot(results);
+    if !percent.is_empty() {
+        let _ = writeln!(out, "<h2>Measured against the model</h2>\n{percent}");
+    }
     let _ = writeln!(out, "<h2>Summary</h2><pre>{}</pre>", escape(&text::render(results)));
     out.push_str("</body></html>\n");
     out
