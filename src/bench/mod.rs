@@ -1,4 +1,16 @@
 //! Measurement procedures of the source documents, written once against [`crate::engine::Engine`].
 //! A procedure never asks which engine it drives.
 
+pub mod cancel;
+pub mod clock;
 pub mod demo;
+pub mod diagnose;
+pub mod dma;
+pub mod host;
+pub mod interrupts;
+pub mod predict;
+pub mod results;
+pub mod run;
+pub mod stalls;
+pub mod stats;
+pub mod verify;

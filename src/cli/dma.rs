@@ -1,10 +1,201 @@
-//! `pcieperf dma`.
+//! `pcieperf dma`: measure DMA through a target, one direction or both, over transfer sizes.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::Args;
 
-#[derive(Debug, Args)]
-pub struct DmaArgs {}
+use crate::bench::cancel;
+use crate::bench::dma::{self, DmaOptions};
+use crate::bench::results::{Mode, Results, Stopped};
+use crate::bench::run::default_target;
+use crate::bench::stats::StopRule;
+use crate::bench::verify::VerifyKind;
+use crate::engine::{self, Engine, OpenOptions};
+use crate::error::InvalidInput;
+use crate::report::{csv, html, json, metrics, progress::TerminalProgress, text};
+use crate::units;
 
-pub fn run(_args: DmaArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("`pcieperf dma` is not built yet")
+#[derive(Debug, Args)]
+pub struct DmaArgs {
+    /// Target, written ENGINE[:ARGUMENT] (default: a usable device found on this machine, else
+    /// the simulated endpoint `sim`).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Direction: h2d (host→device), d2h (device→host) or both at once.
+    #[arg(long = "dir", value_enum, default_value = "d2h")]
+    pub dir: Mode,
+    /// Transfer size or sweep: `1MiB`, `4KiB..64MiB` (doubling), `64,128,256`.
+    #[arg(long, default_value = "1MiB")]
+    pub sizes: String,
+    /// Time budget per size on the engine's clock: `10s`, `500ms`.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Data verification: lfsr, counter or none.
+    #[arg(long, value_enum, default_value = "lfsr")]
+    pub verify: VerifyKind,
+    /// Seed of the test pattern (and of simulated behaviour).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print the results document (JSON) on stdout instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the results document (JSON) to this file, atomically.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Stop repeating once the median's coefficient of variation is below this, in percent.
+    #[arg(long, default_value_t = 1.0)]
+    pub cov_target: f64,
+    /// Count stalls longer than this: `50us`.
+    #[arg(long, default_value = "50us", value_parser = parse_duration)]
+    pub stall_threshold: Duration,
+    /// Copy every d2h buffer into a user buffer (with a CRC32 when verifying) and count its time.
+    #[arg(long)]
+    pub copy_to_user: bool,
+    /// Print the summary as CSV on stdout.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// Deadline per transfer: a device that does not answer in time ends the run.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub deadline: Duration,
+    /// Write an HTML report (inline SVG plots) to this file.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Write a Prometheus text exposition of the summary to this file.
+    #[arg(long)]
+    pub metrics: Option<PathBuf>,
+}
+
+/// Parse `10s`, `500ms`, `50us`/`50µs`, `100ns`, `2m` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        _ => return Err(format!("invalid duration '{text}': use e.g. 10s, 500ms, 50us")),
+    };
+    let value: f64 = number.parse().map_err(|_| format!("invalid duration '{text}': use e.g. 10s, 500ms, 50us"))?;
+    let seconds = value * scale;
+    if !(seconds > 0.0 && seconds <= 86_400.0) {
+        return Err(format!("invalid duration '{text}': must be more than 0 and at most a day"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Open a target, turning engine errors into errors the exit code understands.
+pub fn open_target(target: &str, seed: u64) -> anyhow::Result<Box<dyn Engine>> {
+    Ok(engine::open(target, &OpenOptions { seed, destructive: false })?)
+}
+
+/// Where and how to show a finished run.
+#[derive(Debug, Default)]
+pub struct Outputs<'a> {
+    pub json_stdout: bool,
+    pub csv_stdout: bool,
+    pub out: Option<&'a Path>,
+    pub html: Option<&'a Path>,
+    pub metrics: Option<&'a Path>,
+    /// Lines printed before the summary (notes of `run`).
+    pub notes: Vec<String>,
+}
+
+/// Write every requested view, print the summary, and choose the exit code: 130 after Ctrl-C,
+/// 1 after an engine error or a verification failure, else 0. The results file is written
+/// before anything else so nothing measured is lost.
+pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
+    if let Some(path) = outputs.out {
+        json::write(path, results)?;
+    }
+    if let Some(path) = outputs.html {
+        json::write_atomic(path, &html::render(results))?;
+    }
+    if let Some(path) = outputs.metrics {
+        json::write_atomic(path, &metrics::render(results))?;
+    }
+    if outputs.json_stdout {
+        print!("{}", json::to_string(results));
+    } else if outputs.csv_stdout {
+        print!("{}", csv::render(results));
+    } else {
+        for note in &outputs.notes {
+            println!("note: {note}");
+        }
+        print!("{}", text::render(results));
+    }
+    if let Some(path) = outputs.out {
+        eprintln!("results ({}) written to {}", results.label(), path.display());
+    }
+    let kept = outputs.out.map_or(String::new(), |p| format!("; partial results kept in {}", p.display()));
+    match &results.stopped {
+        Some(Stopped::Interrupted) => eprintln!("pcieperf: interrupted{kept}"),
+        Some(Stopped::Error { message }) => eprintln!("pcieperf: {message}{kept}"),
+        None => {
+            if let Some(failure) = &results.verification.first_failure {
+                eprintln!("pcieperf: data verification failed: {failure}");
+            }
+        }
+    }
+    Ok(results.exit_code())
+}
+
+/// Percent on the command line, fraction in the options.
+pub fn cov_fraction(percent: f64) -> Result<f64, InvalidInput> {
+    if percent > 0.0 && percent <= 100.0 {
+        Ok(percent / 100.0)
+    } else {
+        Err(InvalidInput::new(format!("invalid --cov-target {percent}: give a percentage above 0 and at most 100")))
+    }
+}
+
+pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
+    let sizes = units::parse_size_list(&args.sizes)?;
+    let mut options = DmaOptions::new(vec![args.dir], sizes);
+    options.duration = args.duration;
+    options.wall_limit = args.duration;
+    options.stop = StopRule { cov_target: cov_fraction(args.cov_target)?, ..StopRule::default() };
+    options.verify = args.verify;
+    options.seed = args.seed;
+    options.stall_threshold_ns = args.stall_threshold.as_secs_f64() * 1e9;
+    options.copy_to_user = args.copy_to_user;
+    options.deadline = args.deadline;
+    let target = args.target.unwrap_or_else(default_target);
+    let mut engine = open_target(&target, args.seed)?;
+    let quiet = args.json || args.csv;
+    let mut progress = TerminalProgress::new(quiet, engine.info().simulated);
+    let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
+    emit(
+        &results,
+        &Outputs {
+            json_stdout: args.json,
+            csv_stdout: args.csv,
+            out: args.out.as_deref(),
+            html: args.html.as_deref(),
+            metrics: args.metrics.as_deref(),
+            notes: Vec::new(),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("50us").unwrap(), Duration::from_micros(50));
+        assert_eq!(parse_duration("50µs").unwrap(), Duration::from_micros(50));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(cov_fraction(0.0).is_err());
+        assert_eq!(cov_fraction(1.0).unwrap(), 0.01);
+    }
 }

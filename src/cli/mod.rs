@@ -7,6 +7,7 @@ mod demo;
 mod dma;
 mod inspect;
 mod model;
+mod report;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +36,8 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// The main job: inspect, pick a target, measure both directions over a size sweep, summarise.
     Run(run::RunArgs),
+    /// Show a saved results document again (text, CSV, HTML), or compare two runs.
+    Report(report::ReportArgs),
 }
 
 /// Run the command line and return the process exit code.
@@ -53,6 +56,7 @@ pub fn main() -> i32 {
         Command::Dma(args) => dma::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => run::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(code) => code,

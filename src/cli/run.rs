@@ -1,10 +1,95 @@
-//! `pcieperf run`.
+//! `pcieperf run`: the main job. Choose a target, measure d2h, h2d and both over a size sweep,
+//! write the results document, and print one summary that says what limits the result.
+
+use std::path::PathBuf;
 
 use clap::Args;
 
-#[derive(Debug, Args)]
-pub struct RunArgs {}
+use super::dma::{emit, open_target, Outputs};
+use crate::bench::cancel;
+use crate::bench::dma;
+use crate::bench::host;
+use crate::bench::run::{self as plan, default_target};
+use crate::bench::verify::VerifyKind;
+use crate::report::progress::TerminalProgress;
 
-pub fn run(_args: RunArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("`pcieperf run` is not built yet")
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Target, written ENGINE[:ARGUMENT] (default: a usable device found on this machine, else
+    /// the simulated endpoint `sim`).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Results document (JSON); default `pcieperf-<host>-<UTC time>.json` here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Fewer sizes and a shorter budget per size (for a first look, or tests).
+    #[arg(long)]
+    pub quick: bool,
+    /// Seed of the test pattern (and of simulated behaviour).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Data verification: lfsr, counter or none.
+    #[arg(long, value_enum, default_value = "lfsr")]
+    pub verify: VerifyKind,
+    /// Also copy every d2h buffer into a user buffer and count its cost.
+    #[arg(long)]
+    pub copy_to_user: bool,
+    /// Print the results document on stdout instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Write an HTML report (inline SVG plots) to this file.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Write a Prometheus text exposition of the summary to this file.
+    #[arg(long)]
+    pub metrics: Option<PathBuf>,
+}
+
+/// The default results file name, e.g. `pcieperf-lab1-20261122T021051Z.json`.
+pub fn default_out() -> PathBuf {
+    let host: String = host::hostname().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    PathBuf::from(format!("pcieperf-{host}-{}.json", host::now_utc_compact()))
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    let (target, why) = match args.target {
+        Some(t) => (t, "given with --target".to_string()),
+        None => {
+            let t = default_target();
+            let why = if t == plan::FALLBACK_TARGET {
+                "no usable device found on this machine: using the simulated endpoint".to_string()
+            } else {
+                "the first usable device found on this machine".to_string()
+            };
+            (t, why)
+        }
+    };
+    let mut engine = open_target(&target, args.seed)?;
+    let info = engine.info().clone();
+    let mut options = plan::options(args.quick);
+    options.seed = args.seed;
+    options.verify = args.verify;
+    options.copy_to_user = args.copy_to_user;
+    let mut notes = vec![format!("target {target} ({why}){}", if info.simulated { " — simulated" } else { "" })];
+    // INTEGRATION: when the inspection layer lands, describe the device's link (and what limits
+    // it on the path to the root port) from `pci` here; until then the engine's own link info.
+    notes.push(format!("link: {}", plan::link_source(&info)));
+    notes.extend(plan::fit_to_engine(&mut options, &info));
+    if !args.json {
+        eprintln!("pcieperf run: {} on {}{}", info.description, target, if info.simulated { " (simulated)" } else { "" });
+    }
+    let mut progress = TerminalProgress::new(args.json, info.simulated);
+    let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
+    let out = args.out.unwrap_or_else(default_out);
+    emit(
+        &results,
+        &Outputs {
+            json_stdout: args.json,
+            csv_stdout: false,
+            out: Some(&out),
+            html: args.html.as_deref(),
+            metrics: args.metrics.as_deref(),
+            notes,
+        },
+    )
 }

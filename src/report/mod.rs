@@ -1,3 +1,13 @@
 //! Views of results: terminal tables, JSON, CSV, HTML. No I/O to devices.
+//!
+//! A run produces one document ([`crate::bench::results::Results`]); every module here renders
+//! it, so `pcieperf report run.json` reproduces any view later.
 
+pub mod compare;
+pub mod csv;
+pub mod html;
+pub mod json;
+pub mod metrics;
+pub mod progress;
 pub mod table;
+pub mod text;

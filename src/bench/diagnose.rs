@@ -1,0 +1,133 @@
+//! Why the gap: name what limits a run's result, most important first (DESIGN.md question 3).
+
+use crate::bench::results::{Cause, Finding, Mode, Results, Stopped};
+use crate::model::Limit;
+use crate::units::format_size;
+
+/// Share of the ceiling above which the link itself is taken to be the limit.
+pub const NEAR_CEILING_PERCENT: f64 = 90.0;
+
+/// A size that is not a round number (N½), decimal with four significant digits.
+pub fn format_bytes_approx(bytes: f64) -> String {
+    match bytes {
+        b if b >= 1e9 => format!("{:.3} GB", b / 1e9),
+        b if b >= 1e6 => format!("{:.3} MB", b / 1e6),
+        b if b >= 1e3 => format!("{:.3} kB", b / 1e3),
+        b => format!("{b:.0} B"),
+    }
+}
+
+/// Findings for a run, most important first.
+pub fn findings(results: &Results) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut add = |cause: Cause, message: String| out.push(Finding { cause, message });
+    match &results.stopped {
+        Some(Stopped::Interrupted) => add(Cause::Incomplete, "interrupted (Ctrl-C): results are partial".into()),
+        Some(Stopped::Error { message }) => add(Cause::Incomplete, format!("stopped early: {message}; results are partial")),
+        None => {}
+    }
+    if let Some(failure) = &results.verification.first_failure {
+        add(Cause::VerificationFailed, format!("{} transfer(s) failed verification; first: {failure}", results.verification.failed));
+    }
+    let link = results.conditions.link.as_ref();
+    if let Some(state) = link {
+        if let Some(capable) = state.capable.filter(|c| *c != state.link) {
+            let ratio = state.link.encoded_mbps() / capable.encoded_mbps() * 100.0;
+            add(
+                Cause::LinkBelowCapability,
+                format!("link trained at {} but both ends can do {}: the ceiling is {ratio:.0} % of what it could be", state.link, capable),
+            );
+        }
+    }
+    let stalled: Vec<_> = results.points.iter().filter(|p| p.stalls.over_threshold > 0).collect();
+    if !stalled.is_empty() {
+        let count: u64 = stalled.iter().map(|p| p.stalls.over_threshold).sum();
+        let longest = stalled.iter().map(|p| p.stalls.max_stall_ns).fold(0.0, f64::max);
+        add(
+            Cause::Stall,
+            format!(
+                "{count} stall(s) above {:.0} µs at {} point(s), longest {:.1} µs",
+                results.conditions.stall_threshold_ns / 1e3,
+                stalled.len(),
+                longest / 1e3
+            ),
+        );
+    }
+    for point in &results.points {
+        let Some(s) = &point.summary else { continue };
+        if let Some(copy) = s.copy_median_ns.filter(|&c| c > 0.2 * s.time_ns.median) {
+            add(
+                Cause::CopyToUser,
+                format!(
+                    "copy to user space takes {:.0} % of each {} {} step: {:.1} MB/s without it, {:.1} MB/s with it",
+                    copy / s.time_ns.median * 100.0,
+                    point.mode.name(),
+                    format_size(point.size_bytes),
+                    s.transfer_only_median_mbps,
+                    s.median_mbps
+                ),
+            );
+            break;
+        }
+    }
+    if let Some(p) = largest(results, Mode::H2d).filter(|p| p.ceiling.as_ref().is_some_and(|c| c.limit == Limit::Latency)) {
+        add(
+            Cause::ReadLatency,
+            format!(
+                "h2d is a device read: even at {} the model's ceiling is set by completion latency × outstanding read requests (tags), not by the link's bytes",
+                format_size(p.size_bytes)
+            ),
+        );
+    }
+    for fit in &results.fits {
+        let smallest = results.points.iter().filter(|p| p.mode == fit.mode).map(|p| p.bytes_per_step).min().unwrap_or(0);
+        if fit.m_us > 0.0 && (smallest as f64) < fit.n_half_bytes {
+            add(
+                Cause::PerTransferOverhead,
+                format!(
+                    "{} transfers below N½ = {} spend more than half their time in the per-transfer cost m = {:.2} µs",
+                    fit.mode.name(),
+                    format_bytes_approx(fit.n_half_bytes),
+                    fit.m_us
+                ),
+            );
+        }
+    }
+    let explained: Vec<Cause> = out
+        .iter()
+        .map(|f| f.cause.clone())
+        .filter(|c| !matches!(c, Cause::Incomplete | Cause::VerificationFailed))
+        .collect();
+    let mut add = |cause: Cause, message: String| out.push(Finding { cause, message });
+    for mode in [Mode::D2h, Mode::H2d, Mode::Both] {
+        let Some(point) = largest(results, mode) else { continue };
+        let (Some(ceiling), Some(summary)) = (&point.ceiling, &point.summary) else { continue };
+        let percent = ceiling.percent_reached.unwrap_or(0.0);
+        let at = format!("{} at {}", mode.name(), format_size(point.size_bytes));
+        if percent >= NEAR_CEILING_PERCENT {
+            add(Cause::Link, format!("{at} reaches {percent:.1} % of the model's ceiling ({:.1} MB/s): the link is the limit", ceiling.mbps));
+        } else {
+            let message = format!("{at} reaches {:.1} MB/s, {percent:.1} % of the model's ceiling ({:.1} MB/s)", summary.median_mbps, ceiling.mbps);
+            let explained = explained.iter().any(|c| match c {
+                Cause::ReadLatency => mode != Mode::D2h,
+                Cause::PerTransferOverhead => fits_explain(results, mode, point.bytes_per_step),
+                _ => true,
+            });
+            add(if explained { Cause::BelowCeiling } else { Cause::Unexplained }, message);
+        }
+    }
+    if link.is_none() {
+        add(Cause::NoLinkInfo, "the target did not report its link: no model ceiling to compare with".into());
+    }
+    out
+}
+
+/// True when the per-transfer cost m still takes a tenth or more of a step of `bytes`.
+fn fits_explain(results: &Results, mode: Mode, bytes: u64) -> bool {
+    results.fits.iter().any(|f| f.mode == mode && f.m_us > 0.0 && f.n_half_bytes * 9.0 > bytes as f64)
+}
+
+/// The point at the largest size measured for `mode`.
+fn largest(results: &Results, mode: Mode) -> Option<&crate::bench::results::Point> {
+    results.points.iter().filter(|p| p.mode == mode && p.summary.is_some()).max_by_key(|p| p.size_bytes)
+}

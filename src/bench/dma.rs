@@ -1,0 +1,489 @@
+//! The DMA procedure: for each mode (h2d, d2h, both) and size, warm up, then repeat transfers
+//! until the median is stable or the time budget runs out; verify every transfer; keep every
+//! sample; summarise, put the model's ceiling beside it, fit T(N) over the sweep.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::bench::clock::HostClock;
+use crate::bench::interrupts::{self, Snapshot};
+use crate::bench::predict;
+use crate::bench::results::{Conditions, Convergence, Mode, Point, Results, Sample, Stopped, Summary, VerificationSummary, SCHEMA};
+use crate::bench::stalls;
+use crate::bench::stats::{Stats, StopRule};
+use crate::bench::verify::{Check, Verifier, VerifyKind, VerifyTally};
+use crate::bench::{diagnose, host};
+use crate::engine::pattern::crc32;
+use crate::engine::{DeviceCounters, Engine, EngineError, EngineInfo, Io};
+use crate::error::InvalidInput;
+use crate::units::{format_size, mbps};
+
+/// Largest transfer the host will allocate buffers for.
+pub const MAX_HOST_BUFFER_BYTES: u64 = 4 << 30;
+
+/// What to measure and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DmaOptions {
+    /// `dma` or `run`, recorded in the conditions.
+    pub command: String,
+    pub modes: Vec<Mode>,
+    pub sizes: Vec<u64>,
+    /// Time budget per point on the engine's clock (virtual time for simulated engines, so a
+    /// simulated run is deterministic).
+    pub duration: Duration,
+    /// Time budget per point on the host clock: bounds the wall time a simulation may take.
+    pub wall_limit: Duration,
+    pub stop: StopRule,
+    /// Steps before measuring starts (verified, not timed).
+    pub warmup: usize,
+    pub verify: VerifyKind,
+    /// Seed of the test pattern; must be the seed the engine was opened with.
+    pub seed: u64,
+    pub stall_threshold_ns: f64,
+    pub copy_to_user: bool,
+    /// Deadline per transfer.
+    pub deadline: Duration,
+}
+
+impl DmaOptions {
+    /// Defaults of `pcieperf dma`: 10 s per point, 1 % target, 2 warm-up steps, LFSR, 50 µs.
+    pub fn new(modes: Vec<Mode>, sizes: Vec<u64>) -> Self {
+        DmaOptions {
+            command: "dma".into(),
+            modes,
+            sizes,
+            duration: Duration::from_secs(10),
+            wall_limit: Duration::from_secs(10),
+            stop: StopRule::default(),
+            warmup: 2,
+            verify: VerifyKind::Lfsr,
+            seed: 1,
+            stall_threshold_ns: stalls::DEFAULT_THRESHOLD_NS,
+            copy_to_user: false,
+            deadline: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Hooks for showing progress; every method has a silent default.
+pub trait Progress {
+    fn begin(&mut self, _points: usize) {}
+    fn point_started(&mut self, _index: usize, _mode: Mode, _size_bytes: u64) {}
+    fn point_done(&mut self, _index: usize, _point: &Point) {}
+    fn end(&mut self) {}
+}
+
+/// No progress output.
+pub struct Quiet;
+impl Progress for Quiet {}
+
+/// Refuse sizes and modes the engine cannot take, naming the limit.
+pub fn validate(info: &EngineInfo, options: &DmaOptions) -> Result<(), InvalidInput> {
+    if options.modes.is_empty() || options.sizes.is_empty() {
+        return Err(InvalidInput::new("nothing to measure: give at least one direction and one size"));
+    }
+    for &mode in &options.modes {
+        if let Some(d) = mode.directions().iter().find(|d| !info.directions.contains(d)) {
+            return Err(InvalidInput::new(format!("target {} cannot move data {}", info.target, d.name())));
+        }
+        if mode == Mode::Both && !info.concurrent {
+            return Err(InvalidInput::new(format!("target {} cannot move data in both directions at once", info.target)));
+        }
+    }
+    if !(options.stop.cov_target > 0.0 && options.stop.cov_target.is_finite()) {
+        return Err(InvalidInput::new("the CoV target must be a positive percentage"));
+    }
+    // Host buffers per size: one per direction, a user buffer, and verification's expected
+    // contents (up to two) and read-back or priming buffer.
+    let buffers = options.modes.iter().map(|m| m.directions().len() as u64).max().unwrap_or(1)
+        + options.copy_to_user as u64
+        + if options.verify == VerifyKind::None { 0 } else { 3 };
+    for &size in &options.sizes {
+        let name = format_size(size);
+        if size == 0 {
+            return Err(InvalidInput::new("a size of 0 bytes moves nothing: sizes must be at least 1 byte"));
+        }
+        let align = info.alignment_bytes.max(1);
+        if size % align != 0 {
+            return Err(InvalidInput::new(format!(
+                "size {name} ({size} bytes) is not a multiple of the {} alignment target {} requires",
+                format_size(align),
+                info.target
+            )));
+        }
+        if size > info.max_transfer_bytes {
+            return Err(InvalidInput::new(format!(
+                "size {name} is larger than the largest transfer target {} takes ({})",
+                info.target,
+                format_size(info.max_transfer_bytes)
+            )));
+        }
+        if let Some(capacity) = info.capacity_bytes.filter(|&c| size > c) {
+            return Err(InvalidInput::new(format!(
+                "size {name} is larger than the device space of target {} ({})",
+                info.target,
+                format_size(capacity)
+            )));
+        }
+        if size > MAX_HOST_BUFFER_BYTES {
+            return Err(InvalidInput::new(format!("size {name} is larger than the 4GiB host buffer limit")));
+        }
+        if let Some(available) = available_memory_bytes().filter(|&a| size * buffers > a / 2) {
+            return Err(InvalidInput::new(format!(
+                "size {name} needs {buffers} host buffers but only {} of memory is available",
+                format_size(available)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `MemAvailable` from /proc/meminfo, in bytes.
+fn available_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib * 1024)
+}
+
+/// Run the procedure. Only bad input is an error; engine failures and Ctrl-C (`cancel`) end
+/// the run early and are recorded in [`Results::stopped`], with every result so far kept.
+pub fn measure(
+    engine: &mut dyn Engine,
+    options: &DmaOptions,
+    cancel: &AtomicBool,
+    progress: &mut dyn Progress,
+) -> Result<Results, InvalidInput> {
+    let info = engine.info().clone();
+    validate(&info, options)?;
+    let clock = HostClock::new();
+    let mut verifier = Verifier::new(options.verify, options.seed, info.data_model);
+    let irq_before = Snapshot::read();
+    let mut results = Results {
+        schema: SCHEMA.into(),
+        simulated: info.simulated,
+        complete: false,
+        stopped: None,
+        conditions: conditions(&info, options, &clock),
+        points: Vec::new(),
+        fits: Vec::new(),
+        interrupts: None,
+        verification: VerificationSummary { method: verifier.method(), passed: 0, failed: 0, unchecked: 0, first_failure: None },
+        findings: Vec::new(),
+    };
+    let plan: Vec<(Mode, u64)> = options.modes.iter().flat_map(|&m| options.sizes.iter().map(move |&s| (m, s))).collect();
+    progress.begin(plan.len());
+    for (index, &(mode, size)) in plan.iter().enumerate() {
+        progress.point_started(index, mode, size);
+        let mut runner = PointRunner::new(engine, &clock, &mut verifier, options, mode, size);
+        let stopped = runner.run(cancel);
+        let point = runner.finish(info.link.as_ref(), stopped.as_ref());
+        add_tally(&mut results.verification, &point.verification);
+        progress.point_done(index, &point);
+        results.points.push(point);
+        if stopped.is_some() {
+            results.stopped = stopped;
+            break;
+        }
+    }
+    if let (Some(before), Some(after)) = (irq_before, Snapshot::read()) {
+        let mut keys: Vec<String> = info.pci_address.iter().cloned().collect();
+        if !info.simulated {
+            keys.push(info.kind.clone());
+        }
+        results.interrupts = Some(interrupts::delta(&before, &after, &keys));
+    }
+    results.verification.method = verifier.method();
+    results.complete = results.stopped.is_none();
+    results.fits = predict::fits(&results.points, info.link.as_ref());
+    results.findings = diagnose::findings(&results);
+    progress.end();
+    Ok(results)
+}
+
+fn add_tally(total: &mut VerificationSummary, tally: &VerifyTally) {
+    total.passed += tally.passed;
+    total.failed += tally.failed;
+    total.unchecked += tally.unchecked;
+    if total.first_failure.is_none() {
+        total.first_failure = tally.first_failure.clone();
+    }
+}
+
+fn conditions(info: &EngineInfo, options: &DmaOptions, clock: &HostClock) -> Conditions {
+    Conditions {
+        command: options.command.clone(),
+        target: info.target.clone(),
+        simulated: info.simulated,
+        engine: info.clone(),
+        link: info.link.clone(),
+        mps_bytes: info.link.as_ref().map(|l| l.mps_bytes),
+        mrrs_bytes: info.link.as_ref().map(|l| l.mrrs_bytes),
+        modes: options.modes.clone(),
+        sizes_bytes: options.sizes.clone(),
+        host: host::hostname(),
+        kernel: host::kernel(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        seed: options.seed,
+        start_time_utc: host::now_utc_iso(),
+        verify: options.verify,
+        cov_target: options.stop.cov_target,
+        duration_s: options.duration.as_secs_f64(),
+        wall_limit_s: options.wall_limit.as_secs_f64(),
+        deadline_s: options.deadline.as_secs_f64(),
+        stall_threshold_ns: options.stall_threshold_ns,
+        copy_to_user: options.copy_to_user,
+        host_clock: clock.info(),
+        device_clock_hz: info.device_clock_hz,
+    }
+}
+
+/// Host buffers for one point.
+struct Buffers {
+    h2d: Vec<u8>,
+    d2h: Vec<u8>,
+    user: Vec<u8>,
+}
+
+/// One point being measured.
+struct PointRunner<'a> {
+    engine: &'a mut dyn Engine,
+    clock: &'a HostClock,
+    verifier: &'a mut Verifier,
+    options: &'a DmaOptions,
+    mode: Mode,
+    size: u64,
+    buffers: Buffers,
+    steps: usize,
+    samples: Vec<Sample>,
+    counters: Vec<DeviceCounters>,
+    tally: VerifyTally,
+    stop_reason: &'static str,
+    engine_ns: f64,
+    wall_ns: f64,
+}
+
+impl<'a> PointRunner<'a> {
+    fn new(
+        engine: &'a mut dyn Engine,
+        clock: &'a HostClock,
+        verifier: &'a mut Verifier,
+        options: &'a DmaOptions,
+        mode: Mode,
+        size: u64,
+    ) -> Self {
+        let len = size as usize;
+        let buffer = |needed: bool| if needed { vec![0u8; len] } else { Vec::new() };
+        let buffers = Buffers {
+            h2d: buffer(mode != Mode::D2h),
+            d2h: buffer(mode != Mode::H2d),
+            user: buffer(options.copy_to_user),
+        };
+        verifier.buffers_changed();
+        PointRunner {
+            engine,
+            clock,
+            verifier,
+            options,
+            mode,
+            size,
+            buffers,
+            steps: 0,
+            samples: Vec::new(),
+            counters: Vec::new(),
+            tally: VerifyTally::default(),
+            stop_reason: "",
+            engine_ns: 0.0,
+            wall_ns: 0.0,
+        }
+    }
+
+    /// Repeat steps until a stop condition; `Some` when the whole run must stop.
+    fn run(&mut self, cancel: &AtomicBool) -> Option<Stopped> {
+        let (engine0, wall0) = (self.engine.now_ns(), self.clock.now_ns());
+        let budget_ns = self.options.duration.as_secs_f64() * 1e9;
+        let wall_budget_ns = self.options.wall_limit.as_secs_f64() * 1e9;
+        let mut times: Vec<f64> = Vec::new();
+        let stopped = loop {
+            if cancel.load(Ordering::SeqCst) {
+                self.stop_reason = "interrupted";
+                break Some(Stopped::Interrupted);
+            }
+            match self.step() {
+                Err(error) => {
+                    self.stop_reason = "error";
+                    let what = format!("{} {} transfer", self.mode.name(), format_size(self.size));
+                    break Some(Stopped::Error { message: format!("{what}: {error}") });
+                }
+                Ok(Some(sample)) => times.push(sample.time_ns()),
+                Ok(None) => {}
+            }
+            self.engine_ns = self.engine.now_ns() - engine0;
+            self.wall_ns = self.clock.now_ns() - wall0;
+            if self.samples.len() >= self.options.stop.max_samples {
+                self.stop_reason = "max_samples";
+                break None;
+            }
+            if self.options.stop.is_stable(&times) {
+                self.stop_reason = "stable";
+                break None;
+            }
+            if self.engine_ns >= budget_ns {
+                self.stop_reason = "duration";
+                break None;
+            }
+            if self.wall_ns >= wall_budget_ns {
+                self.stop_reason = "wall_limit";
+                break None;
+            }
+        };
+        self.engine_ns = self.engine.now_ns() - engine0;
+        self.wall_ns = self.clock.now_ns() - wall0;
+        stopped
+    }
+
+    /// One timed step; `Ok(None)` during warm-up.
+    fn step(&mut self) -> Result<Option<Sample>, EngineError> {
+        let deadline = self.options.deadline;
+        let copy = self.options.copy_to_user;
+        let crc_too = self.verifier.enabled();
+        let (clock, engine, verifier) = (self.clock, &mut *self.engine, &mut *self.verifier);
+        let Buffers { h2d, d2h, user } = &mut self.buffers;
+        let mut copy_ns = None;
+        let mut checks = Vec::with_capacity(2);
+        let (legs, wall_ns) = match self.mode {
+            Mode::H2d => {
+                if copy {
+                    verifier.before_h2d(user, false);
+                    copy_ns = Some(timed_copy(clock, user, h2d, crc_too));
+                } else {
+                    verifier.before_h2d(h2d, false);
+                }
+                let wall0 = clock.now_ns();
+                let t = engine.transfer(Io::H2d(h2d), 0, deadline)?;
+                let wall_ns = clock.now_ns() - wall0;
+                checks.push(verifier.after_h2d(engine, &t, h2d, false, deadline)?);
+                (vec![t], wall_ns)
+            }
+            Mode::D2h => {
+                verifier.before_d2h(engine, d2h, deadline)?;
+                let wall0 = clock.now_ns();
+                let t = engine.transfer(Io::D2h(d2h), 0, deadline)?;
+                let wall_ns = clock.now_ns() - wall0;
+                checks.push(copy_and_check_d2h(clock, verifier, d2h, user, copy, crc_too, &mut copy_ns));
+                (vec![t], wall_ns)
+            }
+            Mode::Both => {
+                // Loopback priming moves the stream: prepare d2h before filling h2d.
+                verifier.before_d2h(engine, d2h, deadline)?;
+                verifier.before_h2d(h2d, true);
+                let wall0 = clock.now_ns();
+                let (th, td) = engine.transfer_both(h2d, d2h, 0, deadline)?;
+                let wall_ns = clock.now_ns() - wall0;
+                checks.push(verifier.after_h2d(engine, &th, h2d, true, deadline)?);
+                checks.push(copy_and_check_d2h(clock, verifier, d2h, user, copy, crc_too, &mut copy_ns));
+                (vec![th, td], wall_ns)
+            }
+        };
+        for check in checks {
+            self.tally.add(check);
+        }
+        self.steps += 1;
+        if self.steps <= self.options.warmup {
+            return Ok(None);
+        }
+        let start_ns = legs.iter().map(|t| t.start_ns).fold(f64::INFINITY, f64::min);
+        let end_ns = legs.iter().map(|t| t.end_ns).fold(f64::NEG_INFINITY, f64::max);
+        let device_ns = legs.iter().filter_map(|t| t.device.device_ns).reduce(f64::max);
+        let sample = Sample { start_ns, engine_ns: end_ns - start_ns, wall_ns, device_ns, copy_ns };
+        self.counters.extend(legs.into_iter().map(|t| t.device));
+        self.samples.push(sample.clone());
+        Ok(Some(sample))
+    }
+
+    /// The point as measured so far.
+    fn finish(self, link: Option<&crate::engine::LinkState>, stopped: Option<&Stopped>) -> Point {
+        let bytes_per_step = self.size * self.mode.directions().len() as u64;
+        let summary = summarise(&self.samples, bytes_per_step);
+        let engine_times: Vec<f64> = self.samples.iter().map(|s| s.engine_ns).collect();
+        let stalls = stalls::from_device(&self.counters, self.options.stall_threshold_ns)
+            .unwrap_or_else(|| stalls::from_durations(&engine_times, self.options.stall_threshold_ns));
+        let ceiling = link.map(|l| {
+            let c = predict::ceiling(l, self.mode, self.size);
+            match &summary {
+                Some(s) => predict::with_measured(c, s.median_mbps),
+                None => c,
+            }
+        });
+        Point {
+            mode: self.mode,
+            size_bytes: self.size,
+            bytes_per_step,
+            warmup: self.options.warmup.min(self.steps),
+            convergence: Convergence {
+                converged: self.stop_reason == "stable",
+                stop_reason: if stopped.is_some() && self.stop_reason.is_empty() { "error" } else { self.stop_reason }.into(),
+                samples: self.samples.len(),
+                engine_ns: self.engine_ns,
+                wall_ns: self.wall_ns,
+            },
+            samples: self.samples,
+            summary,
+            stalls,
+            verification: self.tally,
+            ceiling,
+        }
+    }
+}
+
+/// Copy `from` into `to` on the host clock, with a CRC32 of the copy when `crc_too` (the user
+/// side's own check, document 002); returns the time in ns.
+fn timed_copy(clock: &HostClock, from: &[u8], to: &mut [u8], crc_too: bool) -> f64 {
+    let t0 = clock.now_ns();
+    to.copy_from_slice(from);
+    if crc_too {
+        black_box(crc32(black_box(to)));
+    }
+    clock.now_ns() - t0
+}
+
+/// After a d2h transfer: the optional copy to user space, then the check (of the user copy
+/// when there is one, so a bad copy is caught too).
+fn copy_and_check_d2h(
+    clock: &HostClock,
+    verifier: &mut Verifier,
+    d2h: &[u8],
+    user: &mut [u8],
+    copy: bool,
+    crc_too: bool,
+    copy_ns: &mut Option<f64>,
+) -> Check {
+    if copy {
+        *copy_ns = Some(copy_ns.unwrap_or(0.0) + timed_copy(clock, d2h, user, crc_too));
+        verifier.after_d2h(user)
+    } else {
+        verifier.after_d2h(d2h)
+    }
+}
+
+/// Distribution of a point's samples; `None` without samples.
+pub fn summarise(samples: &[Sample], bytes_per_step: u64) -> Option<Summary> {
+    let times: Vec<f64> = samples.iter().map(Sample::time_ns).collect();
+    let time_ns = Stats::of(&times)?;
+    let median_of = |values: Vec<f64>| Stats::of(&values).map(|s| s.median);
+    let bytes = bytes_per_step as f64;
+    let engine_median = median_of(samples.iter().map(|s| s.engine_ns).collect()).unwrap_or(time_ns.median);
+    let device_median_ns = median_of(samples.iter().filter_map(|s| s.device_ns).collect());
+    Some(Summary {
+        median_mbps: mbps(bytes, time_ns.median),
+        max_mbps: mbps(bytes, time_ns.min),
+        p99_mbps: mbps(bytes, time_ns.p99),
+        min_mbps: mbps(bytes, time_ns.max),
+        wall_median_ns: median_of(samples.iter().map(|s| s.wall_ns).collect()).unwrap_or(0.0),
+        device_median_ns,
+        host_minus_device_ns: device_median_ns.map(|d| engine_median - d),
+        copy_median_ns: median_of(samples.iter().filter_map(|s| s.copy_ns).collect()),
+        transfer_only_median_mbps: mbps(bytes, engine_median),
+        time_ns,
+    })
+}

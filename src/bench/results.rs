@@ -1,0 +1,300 @@
+//! The results document: one versioned schema (`pcieperf.results/1`, see
+//! `docs/results-schema.md`) holding the conditions, every sample, the summaries and the model's
+//! prediction. Tables, CSV, HTML and comparisons in [`crate::report`] are views of it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::clock::ClockInfo;
+use crate::bench::interrupts::InterruptDelta;
+use crate::bench::stalls::StallSummary;
+use crate::bench::stats::Stats;
+use crate::bench::verify::{VerifyFailure, VerifyKind, VerifyTally};
+use crate::engine::{Direction, EngineInfo, LinkState};
+use crate::model::Limit;
+
+/// Schema name and version written into every document.
+pub const SCHEMA: &str = "pcieperf.results/1";
+
+/// What a measurement point moves: one direction, or both at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Host → device.
+    H2d,
+    /// Device → host.
+    D2h,
+    /// Both directions at once.
+    Both,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::H2d => "h2d",
+            Mode::D2h => "d2h",
+            Mode::Both => "both",
+        }
+    }
+
+    /// Directions moved per step.
+    pub fn directions(self) -> &'static [Direction] {
+        match self {
+            Mode::H2d => &[Direction::H2d],
+            Mode::D2h => &[Direction::D2h],
+            Mode::Both => &[Direction::H2d, Direction::D2h],
+        }
+    }
+}
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// True when no hardware was involved: every figure is simulated.
+    pub simulated: bool,
+    /// False when the run stopped early (Ctrl-C, a device that stopped answering).
+    pub complete: bool,
+    /// Why the run stopped early.
+    pub stopped: Option<Stopped>,
+    pub conditions: Conditions,
+    /// One per (mode, size), in the order measured.
+    pub points: Vec<Point>,
+    /// T(N) = N/(B·f) + m per mode, when two or more sizes were measured.
+    pub fits: Vec<Fit>,
+    /// Interrupts seen while measuring.
+    pub interrupts: Option<InterruptDelta>,
+    pub verification: VerificationSummary,
+    /// What limits the result, most important first.
+    pub findings: Vec<Finding>,
+}
+
+/// Why a run stopped before the end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Stopped {
+    /// Ctrl-C.
+    Interrupted,
+    /// An engine error (time-out, short transfer, I/O error).
+    Error { message: String },
+}
+
+/// The conditions a run was measured under: enough to compare two runs honestly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conditions {
+    /// `dma` or `run`.
+    pub command: String,
+    pub target: String,
+    pub simulated: bool,
+    pub engine: EngineInfo,
+    pub link: Option<LinkState>,
+    pub mps_bytes: Option<u64>,
+    pub mrrs_bytes: Option<u64>,
+    pub modes: Vec<Mode>,
+    pub sizes_bytes: Vec<u64>,
+    pub host: String,
+    pub kernel: String,
+    pub tool_version: String,
+    pub seed: u64,
+    /// ISO 8601, UTC, e.g. `2026-11-22T02:10:51Z`.
+    pub start_time_utc: String,
+    pub verify: VerifyKind,
+    /// Stop when the median's coefficient of variation is below this (0.01 = 1 %).
+    pub cov_target: f64,
+    /// Time budget per point on the engine's clock, in s.
+    pub duration_s: f64,
+    /// Time budget per point on the host clock, in s.
+    pub wall_limit_s: f64,
+    /// Deadline per transfer, in s.
+    pub deadline_s: f64,
+    pub stall_threshold_ns: f64,
+    pub copy_to_user: bool,
+    pub host_clock: ClockInfo,
+    pub device_clock_hz: Option<f64>,
+}
+
+/// One timed step: a transfer, or a pair of concurrent transfers for `both`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Start on the engine's clock, in ns (virtual time for simulated engines).
+    pub start_ns: f64,
+    /// Duration on the engine's clock (first start to last end), in ns.
+    pub engine_ns: f64,
+    /// Duration on this host's clock around the engine call, in ns (for a simulated engine:
+    /// what the simulation cost, not a transfer time).
+    pub wall_ns: f64,
+    /// Duration by the device's own clock, when it reports one (longest leg).
+    pub device_ns: Option<f64>,
+    /// Copy (and CRC) into a user buffer on the host clock, in ns (`--copy-to-user`).
+    pub copy_ns: Option<f64>,
+}
+
+impl Sample {
+    /// The time a user of the data waits: the transfer plus the copy to user space.
+    pub fn time_ns(&self) -> f64 {
+        self.engine_ns + self.copy_ns.unwrap_or(0.0)
+    }
+}
+
+/// Everything measured at one (mode, size).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub mode: Mode,
+    /// Transfer size per direction.
+    pub size_bytes: u64,
+    /// Bytes moved per step: the size, or twice it for `both`.
+    pub bytes_per_step: u64,
+    /// Steps run before measuring (verified, not timed).
+    pub warmup: usize,
+    pub samples: Vec<Sample>,
+    pub summary: Option<Summary>,
+    pub convergence: Convergence,
+    pub stalls: StallSummary,
+    pub verification: VerifyTally,
+    /// The model's prediction for the same link and size; `None` when the link is unknown.
+    pub ceiling: Option<Ceiling>,
+}
+
+/// Distribution of one point's samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Step time (engine clock, plus the copy with `--copy-to-user`), in ns.
+    pub time_ns: Stats,
+    /// Rate at the median time, in MB/s (10^6 B/s): the headline figure.
+    pub median_mbps: f64,
+    /// Rate at the fastest step.
+    pub max_mbps: f64,
+    /// Rate at the p99 step time: 99 % of steps were at least this fast.
+    pub p99_mbps: f64,
+    /// Rate at the slowest step.
+    pub min_mbps: f64,
+    /// Median of the host clock around the engine calls, in ns.
+    pub wall_median_ns: f64,
+    /// Median of the device's own durations, in ns.
+    pub device_median_ns: Option<f64>,
+    /// Engine-clock median minus device median, in ns: the host sees slightly more than the
+    /// device (buffering, interrupt latency; document 000 §5.2).
+    pub host_minus_device_ns: Option<f64>,
+    /// Median copy time, in ns (`--copy-to-user`).
+    pub copy_median_ns: Option<f64>,
+    /// Rate at the median engine time, without the copy, in MB/s.
+    pub transfer_only_median_mbps: f64,
+}
+
+/// How the repetition at one point ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Convergence {
+    /// True when the median became stable (its CoV fell below the target).
+    pub converged: bool,
+    /// `stable`, `duration` (engine clock), `wall_limit` (host clock), `max_samples`,
+    /// `interrupted` or `error`.
+    pub stop_reason: String,
+    pub samples: usize,
+    /// Time spent at this point on the engine's clock (virtual for simulated engines), in ns.
+    pub engine_ns: f64,
+    /// Time spent at this point on the host clock, in ns.
+    pub wall_ns: f64,
+}
+
+/// The model's ceiling for one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ceiling {
+    /// In MB/s; for `both` the sum of the two directions.
+    pub mbps: f64,
+    pub limit: Limit,
+    /// Measured median as a percentage of the ceiling.
+    pub percent_reached: Option<f64>,
+    /// How the ceiling was computed, when it is an approximation.
+    pub note: Option<String>,
+}
+
+/// Fit of T(N) = N/(B·f) + m over one mode's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    pub mode: Mode,
+    /// B: the link's rate after encoding (×2 for `both`), when the link is known.
+    pub bus_mbps: Option<f64>,
+    /// f: fraction of B reached by large transfers; `None` without a known B.
+    pub f: Option<f64>,
+    /// m: fixed cost per transfer, in µs.
+    pub m_us: f64,
+    /// B·f: the asymptotic rate, in MB/s.
+    pub asymptotic_mbps: f64,
+    /// N½: the size reaching half the asymptotic rate, in bytes.
+    pub n_half_bytes: f64,
+    /// (bytes per step, measured/predicted − 1) per size.
+    pub residuals: Vec<(u64, f64)>,
+}
+
+/// Verification over the whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerificationSummary {
+    /// What the check can tell for this engine's data model.
+    pub method: String,
+    pub passed: u64,
+    pub failed: u64,
+    pub unchecked: u64,
+    pub first_failure: Option<VerifyFailure>,
+}
+
+/// A cause limiting the result, named for the reader.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The link trained below what both ends can do.
+    LinkBelowCapability,
+    /// Small transfers spend most of their time in the per-transfer cost m.
+    PerTransferOverhead,
+    /// Reads are bounded by completion latency × outstanding requests.
+    ReadLatency,
+    /// The copy to user space costs more than the transfer.
+    CopyToUser,
+    /// Stalls above the threshold were seen.
+    Stall,
+    /// Data did not verify.
+    VerificationFailed,
+    /// Large transfers reach most of the ceiling: the link itself is the limit.
+    Link,
+    /// Below the ceiling, for causes named in other findings.
+    BelowCeiling,
+    /// Well below the ceiling with no cause the tool can name.
+    Unexplained,
+    /// The engine did not say which link it drives: no ceiling.
+    NoLinkInfo,
+    /// The run stopped early.
+    Incomplete,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub cause: Cause,
+    pub message: String,
+}
+
+impl Results {
+    /// The point for (mode, size), if measured.
+    pub fn point(&self, mode: Mode, size_bytes: u64) -> Option<&Point> {
+        self.points.iter().find(|p| p.mode == mode && p.size_bytes == size_bytes)
+    }
+
+    /// True when any data failed to verify.
+    pub fn verification_failed(&self) -> bool {
+        self.verification.failed > 0
+    }
+
+    /// Process exit code for this run: 130 after Ctrl-C, 1 after an engine error or a
+    /// verification failure, else 0.
+    pub fn exit_code(&self) -> i32 {
+        match &self.stopped {
+            Some(Stopped::Interrupted) => crate::bench::cancel::EXIT_INTERRUPTED,
+            Some(Stopped::Error { .. }) => 1,
+            None if self.verification_failed() => 1,
+            None => 0,
+        }
+    }
+
+    /// "simulated" or "measured": the word every human output carries.
+    pub fn label(&self) -> &'static str {
+        if self.simulated { "simulated" } else { "measured" }
+    }
+}

@@ -1,0 +1,307 @@
+//! The terminal view of a results document: conditions, one row per point beside the model's
+//! ceiling, clocks, the T(N) fit, stalls, verification, interrupts and what limits the result.
+
+use std::fmt::Write;
+
+use crate::bench::diagnose::format_bytes_approx;
+use crate::bench::results::{Results, Stopped};
+use crate::bench::stalls::StallSource;
+use crate::report::table::{Align, Table};
+use crate::units::format_size;
+
+/// A duration for humans: ns, µs, ms or s with three significant digits.
+pub fn format_ns(ns: f64) -> String {
+    let (value, unit) = match ns.abs() {
+        n if n >= 1e9 => (ns / 1e9, "s"),
+        n if n >= 1e6 => (ns / 1e6, "ms"),
+        n if n >= 1e3 => (ns / 1e3, "µs"),
+        _ => (ns, "ns"),
+    };
+    let decimals = if value.abs() >= 100.0 { 0 } else if value.abs() >= 10.0 { 1 } else { 2 };
+    format!("{value:.decimals$} {unit}")
+}
+
+/// A model limit's name as the results document spells it (`link`, `latency`, …).
+pub fn limit_name(limit: crate::model::Limit) -> String {
+    serde_json::to_value(limit).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+fn rate(mbps: f64) -> String {
+    if mbps >= 100.0 { format!("{mbps:.0}") } else { format!("{mbps:.2}") }
+}
+
+/// Title line: command, target, and "simulated" when it is.
+pub fn title(results: &Results) -> String {
+    let c = &results.conditions;
+    let label = if results.simulated { " — SIMULATED (no hardware involved)" } else { "" };
+    format!("pcieperf {} — target {} ({}){label}", c.command, c.target, c.engine.description)
+}
+
+/// The conditions block.
+pub fn conditions(results: &Results) -> String {
+    let c = &results.conditions;
+    let mut out = String::new();
+    let link = match &c.link {
+        Some(l) => {
+            let capable = l.capable.map_or(String::new(), |cap| format!(" (capable {cap})"));
+            format!("{}{capable}, MPS {}, MRRS {}", l.link, l.mps_bytes, l.mrrs_bytes)
+        }
+        None => "unknown (the engine does not report it)".into(),
+    };
+    let clock = match c.host_clock.tsc_hz {
+        Some(hz) => format!("TSC at {:.3} GHz, calibrated against CLOCK_MONOTONIC_RAW", hz / 1e9),
+        None => "CLOCK_MONOTONIC_RAW".into(),
+    };
+    let _ = writeln!(out, "link:        {link}");
+    let _ = writeln!(out, "host:        {} ({}), pcieperf {}, started {}", c.host, c.kernel, c.tool_version, c.start_time_utc);
+    let _ = writeln!(out, "host clock:  {clock}; engine clock: {}", if c.simulated { "virtual (simulated)" } else { "the engine's host clock" });
+    let _ = writeln!(
+        out,
+        "procedure:   warm-up, repeat until the median's CoV < {} % or {} s (engine clock) / {} s (host clock) per point; deadline {} s per transfer; seed {}",
+        c.cov_target * 100.0,
+        c.duration_s,
+        c.wall_limit_s,
+        c.deadline_s,
+        c.seed
+    );
+    out
+}
+
+/// The per-point table: measured beside the model's ceiling.
+pub fn points_table(results: &Results) -> String {
+    let rate_header = format!("MB/s ({})", results.label());
+    let mut table = Table::new(&[
+        ("mode", Align::Left),
+        ("size", Align::Right),
+        (rate_header.as_str(), Align::Right),
+        ("min", Align::Right),
+        ("p99", Align::Right),
+        ("max", Align::Right),
+        ("CoV %", Align::Right),
+        ("model MB/s", Align::Right),
+        ("% of model", Align::Right),
+        ("model limit", Align::Left),
+        ("samples", Align::Right),
+        ("stopped", Align::Left),
+        ("time engine/host", Align::Right),
+        ("stalls", Align::Right),
+        ("max stall", Align::Right),
+        ("verified", Align::Right),
+    ]);
+    for p in &results.points {
+        let s = p.summary.as_ref();
+        let dash = || "-".to_string();
+        let c = p.ceiling.as_ref();
+        let stall_source = match p.stalls.source {
+            StallSource::Device => " (dev)",
+            StallSource::Host => "",
+            StallSource::None => "",
+        };
+        table.row(vec![
+            p.mode.name().into(),
+            format_size(p.size_bytes),
+            s.map_or_else(dash, |s| rate(s.median_mbps)),
+            s.map_or_else(dash, |s| rate(s.min_mbps)),
+            s.map_or_else(dash, |s| rate(s.p99_mbps)),
+            s.map_or_else(dash, |s| rate(s.max_mbps)),
+            s.map_or_else(dash, |s| format!("{:.2}", s.time_ns.cov * 100.0)),
+            c.map_or_else(|| "no link info".into(), |c| rate(c.mbps)),
+            c.and_then(|c| c.percent_reached).map_or_else(dash, |v| format!("{v:.1}")),
+            c.map_or_else(dash, |c| limit_name(c.limit)),
+            p.samples.len().to_string(),
+            p.convergence.stop_reason.clone(),
+            format!("{}/{}", format_ns(p.convergence.engine_ns), format_ns(p.convergence.wall_ns)),
+            format!("{}{stall_source}", p.stalls.over_threshold),
+            format_ns(p.stalls.max_stall_ns),
+            if p.verification.failed > 0 {
+                format!("FAILED {}", p.verification.failed)
+            } else if p.verification.passed > 0 {
+                format!("{} ok", p.verification.passed)
+            } else {
+                "no".into()
+            },
+        ]);
+    }
+    table.render()
+}
+
+fn clocks_table(results: &Results) -> Option<String> {
+    // The smallest and largest size of each mode: the difference is a per-transfer constant.
+    let with_device: Vec<_> =
+        results.points.iter().filter_map(|p| Some((p, p.summary.as_ref()?))).filter(|(_, s)| s.device_median_ns.is_some()).collect();
+    let rows: Vec<_> = with_device
+        .iter()
+        .filter(|(p, _)| {
+            let sizes = with_device.iter().filter(|(q, _)| q.mode == p.mode).map(|(q, _)| q.size_bytes);
+            let (lo, hi) = sizes.fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s), hi.max(s)));
+            p.size_bytes == lo || p.size_bytes == hi
+        })
+        .copied()
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(&[
+        ("mode", Align::Left),
+        ("size", Align::Right),
+        ("engine clock", Align::Right),
+        ("device clock", Align::Right),
+        ("difference", Align::Right),
+    ]);
+    for (p, s) in rows {
+        table.row(vec![
+            p.mode.name().into(),
+            format_size(p.size_bytes),
+            format_ns(s.time_ns.median - s.copy_median_ns.unwrap_or(0.0)),
+            format_ns(s.device_median_ns.unwrap_or(0.0)),
+            format_ns(s.host_minus_device_ns.unwrap_or(0.0)),
+        ]);
+    }
+    Some(table.render())
+}
+
+fn copy_table(results: &Results) -> Option<String> {
+    if !results.conditions.copy_to_user {
+        return None;
+    }
+    let mut table = Table::new(&[
+        ("mode", Align::Left),
+        ("size", Align::Right),
+        ("transfer only MB/s", Align::Right),
+        ("with copy MB/s", Align::Right),
+        ("copy", Align::Right),
+    ]);
+    for p in &results.points {
+        let Some(s) = &p.summary else { continue };
+        let Some(copy) = s.copy_median_ns else { continue };
+        table.row(vec![
+            p.mode.name().into(),
+            format_size(p.size_bytes),
+            rate(s.transfer_only_median_mbps),
+            rate(s.median_mbps),
+            format_ns(copy),
+        ]);
+    }
+    (!table.is_empty()).then(|| table.render())
+}
+
+fn fits_table(results: &Results) -> Option<String> {
+    if results.fits.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(&[
+        ("mode", Align::Left),
+        ("B MB/s", Align::Right),
+        ("f", Align::Right),
+        ("m", Align::Right),
+        ("B·f MB/s", Align::Right),
+        ("N½", Align::Right),
+        ("residuals % (per size)", Align::Left),
+    ]);
+    for fit in &results.fits {
+        let residuals: Vec<String> = fit.residuals.iter().map(|(_, r)| format!("{:+.1}", r * 100.0)).collect();
+        table.row(vec![
+            fit.mode.name().into(),
+            fit.bus_mbps.map_or("?".into(), rate),
+            fit.f.map_or("?".into(), |f| format!("{f:.4}")),
+            format_ns(fit.m_us * 1e3),
+            rate(fit.asymptotic_mbps),
+            format_bytes_approx(fit.n_half_bytes.max(0.0)),
+            residuals.join(" "),
+        ]);
+    }
+    Some(table.render())
+}
+
+/// One line per mode: the best figure beside the model, the fit, stalls and verification.
+pub fn headline(results: &Results) -> String {
+    let mut out = String::new();
+    let mut modes: Vec<_> = results.points.iter().map(|p| p.mode).collect();
+    modes.dedup();
+    for mode in modes {
+        let points: Vec<_> = results.points.iter().filter(|p| p.mode == mode).collect();
+        let Some(best) = points.iter().filter_map(|p| Some((p, p.summary.as_ref()?))).max_by(|a, b| a.1.median_mbps.total_cmp(&b.1.median_mbps))
+        else {
+            let _ = writeln!(out, "  {:<4}  no samples", mode.name());
+            continue;
+        };
+        let (p, s) = best;
+        let model = match &p.ceiling {
+            Some(c) => format!("{:.1} % of the model's {} MB/s", c.percent_reached.unwrap_or(0.0), rate(c.mbps)),
+            None => "no model ceiling (link unknown)".into(),
+        };
+        let fit = results.fits.iter().find(|f| f.mode == mode).map_or(String::new(), |f| {
+            let f_text = f.f.map_or(String::new(), |f| format!("f {f:.3}, "));
+            format!("; {f_text}m {}, N½ {}", format_ns(f.m_us * 1e3), format_bytes_approx(f.n_half_bytes.max(0.0)))
+        });
+        let stalls: u64 = points.iter().map(|p| p.stalls.over_threshold).sum();
+        let longest = points.iter().map(|p| p.stalls.max_stall_ns).fold(0.0, f64::max);
+        let (passed, failed): (u64, u64) = points.iter().fold((0, 0), |(a, b), p| (a + p.verification.passed, b + p.verification.failed));
+        let verified = if failed > 0 { format!("{failed} FAILED verification") } else { format!("{passed} verified") };
+        let _ = writeln!(
+            out,
+            "  {:<4}  {} MB/s ({}) at {} = {model}{fit}; {stalls} stalls > {:.0} µs (longest {}); {verified}",
+            mode.name(),
+            rate(s.median_mbps),
+            results.label(),
+            format_size(p.size_bytes),
+            results.conditions.stall_threshold_ns / 1e3,
+            format_ns(longest)
+        );
+    }
+    out
+}
+
+/// The whole summary.
+pub fn render(results: &Results) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", title(results));
+    out.push_str(&conditions(results));
+    let _ = writeln!(out, "Rates in MB/s = 10^6 bytes/s; {}; model = pcieperf's ceiling for the same link and size.\n", if results.simulated {
+        "every figure is simulated"
+    } else {
+        "measured figures"
+    });
+    out.push_str(&points_table(results));
+    if let Some(copy) = copy_table(results) {
+        let _ = writeln!(out, "\nCopy to user space (host clock; document 002 saw 1000 → 250 MB/s):");
+        out.push_str(&copy);
+    }
+    if let Some(clocks) = clocks_table(results) {
+        let _ = writeln!(out, "\nClocks (medians; the host sees slightly more than the device, document 000 §5.2):");
+        out.push_str(&clocks);
+    }
+    if let Some(fits) = fits_table(results) {
+        let _ = writeln!(out, "\nTransfer model T(N) = N/(B·f) + m fitted over the sizes (document 002):");
+        out.push_str(&fits);
+    }
+    let v = &results.verification;
+    let _ = writeln!(out, "\nVerification: {} — {} passed, {} failed, {} unchecked", v.method, v.passed, v.failed, v.unchecked);
+    if let Some(failure) = &v.first_failure {
+        let _ = writeln!(out, "  first failure: {failure}");
+    }
+    if let Some(irq) = &results.interrupts {
+        let scope = if irq.scope == "device" {
+            format!("on the device's IRQ {}", irq.irqs.join(", "))
+        } else {
+            "on the whole host (no /proc/interrupts line names the device)".into()
+        };
+        let _ = writeln!(out, "Interrupts during the run: {} {scope}", irq.count);
+    }
+    let _ = writeln!(out, "\nSummary (best median per mode):");
+    out.push_str(&headline(results));
+    if !results.findings.is_empty() {
+        let _ = writeln!(out, "\nWhat limits the result:");
+        for f in &results.findings {
+            let _ = writeln!(out, "  - {}", f.message);
+        }
+    }
+    match &results.stopped {
+        Some(Stopped::Interrupted) => out.push_str("\nINCOMPLETE: interrupted by Ctrl-C.\n"),
+        Some(Stopped::Error { message }) => {
+            let _ = writeln!(out, "\nINCOMPLETE: {message}");
+        }
+        None => {}
+    }
+    out
+}

@@ -1,0 +1,280 @@
+//! The DMA procedure against an in-memory test engine with known behaviour.
+
+mod support;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pcieperf::bench::dma::{measure, DmaOptions, Quiet};
+use pcieperf::bench::results::{Cause, Mode, Results, Stopped};
+use pcieperf::bench::stalls::StallSource;
+use pcieperf::bench::verify::VerifyKind;
+use pcieperf::engine::DataModel;
+use support::TestEngine;
+
+fn options(modes: &[Mode], sizes: &[u64]) -> DmaOptions {
+    let mut o = DmaOptions::new(modes.to_vec(), sizes.to_vec());
+    o.seed = 7;
+    o.duration = Duration::from_millis(200);
+    o.wall_limit = Duration::from_secs(60);
+    o
+}
+
+fn run(engine: &mut TestEngine, o: &DmaOptions) -> Results {
+    measure(engine, o, &AtomicBool::new(false), &mut Quiet).expect("valid input")
+}
+
+#[test]
+fn a_steady_engine_is_stable_after_the_minimum_samples() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    let r = run(&mut engine, &options(&[Mode::D2h], &[1 << 20]));
+    let p = &r.points[0];
+    assert_eq!(p.convergence.stop_reason, "stable");
+    assert!(p.convergence.converged);
+    assert_eq!(p.samples.len(), 5);
+    assert_eq!(p.warmup, 2);
+    assert_eq!(engine.transfers, 7);
+    // 1 MiB at 1000 MB/s + 10 µs: 1048.576 + 10 µs per transfer, on the virtual clock.
+    let expected_ns = 1_048_576.0 + 10_000.0;
+    let s = p.summary.as_ref().unwrap();
+    assert!((s.time_ns.median - expected_ns).abs() < 1e-6);
+    assert!((s.median_mbps - 1_048_576.0 / expected_ns * 1e3).abs() < 1e-9);
+    assert_eq!(s.time_ns.cov, 0.0);
+    assert!((p.convergence.engine_ns - 7.0 * expected_ns).abs() < 1e-3);
+    assert!(r.complete && r.simulated);
+    assert_eq!(r.exit_code(), 0);
+}
+
+#[test]
+fn a_noisy_engine_runs_until_the_budget_and_reports_its_spread() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.jitter = 0.3;
+    let mut o = options(&[Mode::D2h], &[64 << 10]);
+    o.stop.cov_target = 0.001;
+    o.duration = Duration::from_millis(20);
+    o.wall_limit = Duration::from_secs(60);
+    let r = run(&mut engine, &o);
+    let p = &r.points[0];
+    assert_eq!(p.convergence.stop_reason, "duration");
+    assert!(!p.convergence.converged);
+    assert!(p.convergence.engine_ns >= 20e6);
+    let s = p.summary.as_ref().unwrap();
+    assert!(s.time_ns.cov > 0.05 && s.time_ns.cov < 0.3, "cov {}", s.time_ns.cov);
+    assert!(s.time_ns.min <= s.time_ns.median && s.time_ns.median <= s.time_ns.p99 && s.time_ns.p99 <= s.time_ns.max);
+    assert!(s.max_mbps >= s.median_mbps && s.median_mbps >= s.p99_mbps && s.p99_mbps >= s.min_mbps);
+
+    // A looser target with the same noise converges: more samples than the minimum, fewer than the budget.
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.jitter = 0.3;
+    o.stop.cov_target = 0.02;
+    o.duration = Duration::from_secs(10);
+    let p = &run(&mut engine, &o).points[0];
+    assert_eq!(p.convergence.stop_reason, "stable");
+    assert!(p.samples.len() > 5 && p.samples.len() < 500, "{}", p.samples.len());
+}
+
+#[test]
+fn the_sweep_fit_recovers_document_002s_f_and_m() {
+    // Gen2 x4 = 2000 MB/s after encoding: document 002's B = 250 MHz × 8 B.
+    let (f, m_us) = (0.501398684, 20.08356);
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.rate_mbps = 2000.0 * f;
+    engine.per_transfer_ns = m_us * 1e3;
+    let sizes: Vec<u64> = (12..=22).map(|s| 1u64 << s).collect();
+    let r = run(&mut engine, &options(&[Mode::D2h], &sizes));
+    let fit = &r.fits[0];
+    assert_eq!(fit.bus_mbps, Some(2000.0));
+    assert!((fit.f.unwrap() - f).abs() < 1e-6, "f {:?}", fit.f);
+    assert!((fit.m_us - m_us).abs() < 1e-3, "m {}", fit.m_us);
+    assert!((fit.n_half_bytes - m_us * 2000.0 * f).abs() < 1.0);
+    assert!(fit.residuals.iter().all(|(_, r)| r.abs() < 1e-6));
+    assert!(r.findings.iter().any(|x| x.cause == Cause::PerTransferOverhead), "{:#?}", r.findings);
+    // Every point has the model's ceiling for the same link beside it.
+    for p in &r.points {
+        let c = p.ceiling.as_ref().unwrap();
+        let reached = c.percent_reached.unwrap();
+        assert!(reached > 0.0 && reached < 100.0);
+    }
+}
+
+#[test]
+fn stalls_come_from_the_host_clock_or_from_the_device() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.stall_every = Some((4, 200_000.0));
+    let mut o = options(&[Mode::D2h], &[64 << 10]);
+    o.stop.min_samples = 40;
+    o.stop.max_samples = 40;
+    let r = run(&mut engine, &o);
+    let stalls = r.points[0].stalls;
+    assert_eq!(stalls.source, StallSource::Host);
+    assert!((stalls.max_stall_ns - 200_000.0).abs() < 1e-6);
+    assert_eq!(stalls.over_threshold, 10); // transfers 4, 8, …, 40 of the 40 timed (2 warm-up + 40)
+    assert!(r.findings.iter().any(|f| f.cause == Cause::Stall));
+
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.stall_every = Some((4, 60_000.0));
+    engine.device_stall_counters = true;
+    let r = run(&mut engine, &o);
+    let stalls = r.points[0].stalls;
+    assert_eq!(stalls.source, StallSource::Device);
+    assert_eq!(stalls.max_stall_ns, 60_000.0);
+    assert_eq!(stalls.over_threshold, 10);
+}
+
+#[test]
+fn the_device_clock_is_reported_beside_the_host_clock() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.device_clock = true;
+    let r = run(&mut engine, &options(&[Mode::D2h], &[1 << 20]));
+    let s = r.points[0].summary.as_ref().unwrap();
+    assert!((s.device_median_ns.unwrap() - 1_048_576.0).abs() < 1e-6);
+    // The host sees the per-transfer cost the device does not count (document 000 §5.2).
+    assert!((s.host_minus_device_ns.unwrap() - 10_000.0).abs() < 1e-6);
+    assert!(s.wall_median_ns > 0.0);
+}
+
+#[test]
+fn verification_passes_for_every_data_model_and_both_directions() {
+    for model in [DataModel::Generator, DataModel::Memory, DataModel::Loopback] {
+        for kind in [VerifyKind::Lfsr, VerifyKind::Counter] {
+            let mut engine = TestEngine::new(model, 7);
+            let mut o = options(&[Mode::D2h, Mode::H2d, Mode::Both], &[4096, 65536]);
+            o.verify = kind;
+            let r = run(&mut engine, &o);
+            assert_eq!(r.verification.failed, 0, "{model:?} {kind:?}: {:?}", r.verification.first_failure);
+            assert!(r.verification.passed >= 3 * 2 * 7, "{model:?}: {:?}", r.verification);
+        }
+    }
+}
+
+#[test]
+fn corrupt_d2h_data_is_caught_at_its_offset() {
+    for model in [DataModel::Generator, DataModel::Memory, DataModel::Loopback] {
+        let mut engine = TestEngine::new(model, 7);
+        engine.corrupt_d2h_at = Some(5000);
+        let r = run(&mut engine, &options(&[Mode::D2h], &[65536]));
+        let failure = r.verification.first_failure.as_ref().unwrap_or_else(|| panic!("{model:?} missed it"));
+        assert_eq!(failure.offset, Some(5000), "{model:?}");
+        assert_eq!(failure.check, "pattern");
+        let (e, a) = (u8::from_str_radix(&failure.expected[2..], 16).unwrap(), u8::from_str_radix(&failure.actual[2..], 16).unwrap());
+        assert_eq!(e ^ a, 0x40);
+        assert!(r.verification_failed());
+        assert_eq!(r.exit_code(), 1);
+        assert!(r.findings.iter().any(|f| f.cause == Cause::VerificationFailed));
+    }
+}
+
+#[test]
+fn a_wrong_device_crc_fails_h2d_and_opaque_reads_are_only_checked_for_consistency() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.corrupt_crc = true;
+    let r = run(&mut engine, &options(&[Mode::H2d], &[8192]));
+    let failure = r.verification.first_failure.unwrap();
+    assert_eq!((failure.check.as_str(), failure.offset), ("crc", None));
+
+    let mut engine = TestEngine::new(DataModel::Opaque, 7);
+    let r = run(&mut engine, &options(&[Mode::D2h], &[8192]));
+    assert!(r.verification.method.contains("consistency"));
+    assert_eq!(r.verification.failed, 0);
+    assert_eq!(r.verification.unchecked, 1); // the first read is the reference
+    assert_eq!(r.verification.passed, 6);
+}
+
+#[test]
+fn a_memory_device_that_refuses_writes_is_checked_for_consistency_only() {
+    let mut engine = TestEngine::new(DataModel::Memory, 7);
+    engine.refuse_writes = true;
+    let r = run(&mut engine, &options(&[Mode::D2h], &[8192]));
+    assert!(r.complete);
+    assert!(r.verification.method.contains("consistency"), "{}", r.verification.method);
+    assert_eq!((r.verification.passed, r.verification.unchecked, r.verification.failed), (6, 1, 0));
+}
+
+#[test]
+fn verification_off_checks_nothing() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.corrupt_d2h_at = Some(10);
+    let mut o = options(&[Mode::D2h], &[4096]);
+    o.verify = VerifyKind::None;
+    let r = run(&mut engine, &o);
+    assert_eq!((r.verification.passed, r.verification.failed), (0, 0));
+    assert!(r.verification.method.contains("off"));
+}
+
+#[test]
+fn a_device_that_stops_answering_ends_the_run_with_partial_results() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.hang_after = Some(12);
+    let r = run(&mut engine, &options(&[Mode::D2h], &[4096, 8192, 16384]));
+    assert!(!r.complete);
+    let Some(Stopped::Error { message }) = &r.stopped else { panic!("{:?}", r.stopped) };
+    assert!(message.contains("did not answer") && message.contains("d2h 8KiB"), "{message}");
+    assert_eq!(r.points.len(), 2);
+    assert_eq!(r.points[0].samples.len(), 5);
+    assert_eq!(r.points[1].convergence.stop_reason, "error");
+    assert_eq!(r.points[1].samples.len(), 3); // transfers 8–12: 2 warm-up, 3 timed
+    assert!(r.findings.iter().any(|f| f.cause == Cause::Incomplete));
+    assert_eq!(r.exit_code(), 1);
+}
+
+#[test]
+fn ctrl_c_stops_between_transfers_and_keeps_what_was_measured() {
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.cancel_after = Some((9, flag.clone()));
+    let r = measure(&mut engine, &options(&[Mode::D2h, Mode::H2d], &[4096]), &flag, &mut Quiet).unwrap();
+    assert_eq!(r.stopped, Some(Stopped::Interrupted));
+    assert!(!r.complete);
+    assert_eq!(r.points.len(), 2);
+    assert_eq!(r.points[1].samples.len(), 0);
+    assert_eq!(r.points[1].convergence.stop_reason, "interrupted");
+    assert_eq!(engine.transfers, 9);
+    assert_eq!(r.exit_code(), 130);
+}
+
+#[test]
+fn copy_to_user_is_timed_on_the_host_and_slows_the_figure() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.rate_mbps = 1e9; // a link so fast that the copy dominates
+    engine.per_transfer_ns = 0.0;
+    let mut o = options(&[Mode::D2h, Mode::H2d], &[256 << 10]);
+    o.copy_to_user = true;
+    o.stop.max_samples = 30; // the host's copy times are noisy: do not wait for them to settle
+    let r = run(&mut engine, &o);
+    assert_eq!(r.verification.failed, 0);
+    for p in &r.points {
+        let s = p.summary.as_ref().unwrap();
+        assert!(s.copy_median_ns.unwrap() > 0.0);
+        assert!(s.transfer_only_median_mbps > s.median_mbps);
+    }
+    assert!(r.findings.iter().any(|f| f.cause == Cause::CopyToUser), "{:#?}", r.findings);
+    assert!(pcieperf::report::text::render(&r).contains("Copy to user space"));
+}
+
+#[test]
+fn bad_sizes_and_modes_are_refused_before_anything_moves() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.info.alignment_bytes = 4096;
+    engine.info.concurrent = false;
+    let cancel = AtomicBool::new(false);
+    let err = |e: &mut TestEngine, o: DmaOptions| measure(e, &o, &cancel, &mut Quiet).unwrap_err().0;
+    assert!(err(&mut engine, options(&[Mode::D2h], &[1000])).contains("not a multiple of the 4KiB alignment"));
+    assert!(err(&mut engine, options(&[Mode::D2h], &[128 << 20])).contains("largest transfer"));
+    assert!(err(&mut engine, options(&[Mode::D2h], &[0])).contains("0 bytes"));
+    assert!(err(&mut engine, options(&[Mode::Both], &[4096])).contains("both directions"));
+    engine.info.capacity_bytes = Some(8192);
+    assert!(err(&mut engine, options(&[Mode::D2h], &[16384])).contains("device space"));
+    assert_eq!(engine.transfers, 0);
+}
+
+#[test]
+fn both_directions_count_bytes_of_both_legs() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    let r = run(&mut engine, &options(&[Mode::Both], &[1 << 20]));
+    let p = &r.points[0];
+    assert_eq!(p.bytes_per_step, 2 << 20);
+    let s = p.summary.as_ref().unwrap();
+    assert!((s.median_mbps - 2.0 * 1_048_576.0 / (1_048_576.0 + 10_000.0) * 1e3).abs() < 1e-6);
+    assert!(p.ceiling.as_ref().unwrap().note.is_some());
+}
