@@ -235,6 +235,7 @@ fn conditions(info: &EngineInfo, options: &DmaOptions, clock: &HostClock) -> Con
         copy_to_user: options.copy_to_user,
         host_clock: clock.info(),
         device_clock_hz: info.device_clock_hz,
+        machine: None,
     }
 }
 

@@ -8,6 +8,7 @@ pub mod diagnose;
 pub mod dma;
 pub mod host;
 pub mod interrupts;
+pub mod machine;
 pub mod predict;
 pub mod results;
 pub mod run;

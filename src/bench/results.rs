@@ -111,6 +111,9 @@ pub struct Conditions {
     pub copy_to_user: bool,
     pub host_clock: ClockInfo,
     pub device_clock_hz: Option<f64>,
+    /// The machine as inspected before measuring (`run` only).
+    #[serde(default)]
+    pub machine: Option<crate::bench::machine::MachineContext>,
 }
 
 /// One timed step: a transfer, or a pair of concurrent transfers for `both`.

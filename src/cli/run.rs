@@ -9,6 +9,9 @@ use super::dma::{emit, open_target, Outputs};
 use crate::bench::cancel;
 use crate::bench::dma;
 use crate::bench::host;
+use crate::bench::machine;
+use crate::engine;
+use crate::pci::InspectOptions;
 use crate::bench::run::{self as plan, default_target};
 use crate::bench::verify::VerifyKind;
 use crate::report::progress::TerminalProgress;
@@ -71,15 +74,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     options.verify = args.verify;
     options.copy_to_user = args.copy_to_user;
     let mut notes = vec![format!("target {target} ({why}){}", if info.simulated { " — simulated" } else { "" })];
-    // INTEGRATION: when the inspection layer lands, describe the device's link (and what limits
-    // it on the path to the root port) from `pci` here; until then the engine's own link info.
+    let machine = machine::inspect_for(&info, &InspectOptions::default(), engine::detect());
+    notes.extend(machine.lines());
     notes.push(format!("link: {}", plan::link_source(&info)));
     notes.extend(plan::fit_to_engine(&mut options, &info));
     if !args.json {
         eprintln!("pcieperf run: {} on {}{}", info.description, target, if info.simulated { " (simulated)" } else { "" });
     }
     let mut progress = TerminalProgress::new(args.json, info.simulated);
-    let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
+    let mut results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
+    results.conditions.machine = Some(machine);
     let out = args.out.unwrap_or_else(default_out);
     emit(
         &results,
