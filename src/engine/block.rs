@@ -1,0 +1,536 @@
+//! `block:PATH` — device-initiated DMA through a block device or a file on one, with O_DIRECT.
+//!
+//! A read with O_DIRECT is a device→host DMA write into our buffer (d2h); a write is a
+//! host→device DMA read (h2d). A transfer of N bytes is split into I/Os of `io_bytes`
+//! (default 128 KiB; the last one may be shorter) kept `queue_depth` deep (default 8) on one
+//! io_uring, like fio's `ioengine=io_uring direct=1 iodepth=QD bs=IO`. Where io_uring is missing
+//! (old kernel, seccomp) the engine falls back to one synchronous pread/pwrite at a time and says
+//! so in its description.
+//!
+//! Buffers: O_DIRECT needs page-aligned memory. A caller buffer that is page-aligned (e.g.
+//! [`super::AlignedBuf`]) is used as is (zero copy); any other buffer goes through `queue_depth`
+//! aligned bounce slots. Bounce copies overlap the I/Os in flight except the first (h2d) or the
+//! last (d2h), which fall inside the measured time.
+//!
+//! Writes destroy data on a block device: refused unless `OpenOptions::destructive`; allowed on
+//! a regular file (tests and CI use one on the machine's disk: real device DMA, no consent needed).
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use io_uring::{opcode, types, IoUring};
+
+use super::devfile::{self, is_page_aligned, AlignedBuf, Deadline, HostClock, NodeKind, PAGE_BYTES};
+use super::{DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, OpenOptions, Transfer};
+use crate::error::InvalidInput;
+
+pub const DEFAULT_QUEUE_DEPTH: usize = 8;
+pub const DEFAULT_IO_BYTES: usize = 128 * 1024;
+/// io_uring read/write lengths are 32-bit; stay well below.
+const MAX_IO_BYTES: usize = 64 << 20;
+
+/// Whether writes may go to this node. Separated from `open` so the rule can be tested with any
+/// node kind (a real block device is not needed to test that writes to one are refused).
+pub fn writes_allowed(kind: NodeKind, destructive: bool) -> bool {
+    match kind {
+        NodeKind::Regular => true,
+        NodeKind::BlockDevice => destructive,
+        _ => false,
+    }
+}
+
+/// The message for a refused write.
+pub fn refusal(path: &Path) -> EngineError {
+    EngineError::Unsupported(format!(
+        "refusing to write to block device {}: writes destroy its data; pass --destructive to allow h2d \
+         (device reads host memory) on it, or use a file on the device",
+        path.display()
+    ))
+}
+
+/// One I/O: `len` bytes at device `offset`, from/to `host` (the caller's buffer).
+#[derive(Clone, Copy)]
+struct Op {
+    write: bool,
+    host: *mut u8,
+    len: usize,
+    offset: u64,
+}
+
+/// How I/Os are issued.
+enum Submitter {
+    Uring(IoUring),
+    Sync,
+}
+
+pub struct BlockEngine {
+    info: EngineInfo,
+    path: PathBuf,
+    file: File,
+    clock: HostClock,
+    submitter: Submitter,
+    queue_depth: usize,
+    io_bytes: usize,
+    writable: bool,
+    slots: Vec<AlignedBuf>,
+    /// Slots still owned by the kernel after a timed-out transfer.
+    busy_slots: Vec<bool>,
+    /// Transfer counter, in every user_data, so late completions of a timed-out transfer are
+    /// recognised and only free their slot.
+    epoch: u16,
+}
+
+/// Target argument: `PATH[,sync]`.
+pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, EngineError> {
+    let (path, force_sync) = match argument.strip_suffix(",sync") {
+        Some(path) => (path, true),
+        None => (argument, false),
+    };
+    if path.is_empty() {
+        return Err(InvalidInput::new("block needs a path: block:/dev/nvme0n1 (read-only) or block:FILE").into());
+    }
+    let path = PathBuf::from(path);
+    let kind = devfile::node_kind(&path)
+        .map_err(|e| devfile::open_error(&path, devfile::Access::Read, "create the file first, or name an existing block device", e))?;
+    if !matches!(kind, NodeKind::Regular | NodeKind::BlockDevice) {
+        return Err(InvalidInput::new(format!("{} is neither a block device nor a regular file", path.display())).into());
+    }
+    let writable = writes_allowed(kind, options.destructive);
+    let access = if writable { devfile::Access::ReadWrite } else { devfile::Access::Read };
+    let file = devfile::open_node(&path, access, libc::O_DIRECT, "").map_err(|e| match e {
+        EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) => EngineError::Unsupported(format!(
+            "{} does not support O_DIRECT (tmpfs and some overlay filesystems do not): put the file on a disk filesystem",
+            path.display()
+        )),
+        other => other,
+    })?;
+    let queue_depth = if options.queue_depth == 0 { DEFAULT_QUEUE_DEPTH } else { options.queue_depth };
+    let io_bytes = if options.io_bytes == 0 { DEFAULT_IO_BYTES } else { options.io_bytes as usize };
+    if !(1..=4096).contains(&queue_depth) {
+        return Err(InvalidInput::new(format!("queue depth {queue_depth} out of range 1..=4096")).into());
+    }
+    if io_bytes % PAGE_BYTES != 0 || io_bytes > MAX_IO_BYTES {
+        return Err(InvalidInput::new(format!("I/O size {io_bytes} must be a multiple of 4096 bytes and at most 64 MiB")).into());
+    }
+    let (submitter, how) = if force_sync {
+        (Submitter::Sync, "synchronous pread/pwrite (asked for with ,sync)".to_string())
+    } else {
+        match uring(queue_depth) {
+            Ok(ring) => (Submitter::Uring(ring), format!("io_uring, queue depth {queue_depth}")),
+            Err(why) => (Submitter::Sync, format!("synchronous pread/pwrite, queue depth 1 (io_uring unavailable: {why})")),
+        }
+    };
+    let sync = matches!(submitter, Submitter::Sync);
+    let capacity = capacity_bytes(&file, kind)?;
+    let pci = super::detect::pci_address_of(&path, Path::new("/sys"));
+    let link = pci.as_deref().and_then(|bdf| super::detect::link_state(Path::new("/sys"), bdf));
+    let what = if kind == NodeKind::Regular { "file" } else { "block device" };
+    let info = EngineInfo {
+        kind: "block".into(),
+        target: format!("block:{argument}"),
+        simulated: false,
+        description: format!(
+            "{what} {} with O_DIRECT, {how}, I/Os of {} KiB{}{}",
+            path.display(),
+            io_bytes / 1024,
+            if writable { "" } else { ", read-only (no --destructive)" },
+            pci.as_deref().map(|p| format!(", PCI {p}")).unwrap_or_default()
+        ),
+        link,
+        pci_address: pci,
+        device_clock_hz: None,
+        directions: if writable { vec![Direction::H2d, Direction::D2h] } else { vec![Direction::D2h] },
+        concurrent: writable && !sync,
+        alignment_bytes: PAGE_BYTES as u64,
+        max_transfer_bytes: capacity.min(crate::units::MAX_SIZE_BYTES),
+        capacity_bytes: Some(capacity),
+        data_model: if writable { DataModel::Memory } else { DataModel::Opaque },
+    };
+    let slot_count = if sync { 1 } else { queue_depth };
+    Ok(BlockEngine {
+        info,
+        path,
+        file,
+        clock: HostClock::start(),
+        submitter,
+        queue_depth: if sync { 1 } else { queue_depth },
+        io_bytes,
+        writable,
+        slots: (0..slot_count).map(|_| AlignedBuf::new(io_bytes)).collect(),
+        busy_slots: vec![false; slot_count],
+        epoch: 0,
+    })
+}
+
+/// A ring with room for every I/O in flight, or why there is none. Bounded waits need
+/// IORING_FEAT_EXT_ARG (Linux 5.11); without it a stuck I/O could block forever.
+fn uring(queue_depth: usize) -> Result<IoUring, String> {
+    let ring = IoUring::builder().build(queue_depth.next_power_of_two().max(8) as u32).map_err(|e| e.to_string())?;
+    if !ring.params().is_feature_ext_arg() {
+        return Err("kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11) for waits with a deadline".into());
+    }
+    Ok(ring)
+}
+
+fn capacity_bytes(file: &File, kind: NodeKind) -> Result<u64, EngineError> {
+    if kind == NodeKind::Regular {
+        return file.metadata().map(|m| m.len()).map_err(|source| EngineError::Io { what: "stat".into(), source });
+    }
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272; // _IOR(0x12, 114, size_t)
+    let mut bytes: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64.
+    if unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut bytes) } < 0 {
+        return Err(EngineError::Io { what: "BLKGETSIZE64".into(), source: std::io::Error::last_os_error() });
+    }
+    Ok(bytes)
+}
+
+const DIRECT: u16 = u16::MAX;
+
+fn user_data(epoch: u16, slot: u16, op: usize) -> u64 {
+    (epoch as u64) << 48 | (slot as u64) << 32 | op as u64
+}
+
+fn split_user_data(data: u64) -> (u16, u16, usize) {
+    ((data >> 48) as u16, (data >> 32) as u16, (data & 0xFFFF_FFFF) as usize)
+}
+
+impl BlockEngine {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check(&self, write: bool, len: usize, offset: u64) -> Result<(), EngineError> {
+        if write && !self.writable {
+            return Err(refusal(&self.path));
+        }
+        let align = self.info.alignment_bytes;
+        if len as u64 % align != 0 || offset % align != 0 {
+            return Err(InvalidInput::new(format!(
+                "O_DIRECT needs sizes and offsets in multiples of {align} bytes (got {len} bytes at offset {offset})"
+            ))
+            .into());
+        }
+        let capacity = self.info.capacity_bytes.unwrap_or(u64::MAX);
+        if offset + len as u64 > capacity {
+            return Err(InvalidInput::new(format!(
+                "{} bytes at offset {offset} run past the end of {} ({capacity} bytes)",
+                len,
+                self.path.display()
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Split `[host, host+len)` ↔ `[offset, offset+len)` into I/Os.
+    fn plan(&self, ops: &mut Vec<Op>, write: bool, host: *mut u8, len: usize, offset: u64) {
+        let mut done = 0;
+        while done < len {
+            let take = self.io_bytes.min(len - done);
+            // SAFETY: done < len, inside the caller's buffer.
+            ops.push(Op { write, host: unsafe { host.add(done) }, len: take, offset: offset + done as u64 });
+            done += take;
+        }
+    }
+
+    /// Run every op; returns the completion time (engine clock) of the last op of each direction.
+    fn run(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {
+        self.reclaim_slots(deadline)?;
+        match self.submitter {
+            Submitter::Sync => self.run_sync(ops, deadline),
+            Submitter::Uring(_) => self.run_uring(ops, deadline),
+        }
+    }
+
+    fn run_sync(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {
+        let mut ends = [0.0; 2];
+        for op in ops {
+            let direct = is_page_aligned(op.host);
+            let slot = self.slots[0].as_mut_ptr();
+            let buf = if direct { op.host } else { slot };
+            // SAFETY: op.host points into the caller's buffer for op.len bytes; slot holds io_bytes ≥ op.len.
+            unsafe {
+                if op.write && !direct {
+                    std::ptr::copy_nonoverlapping(op.host, slot, op.len);
+                }
+                let io = if op.write {
+                    Io::H2d(std::slice::from_raw_parts(buf, op.len))
+                } else {
+                    Io::D2h(std::slice::from_raw_parts_mut(buf, op.len))
+                };
+                devfile::positional_all(&self.file, io, op.offset, deadline, &self.path.display().to_string())?;
+                if !op.write && !direct {
+                    std::ptr::copy_nonoverlapping(slot, op.host, op.len);
+                }
+            }
+            ends[op.write as usize] = self.clock.now_ns();
+        }
+        Ok(ends)
+    }
+
+    fn run_uring(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {
+        self.epoch = self.epoch.wrapping_add(1);
+        let epoch = self.epoch;
+        let fd = types::Fd(self.file.as_raw_fd());
+        // Ops left to issue, as (op index, bytes already done) — a short I/O is resumed from here.
+        let mut queue: std::collections::VecDeque<(usize, usize)> = (0..ops.len()).map(|i| (i, 0)).collect();
+        let mut in_flight: Vec<(usize, u16, usize)> = Vec::new(); // (op, slot, bytes done before this I/O)
+        let mut done_ops = 0;
+        let mut ends = [0.0; 2];
+        let mut failure: Option<EngineError> = None;
+        while done_ops < ops.len() {
+            // Keep the queue full (unless an op failed: then only drain).
+            while failure.is_none() && in_flight.len() < self.queue_depth {
+                let Some((index, skip)) = queue.pop_front() else { break };
+                let op = ops[index];
+                let direct = is_page_aligned(op.host) && skip == 0;
+                let slot = if direct { DIRECT } else { self.free_slot() };
+                // SAFETY: slots hold io_bytes ≥ op.len; op.host is valid for op.len bytes.
+                let buf = unsafe {
+                    if slot == DIRECT {
+                        op.host
+                    } else {
+                        let slot_ptr = self.slots[slot as usize].as_mut_ptr();
+                        if op.write {
+                            std::ptr::copy_nonoverlapping(op.host.add(skip), slot_ptr, op.len - skip);
+                        }
+                        slot_ptr
+                    }
+                };
+                let (len, offset) = ((op.len - skip) as u32, op.offset + skip as u64);
+                let entry = if op.write {
+                    opcode::Write::new(fd, buf, len).offset(offset).build()
+                } else {
+                    opcode::Read::new(fd, buf, len).offset(offset).build()
+                };
+                let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+                // SAFETY: the buffer stays valid until the completion is reaped (caller buffers:
+                // this function does not return while they are in flight; slots: owned by self).
+                unsafe { ring.submission().push(&entry.user_data(user_data(epoch, slot, index))) }
+                    .expect("ring has an entry per I/O in flight");
+                if slot != DIRECT {
+                    self.busy_slots[slot as usize] = true;
+                }
+                in_flight.push((index, slot, skip));
+            }
+            if in_flight.is_empty() {
+                break;
+            }
+            if let Err(error) = self.wait_one(deadline) {
+                return Err(self.abandon(&in_flight, error));
+            }
+            let completions: Vec<(u64, i32)> = {
+                let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+                ring.completion().map(|cqe| (cqe.user_data(), cqe.result())).collect()
+            };
+            for (data, result) in completions {
+                let (cqe_epoch, slot, index) = split_user_data(data);
+                if slot != DIRECT {
+                    self.busy_slots[slot as usize] = false;
+                }
+                if cqe_epoch != epoch {
+                    continue; // a late completion of an abandoned transfer: its slot is free again
+                }
+                let Some(at) = in_flight.iter().position(|&(i, _, _)| i == index) else { continue };
+                let (_, _, skip) = in_flight.swap_remove(at);
+                let op = ops[index];
+                match result {
+                    r if r < 0 => {
+                        let source = std::io::Error::from_raw_os_error(-r);
+                        let what = format!("{} {} bytes at offset {} of {}", if op.write { "write" } else { "read" }, op.len, op.offset, self.path.display());
+                        failure.get_or_insert(if -r == libc::ENOSPC {
+                            EngineError::Io { what: format!("{what}: no space left (ENOSPC)"), source }
+                        } else {
+                            EngineError::Io { what, source }
+                        });
+                        done_ops += 1;
+                    }
+                    0 => {
+                        failure.get_or_insert(EngineError::Short {
+                            done: skip as u64,
+                            wanted: op.len as u64,
+                            why: format!("end of {} at offset {}", self.path.display(), op.offset + skip as u64),
+                        });
+                        done_ops += 1;
+                    }
+                    r => {
+                        let moved = skip + r as usize;
+                        if !op.write && slot != DIRECT {
+                            // SAFETY: the slot holds r bytes read for this op at op.host + skip.
+                            unsafe { std::ptr::copy_nonoverlapping(self.slots[slot as usize].as_ptr(), op.host.add(skip), r as usize) };
+                        }
+                        if moved < op.len {
+                            queue.push_front((index, moved)); // short I/O: issue the rest
+                        } else {
+                            done_ops += 1;
+                            ends[op.write as usize] = self.clock.now_ns();
+                        }
+                    }
+                }
+            }
+        }
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(ends),
+        }
+    }
+
+    fn free_slot(&self) -> u16 {
+        self.busy_slots.iter().position(|busy| !busy).expect("a free slot per I/O in flight") as u16
+    }
+
+    /// Submit what is queued and wait for at least one completion, bounded by the deadline.
+    fn wait_one(&mut self, deadline: &Deadline) -> Result<(), EngineError> {
+        let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+        loop {
+            let left = deadline.remaining().ok_or_else(|| deadline.timeout("block I/O still in flight"))?;
+            let ts = types::Timespec::from(left);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
+                    if !ring.completion().is_empty() {
+                        return Ok(());
+                    }
+                }
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EBUSY)) => {}
+                Err(source) => return Err(EngineError::Io { what: "io_uring_enter".into(), source }),
+            }
+        }
+    }
+
+    /// Give up on a transfer whose deadline passed. I/Os into the caller's buffer must finish
+    /// before we return (the kernel would write into freed memory): ask the kernel to cancel them
+    /// and wait for it — block I/O always completes or is aborted by the block layer's own
+    /// timeout. I/Os into bounce slots stay in flight and are reclaimed by later transfers.
+    fn abandon(&mut self, in_flight: &[(usize, u16, usize)], error: EngineError) -> EngineError {
+        let epoch = self.epoch;
+        let direct: Vec<usize> = in_flight.iter().filter(|(_, slot, _)| *slot == DIRECT).map(|(i, _, _)| *i).collect();
+        let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+        let mut waiting = direct.len();
+        for &index in &direct {
+            let cancel = opcode::AsyncCancel::new(user_data(epoch, DIRECT, index)).build().user_data(u64::MAX);
+            // SAFETY: a cancel request references no buffer.
+            let _ = unsafe { ring.submission().push(&cancel) };
+        }
+        while waiting > 0 {
+            if ring.submit_and_wait(1).is_err() {
+                continue;
+            }
+            for cqe in ring.completion() {
+                let (cqe_epoch, slot, _) = split_user_data(cqe.user_data());
+                if cqe.user_data() == u64::MAX {
+                    continue;
+                }
+                if slot == DIRECT && cqe_epoch == epoch {
+                    waiting -= 1;
+                } else if slot != DIRECT {
+                    self.busy_slots[slot as usize] = false;
+                }
+            }
+        }
+        error
+    }
+
+    /// Before a transfer: collect late completions of an abandoned one so its slots are free.
+    fn reclaim_slots(&mut self, deadline: &Deadline) -> Result<(), EngineError> {
+        while self.busy_slots.iter().any(|b| *b) {
+            let Submitter::Uring(ring) = &mut self.submitter else { return Ok(()) };
+            for cqe in ring.completion() {
+                let (_, slot, _) = split_user_data(cqe.user_data());
+                if slot != DIRECT && cqe.user_data() != u64::MAX {
+                    self.busy_slots[slot as usize] = false;
+                }
+            }
+            if self.busy_slots.iter().any(|b| *b) {
+                self.wait_one(deadline).map_err(|_| deadline.timeout("I/Os of an earlier timed-out transfer are still in flight"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn transfer_record(&self, direction: Direction, bytes: usize, start_ns: f64, end_ns: f64) -> Transfer {
+        Transfer { direction, bytes: bytes as u64, start_ns, end_ns, device: DeviceCounters::default() }
+    }
+}
+
+impl Engine for BlockEngine {
+    fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+
+    fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
+        let direction = io.direction();
+        let (write, host, len) = match io {
+            Io::H2d(buf) => (true, buf.as_ptr() as *mut u8, buf.len()),
+            Io::D2h(buf) => (false, buf.as_mut_ptr(), buf.len()),
+        };
+        self.check(write, len, device_offset)?;
+        let mut ops = Vec::new();
+        self.plan(&mut ops, write, host, len, device_offset);
+        let deadline = Deadline::after(deadline);
+        let start = self.clock.now_ns();
+        let ends = self.run(&ops, &deadline)?;
+        Ok(self.transfer_record(direction, len, start, ends[write as usize].max(start)))
+    }
+
+    /// Writes `h2d` at `device_offset` and reads `d2h` from `device_offset + h2d.len()` — disjoint
+    /// ranges, so the order in which the two streams reach the device does not matter — with the
+    /// I/Os of both interleaved on one ring.
+    fn transfer_both(&mut self, h2d: &[u8], d2h: &mut [u8], device_offset: u64, deadline: Duration) -> Result<(Transfer, Transfer), EngineError> {
+        if !self.info.concurrent {
+            return Err(EngineError::Unsupported(format!(
+                "block engine on {} cannot move data both ways at once ({})",
+                self.path.display(),
+                if self.writable { "synchronous fallback" } else { "read-only" }
+            )));
+        }
+        let read_offset = device_offset + h2d.len() as u64;
+        self.check(true, h2d.len(), device_offset)?;
+        self.check(false, d2h.len(), read_offset)?;
+        let (mut writes, mut reads) = (Vec::new(), Vec::new());
+        self.plan(&mut writes, true, h2d.as_ptr() as *mut u8, h2d.len(), device_offset);
+        self.plan(&mut reads, false, d2h.as_mut_ptr(), d2h.len(), read_offset);
+        let mut ops = Vec::with_capacity(writes.len() + reads.len());
+        let mut reads_iter = reads.into_iter();
+        for write in writes {
+            ops.push(write);
+            ops.extend(reads_iter.next());
+        }
+        ops.extend(reads_iter);
+        let deadline = Deadline::after(deadline);
+        let start = self.clock.now_ns();
+        let ends = self.run(&ops, &deadline)?;
+        Ok((
+            self.transfer_record(Direction::H2d, h2d.len(), start, ends[1].max(start)),
+            self.transfer_record(Direction::D2h, d2h.len(), start, ends[0].max(start)),
+        ))
+    }
+
+    fn now_ns(&self) -> f64 {
+        self.clock.now_ns()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_need_consent_on_block_devices_only() {
+        assert!(writes_allowed(NodeKind::Regular, false));
+        assert!(!writes_allowed(NodeKind::BlockDevice, false));
+        assert!(writes_allowed(NodeKind::BlockDevice, true));
+        assert!(!writes_allowed(NodeKind::CharDevice, true));
+        assert!(refusal(Path::new("/dev/nvme0n1")).to_string().contains("--destructive"));
+    }
+
+    #[test]
+    fn user_data_round_trips() {
+        assert_eq!(split_user_data(user_data(7, 3, 12345)), (7, 3, 12345));
+        assert_eq!(split_user_data(user_data(u16::MAX, DIRECT, 0)), (u16::MAX, DIRECT, 0));
+    }
+}
