@@ -14,9 +14,9 @@
 //! Device clock: the driver's performance ioctl runs the engine on a cyclic descriptor of its
 //! own, not on our pread/pwrite, so it cannot time one of our transfers. [`XdmaEngine::driver_perf`]
 //! runs it as a separate measurement and converts its clock cycle count with the AXI clock
-//! (`OpenOptions::device_clock_hz`, default 250 MHz: the XDMA AXI clock of Gen3 x8 and Gen2 x8
-//! configurations with a 256-bit datapath; Gen3 x4/x2 designs run at 125 MHz — set it to match
-//! the design).
+//! (`OpenOptions::device_clock_hz`, default 250 MHz: the AXI clock of the common XDMA
+//! configurations such as Gen3 x8 with a 256-bit datapath; slower or narrower ones may run at
+//! 125 or 62.5 MHz — set it to the design's).
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
