@@ -8,8 +8,8 @@
 //! so in its description.
 //!
 //! Buffers: O_DIRECT needs page-aligned memory. A caller buffer that is page-aligned (e.g.
-//! [`super::AlignedBuf`]) is used as is (zero copy); any other buffer goes through `queue_depth`
-//! aligned bounce slots. Bounce copies overlap the I/Os in flight except the first (h2d) or the
+//! [`super::AlignedBuf`]) is used as is (zero copy); any other buffer goes through
+//! 2 × `queue_depth` aligned bounce slots (reads are copied out after the ring is refilled). Bounce copies overlap the I/Os in flight except the first (h2d) or the
 //! last (d2h), which fall inside the measured time.
 //!
 //! Writes destroy data on a block device: refused unless `OpenOptions::destructive`; allowed on
@@ -148,7 +148,8 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         capacity_bytes: Some(capacity),
         data_model: if writable { DataModel::Memory } else { DataModel::Opaque },
     };
-    let slot_count = if sync { 1 } else { queue_depth };
+    // Twice the depth: completed reads are copied out while new I/Os already use other slots.
+    let slot_count = if sync { 1 } else { 2 * queue_depth };
     Ok(BlockEngine {
         info,
         path,
@@ -188,6 +189,18 @@ fn capacity_bytes(file: &File, kind: NodeKind) -> Result<u64, EngineError> {
 }
 
 const DIRECT: u16 = u16::MAX;
+
+/// Progress of one transfer on the ring.
+struct Flight {
+    /// Ops left to issue, as (op index, bytes already done): a short I/O is resumed from there.
+    queue: std::collections::VecDeque<(usize, usize)>,
+    /// (op index, slot, bytes done before this I/O).
+    in_flight: Vec<(usize, u16, usize)>,
+    done_ops: usize,
+    /// Completion time of the last h2d [1] and d2h [0] op.
+    ends: [f64; 2],
+    failure: Option<EngineError>,
+}
 
 fn user_data(epoch: u16, slot: u16, op: usize) -> u64 {
     (epoch as u64) << 48 | (slot as u64) << 32 | op as u64
@@ -273,108 +286,135 @@ impl BlockEngine {
 
     fn run_uring(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {
         self.epoch = self.epoch.wrapping_add(1);
-        let epoch = self.epoch;
-        let fd = types::Fd(self.file.as_raw_fd());
-        // Ops left to issue, as (op index, bytes already done) — a short I/O is resumed from here.
-        let mut queue: std::collections::VecDeque<(usize, usize)> = (0..ops.len()).map(|i| (i, 0)).collect();
-        let mut in_flight: Vec<(usize, u16, usize)> = Vec::new(); // (op, slot, bytes done before this I/O)
-        let mut done_ops = 0;
-        let mut ends = [0.0; 2];
-        let mut failure: Option<EngineError> = None;
-        while done_ops < ops.len() {
-            // Keep the queue full (unless an op failed: then only drain).
-            while failure.is_none() && in_flight.len() < self.queue_depth {
-                let Some((index, skip)) = queue.pop_front() else { break };
-                let op = ops[index];
-                let direct = is_page_aligned(op.host) && skip == 0;
-                let slot = if direct { DIRECT } else { self.free_slot() };
-                // SAFETY: slots hold io_bytes ≥ op.len; op.host is valid for op.len bytes.
-                let buf = unsafe {
-                    if slot == DIRECT {
-                        op.host
-                    } else {
-                        let slot_ptr = self.slots[slot as usize].as_mut_ptr();
-                        if op.write {
-                            std::ptr::copy_nonoverlapping(op.host.add(skip), slot_ptr, op.len - skip);
-                        }
-                        slot_ptr
-                    }
-                };
-                let (len, offset) = ((op.len - skip) as u32, op.offset + skip as u64);
-                let entry = if op.write {
-                    opcode::Write::new(fd, buf, len).offset(offset).build()
-                } else {
-                    opcode::Read::new(fd, buf, len).offset(offset).build()
-                };
-                let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
-                // SAFETY: the buffer stays valid until the completion is reaped (caller buffers:
-                // this function does not return while they are in flight; slots: owned by self).
-                unsafe { ring.submission().push(&entry.user_data(user_data(epoch, slot, index))) }
-                    .expect("ring has an entry per I/O in flight");
-                if slot != DIRECT {
-                    self.busy_slots[slot as usize] = true;
-                }
-                in_flight.push((index, slot, skip));
-            }
-            if in_flight.is_empty() {
+        let mut state = Flight {
+            queue: (0..ops.len()).map(|i| (i, 0)).collect(),
+            in_flight: Vec::new(),
+            done_ops: 0,
+            ends: [0.0; 2],
+            failure: None,
+        };
+        while state.done_ops < ops.len() {
+            self.fill(ops, &mut state);
+            if state.in_flight.is_empty() {
                 break;
             }
             if let Err(error) = self.wait_one(deadline) {
-                return Err(self.abandon(&in_flight, error));
+                return Err(self.abandon(&state.in_flight, error));
             }
             let completions: Vec<(u64, i32)> = {
                 let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
                 ring.completion().map(|cqe| (cqe.user_data(), cqe.result())).collect()
             };
+            // Bounced reads to copy out once the ring is busy again.
+            let mut copies: Vec<(u16, *mut u8, usize, bool)> = Vec::new();
             for (data, result) in completions {
-                let (cqe_epoch, slot, index) = split_user_data(data);
-                if slot != DIRECT {
+                self.complete(ops, &mut state, data, result, &mut copies);
+            }
+            if !copies.is_empty() {
+                // Refill and submit before copying, so the device is not idle during the copies.
+                self.fill(ops, &mut state);
+                let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+                ring.submit().map_err(|source| EngineError::Io { what: "io_uring_enter".into(), source })?;
+                for (slot, dst, len, last) in copies {
+                    // SAFETY: the slot holds `len` bytes read for this op; dst is inside the caller's buffer.
+                    unsafe { std::ptr::copy_nonoverlapping(self.slots[slot as usize].as_ptr(), dst, len) };
                     self.busy_slots[slot as usize] = false;
-                }
-                if cqe_epoch != epoch {
-                    continue; // a late completion of an abandoned transfer: its slot is free again
-                }
-                let Some(at) = in_flight.iter().position(|&(i, _, _)| i == index) else { continue };
-                let (_, _, skip) = in_flight.swap_remove(at);
-                let op = ops[index];
-                match result {
-                    r if r < 0 => {
-                        let source = std::io::Error::from_raw_os_error(-r);
-                        let what = format!("{} {} bytes at offset {} of {}", if op.write { "write" } else { "read" }, op.len, op.offset, self.path.display());
-                        failure.get_or_insert(if -r == libc::ENOSPC {
-                            EngineError::Io { what: format!("{what}: no space left (ENOSPC)"), source }
-                        } else {
-                            EngineError::Io { what, source }
-                        });
-                        done_ops += 1;
-                    }
-                    0 => {
-                        failure.get_or_insert(EngineError::Short {
-                            done: skip as u64,
-                            wanted: op.len as u64,
-                            why: format!("end of {} at offset {}", self.path.display(), op.offset + skip as u64),
-                        });
-                        done_ops += 1;
-                    }
-                    r => {
-                        let moved = skip + r as usize;
-                        if !op.write && slot != DIRECT {
-                            // SAFETY: the slot holds r bytes read for this op at op.host + skip.
-                            unsafe { std::ptr::copy_nonoverlapping(self.slots[slot as usize].as_ptr(), op.host.add(skip), r as usize) };
-                        }
-                        if moved < op.len {
-                            queue.push_front((index, moved)); // short I/O: issue the rest
-                        } else {
-                            done_ops += 1;
-                            ends[op.write as usize] = self.clock.now_ns();
-                        }
+                    if last {
+                        state.ends[0] = self.clock.now_ns();
                     }
                 }
             }
         }
-        match failure {
+        match state.failure {
             Some(error) => Err(error),
-            None => Ok(ends),
+            None => Ok(state.ends),
+        }
+    }
+
+    /// Queue I/Os until `queue_depth` are in flight (none once an op failed: then only drain).
+    fn fill(&mut self, ops: &[Op], state: &mut Flight) {
+        let fd = types::Fd(self.file.as_raw_fd());
+        while state.failure.is_none() && state.in_flight.len() < self.queue_depth {
+            let Some((index, skip)) = state.queue.pop_front() else { break };
+            let op = ops[index];
+            let direct = is_page_aligned(op.host) && skip == 0;
+            let slot = if direct { DIRECT } else { self.free_slot() };
+            // SAFETY: slots hold io_bytes ≥ op.len; op.host is valid for op.len bytes.
+            let buf = unsafe {
+                if slot == DIRECT {
+                    op.host
+                } else {
+                    let slot_ptr = self.slots[slot as usize].as_mut_ptr();
+                    if op.write {
+                        std::ptr::copy_nonoverlapping(op.host.add(skip), slot_ptr, op.len - skip);
+                    }
+                    slot_ptr
+                }
+            };
+            let (len, offset) = ((op.len - skip) as u32, op.offset + skip as u64);
+            let entry = if op.write {
+                opcode::Write::new(fd, buf, len).offset(offset).build()
+            } else {
+                opcode::Read::new(fd, buf, len).offset(offset).build()
+            };
+            let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+            // SAFETY: the buffer stays valid until the completion is reaped (caller buffers: the
+            // transfer does not return while they are in flight; slots: owned by self).
+            unsafe { ring.submission().push(&entry.user_data(user_data(self.epoch, slot, index))) }
+                .expect("ring has an entry per I/O in flight");
+            if slot != DIRECT {
+                self.busy_slots[slot as usize] = true;
+            }
+            state.in_flight.push((index, slot, skip));
+        }
+    }
+
+    /// Account for one completion; bounced reads are left in `copies` with their slot still busy.
+    fn complete(&mut self, ops: &[Op], state: &mut Flight, data: u64, result: i32, copies: &mut Vec<(u16, *mut u8, usize, bool)>) {
+        let (cqe_epoch, slot, index) = split_user_data(data);
+        if cqe_epoch != self.epoch {
+            if slot != DIRECT {
+                self.busy_slots[slot as usize] = false; // a late completion of an abandoned transfer
+            }
+            return;
+        }
+        let Some(at) = state.in_flight.iter().position(|&(i, _, _)| i == index) else { return };
+        let (_, _, skip) = state.in_flight.swap_remove(at);
+        let op = ops[index];
+        let bounced_read = !op.write && slot != DIRECT && result > 0;
+        if slot != DIRECT && !bounced_read {
+            self.busy_slots[slot as usize] = false;
+        }
+        let what = || format!("{} {} bytes at offset {} of {}", if op.write { "write" } else { "read" }, op.len, op.offset, self.path.display());
+        match result {
+            r if r < 0 => {
+                let source = std::io::Error::from_raw_os_error(-r);
+                let what = if -r == libc::ENOSPC { format!("{}: no space left (ENOSPC)", what()) } else { what() };
+                state.failure.get_or_insert(EngineError::Io { what, source });
+                state.done_ops += 1;
+            }
+            0 => {
+                state.failure.get_or_insert(EngineError::Short {
+                    done: skip as u64,
+                    wanted: op.len as u64,
+                    why: format!("end of {} at offset {}", self.path.display(), op.offset + skip as u64),
+                });
+                state.done_ops += 1;
+            }
+            r => {
+                let moved = skip + r as usize;
+                let last = moved == op.len;
+                if bounced_read {
+                    // SAFETY: skip < op.len, inside the caller's buffer.
+                    copies.push((slot, unsafe { op.host.add(skip) }, r as usize, last));
+                }
+                if !last {
+                    state.queue.push_front((index, moved)); // short I/O: issue the rest
+                } else {
+                    state.done_ops += 1;
+                    state.ends[op.write as usize] = self.clock.now_ns();
+                }
+            }
         }
     }
 
