@@ -24,37 +24,55 @@ enum Buffer {
     Vec,
 }
 
-/// Median MB/s of `repeats` transfers of the whole file through one engine and one buffer,
-/// after one untimed transfer that opens the engine and faults the buffer in — fio, too, reuses
-/// buffers it touched before its clock starts.
-fn pcieperf_mbps(path: &Path, write: bool, bs: u64, qd: usize, buffer: Buffer, size: u64, repeats: usize) -> Vec<f64> {
-    let options = OpenOptions { queue_depth: qd, io_bytes: bs, ..OpenOptions::default() };
-    let mut engine = engine::open(&format!("block:{}", path.display()), &options).expect("open block engine");
-    let mut aligned;
-    let mut plain;
-    let buf: &mut [u8] = match buffer {
-        Buffer::Aligned => {
-            aligned = AlignedBuf::new(size as usize);
-            &mut aligned
-        }
-        Buffer::Vec => {
-            // As the allocator gives it (16-byte aligned); never page-aligned, so the bounce
-            // path is what is measured.
-            plain = vec![0u8; size as usize + 16];
+/// The aligned buffer, or the Vec shifted so it is never page-aligned.
+fn host_buffer<'a>(aligned: &'a mut Option<AlignedBuf>, plain: &'a mut [u8]) -> &'a mut [u8] {
+    match aligned {
+        Some(buf) => buf,
+        None => {
             let skip = if pcieperf::engine::devfile::is_page_aligned(plain.as_ptr()) { 16 } else { 0 };
-            &mut plain[skip..skip + size as usize]
+            let len = plain.len() - 16;
+            &mut plain[skip..skip + len]
         }
-    };
-    if write {
-        Pattern::lfsr(1).fill(0, buf);
     }
-    let mut once = |buf: &mut [u8]| {
+}
+
+/// One engine and one buffer, reused for every timed run (fio, too, reuses buffers it touched
+/// before its clock starts).
+struct Ours {
+    engine: Box<dyn engine::Engine>,
+    aligned: Option<AlignedBuf>,
+    plain: Vec<u8>,
+    write: bool,
+}
+
+impl Ours {
+    fn new(path: &Path, write: bool, bs: u64, qd: usize, buffer: Buffer, size: u64) -> Ours {
+        let options = OpenOptions { queue_depth: qd, io_bytes: bs, ..OpenOptions::default() };
+        let engine = engine::open(&format!("block:{}", path.display()), &options).expect("open block engine");
+        let mut ours = match buffer {
+            Buffer::Aligned => Ours { engine, aligned: Some(AlignedBuf::new(size as usize)), plain: Vec::new(), write },
+            // As the allocator gives it (16-byte aligned): the bounce path.
+            Buffer::Vec => Ours { engine, aligned: None, plain: vec![0u8; size as usize + 16], write },
+        };
+        if write {
+            Pattern::lfsr(1).fill(0, ours.buf());
+        }
+        ours.run(); // untimed: faults the buffer in
+        ours
+    }
+
+    fn buf(&mut self) -> &mut [u8] {
+        host_buffer(&mut self.aligned, &mut self.plain)
+    }
+
+    /// MB/s of one transfer of the whole file.
+    fn run(&mut self) -> f64 {
+        let write = self.write;
+        let buf = host_buffer(&mut self.aligned, &mut self.plain);
         let io = if write { Io::H2d(buf) } else { Io::D2h(buf) };
-        let transfer = engine.transfer(io, 0, Duration::from_secs(600)).expect("transfer");
+        let transfer = self.engine.transfer(io, 0, Duration::from_secs(600)).expect("transfer");
         transfer.bytes as f64 / transfer.host_ns() * 1e3
-    };
-    once(buf);
-    (0..repeats).map(|_| once(buf)).collect()
+    }
 }
 
 fn fio_mbps(path: &Path, write: bool, bs: u64, qd: usize, size: u64) -> Option<f64> {
@@ -102,17 +120,16 @@ fn main() {
     println!("{:<6} {:>8} {:>14} {:>14} {:>10} {:>16} {:>10}", "op", "bs", "fio MB/s", "pcieperf MB/s", "ratio", "pcieperf (Vec)", "ratio");
     for &write in &[false, true] {
         for &bs in block_sizes {
-            let mut theirs = Vec::new();
+            let mut aligned = Ours::new(&path, write, bs, qd, Buffer::Aligned, size);
+            let mut plain = Ours::new(&path, write, bs, qd, Buffer::Vec, size);
+            let (mut theirs, mut ours, mut ours_vec) = (Vec::new(), Vec::new(), Vec::new());
+            // Interleaved, so a drift of the disk (host caches, write-back) hits every tool alike.
             for _ in 0..repeats {
                 if have_fio {
                     theirs.extend(fio_mbps(&path, write, bs, qd, size));
                 }
-            }
-            let ours = pcieperf_mbps(&path, write, bs, qd, Buffer::Aligned, size, repeats);
-            let ours_vec = pcieperf_mbps(&path, write, bs, qd, Buffer::Vec, size, repeats);
-            if have_fio && full {
-                // fio once more after ours, so a drift of the disk during the run shows in its median too.
-                theirs.extend(fio_mbps(&path, write, bs, qd, size));
+                ours.push(aligned.run());
+                ours_vec.push(plain.run());
             }
             let (ours, ours_vec) = (median(ours), median(ours_vec));
             let fio = (!theirs.is_empty()).then(|| median(theirs));
