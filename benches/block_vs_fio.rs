@@ -104,7 +104,7 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let size = std::env::var("BLOCK_VS_FIO_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(if full { 256 } else { 8 }) * MIB;
     let qd: usize = std::env::var("BLOCK_VS_FIO_QD").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
-    let repeats = if full { 5 } else { 1 };
+    let repeats = if full { 9 } else { 1 };
     let block_sizes: &[u64] = if full { &[4 * KIB, 128 * KIB, MIB] } else { &[128 * KIB] };
 
     let dir = tempfile::Builder::new().prefix("block-vs-fio").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -115,7 +115,7 @@ fn main() {
         println!("fio not found: install it (Debian package fio) for the comparison; pcieperf alone follows");
     }
 
-    println!("block engine vs fio: {} MiB file on {}, io_uring, O_DIRECT, queue depth {qd}, median of {repeats}", size / MIB, dir.path().display());
+    println!("block engine vs fio: {} MiB file on {}, io_uring, O_DIRECT, queue depth {qd}, median of {repeats} (ratio: median of the ratios of neighbouring runs)", size / MIB, dir.path().display());
     println!("MB/s = 10^6 B/s");
     println!("{:<6} {:>8} {:>14} {:>14} {:>10} {:>16} {:>10}", "op", "bs", "fio MB/s", "pcieperf MB/s", "ratio", "pcieperf (Vec)", "ratio");
     for &write in &[false, true] {
@@ -123,16 +123,32 @@ fn main() {
             let mut aligned = Ours::new(&path, write, bs, qd, Buffer::Aligned, size);
             let mut plain = Ours::new(&path, write, bs, qd, Buffer::Vec, size);
             let (mut theirs, mut ours, mut ours_vec) = (Vec::new(), Vec::new(), Vec::new());
-            // Interleaved, so a drift of the disk (host caches, write-back) hits every tool alike.
-            for _ in 0..repeats {
-                if have_fio {
-                    theirs.extend(fio_mbps(&path, write, bs, qd, size));
+            let (mut ratios, mut ratios_vec) = (Vec::new(), Vec::new());
+            // Interleaved, the order rotating every repeat, so a drift of the disk (host caches,
+            // write-back) hits every tool alike; ratios are taken between neighbouring runs.
+            for repeat in 0..repeats {
+                let mut run = [None; 3];
+                for slot in 0..3 {
+                    let tool = (slot + repeat) % 3;
+                    run[tool] = match tool {
+                        0 if have_fio => fio_mbps(&path, write, bs, qd, size),
+                        0 => None,
+                        1 => Some(aligned.run()),
+                        _ => Some(plain.run()),
+                    };
                 }
-                ours.push(aligned.run());
-                ours_vec.push(plain.run());
+                let [fio, a, v] = run;
+                ours.extend(a);
+                ours_vec.extend(v);
+                if let Some(fio) = fio {
+                    theirs.push(fio);
+                    ratios.push(a.unwrap() / fio);
+                    ratios_vec.push(v.unwrap() / fio);
+                }
             }
             let (ours, ours_vec) = (median(ours), median(ours_vec));
             let fio = (!theirs.is_empty()).then(|| median(theirs));
+            let (ratio, ratio_vec) = (fio.map(|_| median(ratios)), fio.map(|_| median(ratios_vec)));
             let show = |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_else(|| "-".into());
             println!(
                 "{:<6} {:>8} {:>14} {:>14.1} {:>10} {:>16.1} {:>10}",
@@ -140,9 +156,9 @@ fn main() {
                 pcieperf::units::format_size(bs),
                 show(fio, 1),
                 ours,
-                show(fio.map(|f| ours / f), 3),
+                show(ratio, 3),
                 ours_vec,
-                show(fio.map(|f| ours_vec / f), 3),
+                show(ratio_vec, 3),
             );
         }
     }

@@ -168,7 +168,15 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
 /// A ring with room for every I/O in flight, or why there is none. Bounded waits need
 /// IORING_FEAT_EXT_ARG (Linux 5.11); without it a stuck I/O could block forever.
 fn uring(queue_depth: usize) -> Result<IoUring, String> {
-    let ring = IoUring::builder().build(queue_depth.next_power_of_two().max(8) as u32).map_err(|e| e.to_string())?;
+    let entries = queue_depth.next_power_of_two().max(8) as u32;
+    // COOP_TASKRUN (Linux 5.19): completions are run when we enter the kernel anyway, instead of
+    // interrupting us — we only ever look at completions after io_uring_enter. Older kernels
+    // refuse the flag: build without it.
+    let ring = IoUring::builder()
+        .setup_coop_taskrun()
+        .build(entries)
+        .or_else(|_| IoUring::new(entries))
+        .map_err(|e| e.to_string())?;
     if !ring.params().is_feature_ext_arg() {
         return Err("kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11) for waits with a deadline".into());
     }
