@@ -61,7 +61,7 @@ struct Op {
 
 /// How I/Os are issued.
 enum Submitter {
-    Uring(IoUring),
+    Uring(Box<IoUring>),
     Sync,
 }
 
@@ -118,7 +118,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         (Submitter::Sync, "synchronous pread/pwrite (asked for with ,sync)".to_string())
     } else {
         match uring(queue_depth) {
-            Ok(ring) => (Submitter::Uring(ring), format!("io_uring, queue depth {queue_depth}")),
+            Ok(ring) => (Submitter::Uring(Box::new(ring)), format!("io_uring, queue depth {queue_depth}")),
             Err(why) => (Submitter::Sync, format!("synchronous pread/pwrite, queue depth 1 (io_uring unavailable: {why})")),
         }
     };
@@ -228,7 +228,7 @@ impl BlockEngine {
             return Err(refusal(&self.path));
         }
         let align = self.info.alignment_bytes;
-        if len as u64 % align != 0 || offset % align != 0 {
+        if !(len as u64).is_multiple_of(align) || !offset.is_multiple_of(align) {
             return Err(InvalidInput::new(format!(
                 "O_DIRECT needs sizes and offsets in multiples of {align} bytes (got {len} bytes at offset {offset})"
             ))

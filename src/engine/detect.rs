@@ -148,7 +148,7 @@ fn class_node_pci(sys_dir: &Path, node_name: &str) -> Option<String> {
 /// The last `DDDD:BB:DD.F` component of a sysfs device path: the PCI function nearest to the
 /// node (an NVMe controller, not the root port above it).
 pub fn pci_address_in_path(path: &Path) -> Option<String> {
-    path.components().filter_map(|c| c.as_os_str().to_str()).filter(|c| is_pci_address(c)).last().map(str::to_string)
+    path.components().filter_map(|c| c.as_os_str().to_str()).rfind(|c| is_pci_address(c)).map(str::to_string)
 }
 
 fn is_pci_address(text: &str) -> bool {

@@ -99,7 +99,7 @@ impl Drop for AlignedBuf {
 
 /// True when `ptr` is page-aligned (O_DIRECT can DMA straight into it).
 pub fn is_page_aligned(ptr: *const u8) -> bool {
-    ptr as usize % PAGE_BYTES == 0
+    (ptr as usize).is_multiple_of(PAGE_BYTES)
 }
 
 /// How a node is opened.

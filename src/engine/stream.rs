@@ -116,10 +116,9 @@ impl StreamEngine {
     }
 
     fn name(&self, write: bool) -> String {
-        if write || self.spec.read_path.is_none() {
-            self.spec.write_path.display().to_string()
-        } else {
-            self.spec.read_path.as_ref().unwrap().display().to_string()
+        match &self.spec.read_path {
+            Some(read) if !write => read.display().to_string(),
+            _ => self.spec.write_path.display().to_string(),
         }
     }
 

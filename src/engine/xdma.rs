@@ -241,7 +241,7 @@ impl XdmaEngine {
             return Err(EngineError::Unsupported(format!("{} has no {} channel", self.prefix.display(), if direction == Direction::H2d { "h2c" } else { "c2h" })));
         }
         let align = self.info.alignment_bytes;
-        if len as u64 % align != 0 || (self.card_addr + offset) % align != 0 {
+        if !(len as u64).is_multiple_of(align) || !(self.card_addr + offset).is_multiple_of(align) {
             return Err(InvalidInput::new(format!("the XDMA engine needs sizes and card addresses in multiples of {align} bytes")).into());
         }
         Ok(())
@@ -402,7 +402,7 @@ impl UserBar {
         if bar != 0 {
             return Err(EngineError::Unsupported(format!("xdma exposes one register BAR (0 = /dev/xdmaN_user), not BAR {bar}")));
         }
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(InvalidInput::new(format!("register offset {offset:#x} is not 4-byte aligned")).into());
         }
         Ok(())
