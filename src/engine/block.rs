@@ -576,6 +576,78 @@ mod tests {
         assert!(refusal(Path::new("/dev/nvme0n1")).to_string().contains("--destructive"));
     }
 
+    /// An engine reading a FIFO through the ring: a read waits until someone writes, which is
+    /// how a stuck device looks to the engine (block devices cannot be made to hang here).
+    fn engine_on_fifo(dir: &Path) -> (BlockEngine, File) {
+        let path = dir.join("stuck");
+        let c = devfile::c_path(&path);
+        // SAFETY: valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Read-write opens of a FIFO do not wait for a peer.
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let feeder = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let info = EngineInfo {
+            kind: "block".into(),
+            target: "test".into(),
+            simulated: false,
+            description: String::new(),
+            link: None,
+            pci_address: None,
+            device_clock_hz: None,
+            directions: vec![Direction::D2h],
+            concurrent: false,
+            alignment_bytes: 4096,
+            max_transfer_bytes: 1 << 20,
+            capacity_bytes: Some(1 << 20),
+            data_model: DataModel::Opaque,
+        };
+        let engine = BlockEngine {
+            info,
+            path,
+            file,
+            clock: HostClock::start(),
+            submitter: Submitter::Uring(Box::new(uring(4).unwrap())),
+            queue_depth: 4,
+            io_bytes: 4096,
+            writable: false,
+            slots: (0..8).map(|_| AlignedBuf::new(4096)).collect(),
+            busy_slots: vec![false; 8],
+            epoch: 0,
+        };
+        (engine, feeder)
+    }
+
+    #[test]
+    fn a_stuck_io_times_out_and_its_bounce_slot_is_reclaimed_later() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, mut feeder) = engine_on_fifo(dir.path());
+        let mut buf = vec![0u8; 4096 + 16];
+        let unaligned = if is_page_aligned(buf.as_ptr()) { 16 } else { 0 };
+        let err = engine.transfer(Io::D2h(&mut buf[unaligned..unaligned + 4096]), 0, Duration::from_millis(100)).unwrap_err();
+        assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
+        assert_eq!(engine.busy_slots.iter().filter(|b| **b).count(), 1, "the stuck read keeps its slot");
+        // The device answers late: the stale read takes the first block, the next transfer the second.
+        feeder.write_all(&[1u8; 4096]).unwrap();
+        feeder.write_all(&[2u8; 4096]).unwrap();
+        engine.transfer(Io::D2h(&mut buf[unaligned..unaligned + 4096]), 0, Duration::from_secs(5)).unwrap();
+        assert!(buf[unaligned..unaligned + 4096].iter().all(|b| *b == 2));
+        assert!(engine.busy_slots.iter().all(|b| !b));
+    }
+
+    #[test]
+    fn a_stuck_io_into_the_callers_buffer_is_cancelled_before_returning() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, _feeder) = engine_on_fifo(dir.path());
+        let mut buf = AlignedBuf::new(4096);
+        let started = std::time::Instant::now();
+        let err = engine.transfer(Io::D2h(&mut buf), 0, Duration::from_millis(100)).unwrap_err();
+        assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "cancellation must not hang on a pipe");
+        drop(buf); // safe: the kernel no longer holds it
+        assert!(engine.busy_slots.iter().all(|b| !b));
+    }
+
     #[test]
     fn user_data_round_trips() {
         assert_eq!(split_user_data(user_data(7, 3, 12345)), (7, 3, 12345));
