@@ -432,3 +432,22 @@ fn detection_lists_targets_by_preference_and_never_chooses_a_destructive_one() {
     let found = detect_in(&dev, &sys);
     assert!(!found[0].usable && found[0].reason.contains("missing"), "{}", found[0].reason);
 }
+
+#[test]
+fn detection_on_this_machine_offers_block_devices_read_only() {
+    let found = engine::detect();
+    for candidate in &found {
+        eprintln!("{} [{}] usable={} pci={:?}: {}", candidate.target, candidate.kind, candidate.usable, candidate.pci_address, candidate.reason);
+        if candidate.kind == "block" {
+            assert!(candidate.target.starts_with("block:/dev/"));
+            assert!(candidate.reason.contains("read-only") && candidate.pci_address.is_some(), "{}", candidate.reason);
+        }
+    }
+    if let Some(chosen) = choose(&found) {
+        // Whatever is chosen opens without --destructive and never offers writes to a disk.
+        if chosen.kind == "block" {
+            let engine = engine::open(&chosen.target, &OpenOptions::default()).unwrap();
+            assert_eq!(engine.info().directions, vec![Direction::D2h]);
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! Finding targets on this machine, and the PCI device behind a file or node (sysfs only).
 //!
-//! Detection only lists directories and reads sysfs attributes: it never opens a device node
-//! for I/O. Candidates come sorted by preference — XDMA (a DMA test design), then Xillybus
+//! Detection lists directories, reads sysfs attributes and opens block devices read-only (no
+//! data moves) to see whether they really open; XDMA and Xillybus nodes are only checked with
+//! access(), since opening a stream node may start it. Candidates come sorted by preference — XDMA (a DMA test design), then Xillybus
 //! loopbacks, then block devices for read-only use — and [`choose`] takes the first usable one.
 //! Nothing destructive is ever chosen: block devices are offered read-only, and writes to them
 //! need `--destructive`, which detection never implies.
@@ -110,7 +111,10 @@ fn block_candidates(dev_dir: &Path, sys_dir: &Path) -> Vec<Candidate> {
         .into_iter()
         .map(|(name, pci)| {
             let node = dev_dir.join(&name);
-            let (usable, access) = access_summary(std::slice::from_ref(&node), libc::R_OK);
+            let (usable, access) = match access_summary(std::slice::from_ref(&node), libc::R_OK) {
+                (true, _) => opens_for_reading(&node),
+                refused => refused,
+            };
             let link = link_state(sys_dir, &pci).map(|l| format!(", link {}", l.link)).unwrap_or_default();
             Candidate {
                 target: format!("block:{}", node.display()),
@@ -134,6 +138,15 @@ fn access_summary(nodes: &[PathBuf], mode: i32) -> (bool, String) {
         }
     }
     (true, "accessible".into())
+}
+
+/// Whether a block device really opens read-only: permission bits are not the whole story
+/// (a container's device cgroup refuses even root). Opening for reading moves no data.
+fn opens_for_reading(node: &Path) -> (bool, String) {
+    match super::devfile::open_node(node, super::devfile::Access::Read, libc::O_NONBLOCK, "") {
+        Ok(_) => (true, "accessible".into()),
+        Err(error) => (false, error.to_string()),
+    }
 }
 
 /// The PCI device of a class device node, e.g. `/sys/class/xdma/xdma0_user/device`.

@@ -125,18 +125,26 @@ pub fn open_node(path: &Path, access: Access, flags: i32, driver_hint: &str) -> 
 pub fn open_error(path: &Path, access: Access, driver_hint: &str, error: io::Error) -> EngineError {
     let shown = path.display().to_string();
     match error.kind() {
-        io::ErrorKind::PermissionDenied => EngineError::PermissionDenied {
-            needed: format!(
-                "{} access to {shown} is needed: run as root, or add your user to the group owning the node \
-                 (`ls -l {shown}`) or give it a udev rule",
-                match access {
-                    Access::Read => "read",
-                    Access::Write => "write",
-                    Access::ReadWrite => "read and write",
-                }
-            ),
-            path: shown,
-        },
+        io::ErrorKind::PermissionDenied => {
+            let what = match access {
+                Access::Read => "read",
+                Access::Write => "write",
+                Access::ReadWrite => "read and write",
+            };
+            // SAFETY: geteuid has no preconditions.
+            let needed = if unsafe { libc::geteuid() } == 0 {
+                format!(
+                    "{what} access to {shown} is refused even to root: a container's device cgroup or a security \
+                     module (SELinux, AppArmor) forbids it; run on the host or allow the device for this container"
+                )
+            } else {
+                format!(
+                    "{what} access to {shown} is needed: run as root, or add your user to the group owning the node \
+                     (`ls -l {shown}`) or give it a udev rule"
+                )
+            };
+            EngineError::PermissionDenied { needed, path: shown }
+        }
         io::ErrorKind::NotFound => EngineError::Io {
             what: format!("{shown} does not exist{}", if driver_hint.is_empty() { String::new() } else { format!(" ({driver_hint})") }),
             source: error,
