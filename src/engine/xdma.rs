@@ -30,6 +30,16 @@ use crate::error::InvalidInput;
 /// Default AXI clock of the XDMA core (see the module documentation).
 pub const DEFAULT_AXI_CLOCK_HZ: f64 = 250e6;
 
+/// A card address as users write it: `0x80000000` (hex) or `4096` (decimal); for `--card-addr`.
+pub fn parse_card_addr(text: &str) -> Result<u64, InvalidInput> {
+    let text = text.trim().replace('_', "");
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|_| InvalidInput::new(format!("invalid card address '{text}': write it in hex (0x80000000) or decimal")))
+}
+
 /// `xdma0_h2c_1` → (`xdma0`, `h2c`, 1).
 pub fn parse_channel_name(name: &str) -> Option<(String, &'static str, u32)> {
     let (device, rest) = name.split_once('_')?;
@@ -430,6 +440,14 @@ impl Mmio for UserBar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn card_addresses_parse_in_hex_and_decimal() {
+        assert_eq!(parse_card_addr("0x8000_0000").unwrap(), 0x8000_0000);
+        assert_eq!(parse_card_addr("4096").unwrap(), 4096);
+        assert!(parse_card_addr("0xZZ").unwrap_err().to_string().contains("hex"));
+        assert!(parse_card_addr("-1").is_err());
+    }
 
     #[test]
     fn channel_names_parse() {
