@@ -75,6 +75,9 @@ pub struct BlockEngine {
     io_bytes: usize,
     writable: bool,
     slots: Vec<AlignedBuf>,
+    /// The slots are registered with the ring (IORING_REGISTER_BUFFERS): pinned once, so an I/O
+    /// through a slot skips the per-I/O page pinning a plain read/write pays.
+    fixed_slots: bool,
     /// Slots still owned by the kernel after a timed-out transfer.
     busy_slots: Vec<bool>,
     /// Transfer counter, in every user_data, so late completions of a timed-out transfer are
@@ -150,7 +153,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
     };
     // Twice the depth: completed reads are copied out while new I/Os already use other slots.
     let slot_count = if sync { 1 } else { 2 * queue_depth };
-    Ok(BlockEngine {
+    let mut engine = BlockEngine {
         info,
         path,
         file,
@@ -161,8 +164,11 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         writable,
         slots: (0..slot_count).map(|_| AlignedBuf::new(io_bytes)).collect(),
         busy_slots: vec![false; slot_count],
+        fixed_slots: false,
         epoch: 0,
-    })
+    };
+    engine.fixed_slots = engine.register_slots();
+    Ok(engine)
 }
 
 /// A ring with room for every I/O in flight, or why there is none. Bounded waits need
@@ -221,6 +227,16 @@ fn split_user_data(data: u64) -> (u16, u16, usize) {
 impl BlockEngine {
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Register the bounce slots with the ring; false (plain I/O) when the kernel refuses, e.g.
+    /// over RLIMIT_MEMLOCK.
+    fn register_slots(&mut self) -> bool {
+        let Submitter::Uring(ring) = &self.submitter else { return false };
+        let iovecs: Vec<libc::iovec> =
+            self.slots.iter_mut().map(|slot| libc::iovec { iov_base: slot.as_mut_ptr().cast(), iov_len: slot.len() }).collect();
+        // SAFETY: the slots live as long as the engine, which owns the ring.
+        unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok()
     }
 
     fn check(&self, write: bool, len: usize, offset: u64) -> Result<(), EngineError> {
@@ -360,10 +376,11 @@ impl BlockEngine {
                 }
             };
             let (len, offset) = ((op.len - skip) as u32, op.offset + skip as u64);
-            let entry = if op.write {
-                opcode::Write::new(fd, buf, len).offset(offset).build()
-            } else {
-                opcode::Read::new(fd, buf, len).offset(offset).build()
+            let entry = match (op.write, self.fixed_slots && slot != DIRECT) {
+                (true, false) => opcode::Write::new(fd, buf, len).offset(offset).build(),
+                (false, false) => opcode::Read::new(fd, buf, len).offset(offset).build(),
+                (true, true) => opcode::WriteFixed::new(fd, buf, len, slot).offset(offset).build(),
+                (false, true) => opcode::ReadFixed::new(fd, buf, len, slot).offset(offset).build(),
             };
             let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
             // SAFETY: the buffer stays valid until the completion is reaped (caller buffers: the
@@ -612,6 +629,7 @@ mod tests {
             writable: false,
             slots: (0..8).map(|_| AlignedBuf::new(4096)).collect(),
             busy_slots: vec![false; 8],
+            fixed_slots: false,
             epoch: 0,
         };
         (engine, feeder)
