@@ -168,6 +168,9 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         epoch: 0,
     };
     engine.fixed_slots = engine.register_slots();
+    if !engine.fixed_slots && !sync {
+        engine.info.description.push_str(", bounce slots not registered (RLIMIT_MEMLOCK?)");
+    }
     Ok(engine)
 }
 
