@@ -64,6 +64,8 @@ pub struct DmaArgs {
     /// Write a Prometheus text exposition of the summary to this file.
     #[arg(long)]
     pub metrics: Option<PathBuf>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// Parse `10s`, `500ms`, `50us`/`50µs`, `100ns`, `2m` or a bare number of seconds.
@@ -87,9 +89,55 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// How to open hardware targets; shared by `dma` and `run`. Zero means the engine's default.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// Allow writes that destroy data on a block device (h2d and both on `block:`).
+    #[arg(long)]
+    pub destructive: bool,
+    /// I/Os kept in flight on `block:` targets [default: 8].
+    #[arg(long, default_value_t = 0, hide_default_value = true)]
+    pub queue_depth: usize,
+    /// Bytes per I/O a transfer is split into on `block:` targets [default: 128KiB].
+    #[arg(long, value_parser = parse_size_arg)]
+    pub io_size: Option<u64>,
+    /// Card address that device offset 0 maps to on `xdma:` targets (hex 0x… or decimal).
+    #[arg(long, value_parser = parse_card_addr_arg, default_value = "0")]
+    pub card_addr: u64,
+    /// DMA channels used at once on `xdma:` targets [default: 1].
+    #[arg(long, default_value_t = 0, hide_default_value = true)]
+    pub channels: usize,
+    /// Frequency of the device's counter in Hz when the engine cannot read it (`xdma`: AXI clock,
+    /// default 250 MHz).
+    #[arg(long)]
+    pub device_clock: Option<f64>,
+}
+
+impl EngineArgs {
+    pub fn open_options(&self, seed: u64) -> OpenOptions {
+        OpenOptions {
+            seed,
+            destructive: self.destructive,
+            queue_depth: self.queue_depth,
+            io_bytes: self.io_size.unwrap_or(0),
+            card_addr: self.card_addr,
+            channels: self.channels,
+            device_clock_hz: self.device_clock,
+        }
+    }
+}
+
+fn parse_size_arg(text: &str) -> Result<u64, String> {
+    units::parse_size(text).map_err(|e| e.0)
+}
+
+fn parse_card_addr_arg(text: &str) -> Result<u64, String> {
+    engine::xdma::parse_card_addr(text).map_err(|e| e.to_string())
+}
+
 /// Open a target, turning engine errors into errors the exit code understands.
-pub fn open_target(target: &str, seed: u64) -> anyhow::Result<Box<dyn Engine>> {
-    Ok(engine::open(target, &OpenOptions { seed, destructive: false })?)
+pub fn open_target(target: &str, options: &OpenOptions) -> anyhow::Result<Box<dyn Engine>> {
+    Ok(engine::open(target, options)?)
 }
 
 /// Where and how to show a finished run.
@@ -164,7 +212,7 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     options.copy_to_user = args.copy_to_user;
     options.deadline = args.deadline;
     let target = args.target.unwrap_or_else(default_target);
-    let mut engine = open_target(&target, args.seed)?;
+    let mut engine = open_target(&target, &args.engine.open_options(args.seed))?;
     let quiet = args.json || args.csv;
     let mut progress = TerminalProgress::new(quiet, engine.info().simulated);
     let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;

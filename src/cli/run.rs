@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::dma::{emit, open_target, Outputs};
+use super::dma::{emit, open_target, EngineArgs, Outputs};
 use crate::bench::cancel;
 use crate::bench::dma;
 use crate::bench::host;
@@ -46,6 +46,8 @@ pub struct RunArgs {
     /// Write a Prometheus text exposition of the summary to this file.
     #[arg(long)]
     pub metrics: Option<PathBuf>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// The default results file name, e.g. `pcieperf-lab1-20261122T021051Z.json`.
@@ -67,7 +69,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             (t, why)
         }
     };
-    let mut engine = open_target(&target, args.seed)?;
+    let mut engine = open_target(&target, &args.engine.open_options(args.seed))?;
     let info = engine.info().clone();
     let mut options = plan::options(args.quick);
     options.seed = args.seed;

@@ -13,9 +13,16 @@
 //! document 000 "Mem→FPGA" = XDMA H2C. `d2h` = device→host = 001 "Write" (DMA write) = 000
 //! "FPGA→Mem" = XDMA C2H.
 
+pub mod block;
+pub mod detect;
+pub mod devfile;
 pub mod fault;
 pub mod pattern;
 pub mod sim;
+pub mod stream;
+pub mod xdma;
+
+pub use devfile::AlignedBuf;
 
 use std::time::Duration;
 
@@ -221,6 +228,16 @@ pub struct OpenOptions {
     pub seed: u64,
     /// The user allowed writes that destroy data on a device (block devices).
     pub destructive: bool,
+    /// I/Os kept in flight (`block`); 0 = the engine's default (8).
+    pub queue_depth: usize,
+    /// Bytes per I/O a transfer is split into (`block`); 0 = the engine's default (128 KiB).
+    pub io_bytes: u64,
+    /// Card address that device offset 0 maps to (`xdma`).
+    pub card_addr: u64,
+    /// DMA channels used at once (`xdma`); 0 = 1.
+    pub channels: usize,
+    /// Frequency of the device's counter when the engine cannot tell (`xdma` AXI clock; default 250 MHz).
+    pub device_clock_hz: Option<f64>,
 }
 
 /// A target found on this machine, and whether `pcieperf run` may use it unasked.
@@ -236,20 +253,27 @@ pub struct Candidate {
     pub reason: String,
 }
 
-/// Targets found on this machine (device nodes of the engines that have hardware to find).
+/// Targets found on this machine (device nodes of the engines that have hardware to find),
+/// most preferred first; see [`detect::choose`] for the one `run` takes unasked.
 pub fn detect() -> Vec<Candidate> {
-    Vec::new()
+    detect::detect()
 }
 
 /// Engines this build knows, with the argument each takes; shown when a target is unknown.
-pub const TARGET_HELP: &str = "sim[:PRESET|:genNxW,mps=..,...] (presets doc000, doc001, doc003, gen3x8, gen4x16, gen5x16), fault:KIND[,KIND..][,skip=N][,chunk=BYTES]:TARGET";
+pub const TARGET_HELP: &str = "sim[:PRESET|:genNxW,mps=..,...] (presets doc000, doc001, doc003, gen3x8, gen4x16, gen5x16), \
+     fault:KIND[,KIND..][,skip=N][,chunk=BYTES]:TARGET, block:PATH[,sync], xdma:/dev/xdmaN, \
+     chardev:WRITE_PATH[,READ_PATH], xillybus:NAME|xillybus:/dev/xillybus_write_NAME";
 
 /// Open a target written `ENGINE[:ARGUMENT]`.
 pub fn open(target: &str, options: &OpenOptions) -> Result<Box<dyn Engine>, EngineError> {
-    let (kind, _argument) = target.split_once(':').unwrap_or((target, ""));
+    let (kind, argument) = target.split_once(':').unwrap_or((target, ""));
     match kind {
         "sim" => return Ok(Box::new(sim::SimEngine::open(target, options)?)),
         "fault" => return Ok(Box::new(fault::FaultEngine::open(target, options)?)),
+        "block" => return Ok(Box::new(block::open(argument, options)?)),
+        "xdma" => return Ok(Box::new(xdma::open(argument, options)?)),
+        "chardev" => return Ok(Box::new(stream::open_chardev(argument)?)),
+        "xillybus" => return Ok(Box::new(stream::open_xillybus(argument)?)),
         _ => {}
     }
     Err(EngineError::UnknownTarget(target.to_string(), format!("no engine named '{kind}'; known: {TARGET_HELP}")))

@@ -1,0 +1,677 @@
+//! `block:PATH` — device-initiated DMA through a block device or a file on one, with O_DIRECT.
+//!
+//! A read with O_DIRECT is a device→host DMA write into our buffer (d2h); a write is a
+//! host→device DMA read (h2d). A transfer of N bytes is split into I/Os of `io_bytes`
+//! (default 128 KiB; the last one may be shorter) kept `queue_depth` deep (default 8) on one
+//! io_uring, like fio's `ioengine=io_uring direct=1 iodepth=QD bs=IO`. Where io_uring is missing
+//! (old kernel, seccomp) the engine falls back to one synchronous pread/pwrite at a time and says
+//! so in its description.
+//!
+//! Buffers: O_DIRECT needs page-aligned memory. A caller buffer that is page-aligned (e.g.
+//! [`super::AlignedBuf`]) is used as is (zero copy); any other buffer goes through
+//! 2 × `queue_depth` aligned bounce slots (reads are copied out after the ring is refilled). Bounce copies overlap the I/Os in flight except the first (h2d) or the
+//! last (d2h), which fall inside the measured time.
+//!
+//! Writes destroy data on a block device: refused unless `OpenOptions::destructive`; allowed on
+//! a regular file (tests and CI use one on the machine's disk: real device DMA, no consent needed).
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use io_uring::{opcode, types, IoUring};
+
+use super::devfile::{self, is_page_aligned, AlignedBuf, Deadline, HostClock, NodeKind, PAGE_BYTES};
+use super::{DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, OpenOptions, Transfer};
+use crate::error::InvalidInput;
+
+pub const DEFAULT_QUEUE_DEPTH: usize = 8;
+pub const DEFAULT_IO_BYTES: usize = 128 * 1024;
+/// io_uring read/write lengths are 32-bit; stay well below.
+const MAX_IO_BYTES: usize = 64 << 20;
+
+/// Whether writes may go to this node. Separated from `open` so the rule can be tested with any
+/// node kind (a real block device is not needed to test that writes to one are refused).
+pub fn writes_allowed(kind: NodeKind, destructive: bool) -> bool {
+    match kind {
+        NodeKind::Regular => true,
+        NodeKind::BlockDevice => destructive,
+        _ => false,
+    }
+}
+
+/// The message for a refused write.
+pub fn refusal(path: &Path) -> EngineError {
+    EngineError::Unsupported(format!(
+        "refusing to write to block device {}: writes destroy its data; pass --destructive to allow h2d \
+         (device reads host memory) on it, or use a file on the device",
+        path.display()
+    ))
+}
+
+/// One I/O: `len` bytes at device `offset`, from/to `host` (the caller's buffer).
+#[derive(Clone, Copy)]
+struct Op {
+    write: bool,
+    host: *mut u8,
+    len: usize,
+    offset: u64,
+}
+
+/// How I/Os are issued.
+enum Submitter {
+    Uring(Box<IoUring>),
+    Sync,
+}
+
+pub struct BlockEngine {
+    info: EngineInfo,
+    path: PathBuf,
+    file: File,
+    clock: HostClock,
+    submitter: Submitter,
+    queue_depth: usize,
+    io_bytes: usize,
+    writable: bool,
+    slots: Vec<AlignedBuf>,
+    /// The slots are registered with the ring (IORING_REGISTER_BUFFERS): pinned once, so an I/O
+    /// through a slot skips the per-I/O page pinning a plain read/write pays.
+    fixed_slots: bool,
+    /// Slots still owned by the kernel after a timed-out transfer.
+    busy_slots: Vec<bool>,
+    /// Transfer counter, in every user_data, so late completions of a timed-out transfer are
+    /// recognised and only free their slot.
+    epoch: u16,
+}
+
+/// Target argument: `PATH[,sync]`.
+pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, EngineError> {
+    let (path, force_sync) = match argument.strip_suffix(",sync") {
+        Some(path) => (path, true),
+        None => (argument, false),
+    };
+    if path.is_empty() {
+        return Err(InvalidInput::new("block needs a path: block:/dev/nvme0n1 (read-only) or block:FILE").into());
+    }
+    let path = PathBuf::from(path);
+    let kind = devfile::node_kind(&path)
+        .map_err(|e| devfile::open_error(&path, devfile::Access::Read, "create the file first, or name an existing block device", e))?;
+    if !matches!(kind, NodeKind::Regular | NodeKind::BlockDevice) {
+        return Err(InvalidInput::new(format!("{} is neither a block device nor a regular file", path.display())).into());
+    }
+    let writable = writes_allowed(kind, options.destructive);
+    let access = if writable { devfile::Access::ReadWrite } else { devfile::Access::Read };
+    let file = devfile::open_node(&path, access, libc::O_DIRECT, "").map_err(|e| match e {
+        EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) => EngineError::Unsupported(format!(
+            "{} does not support O_DIRECT (tmpfs and some overlay filesystems do not): put the file on a disk filesystem",
+            path.display()
+        )),
+        other => other,
+    })?;
+    let queue_depth = if options.queue_depth == 0 { DEFAULT_QUEUE_DEPTH } else { options.queue_depth };
+    let io_bytes = if options.io_bytes == 0 { DEFAULT_IO_BYTES } else { options.io_bytes as usize };
+    if !(1..=4096).contains(&queue_depth) {
+        return Err(InvalidInput::new(format!("queue depth {queue_depth} out of range 1..=4096")).into());
+    }
+    if io_bytes % PAGE_BYTES != 0 || io_bytes > MAX_IO_BYTES {
+        return Err(InvalidInput::new(format!("I/O size {io_bytes} must be a multiple of 4096 bytes and at most 64 MiB")).into());
+    }
+    let (submitter, how) = if force_sync {
+        (Submitter::Sync, "synchronous pread/pwrite (asked for with ,sync)".to_string())
+    } else {
+        match uring(queue_depth) {
+            Ok(ring) => (Submitter::Uring(Box::new(ring)), format!("io_uring, queue depth {queue_depth}")),
+            Err(why) => (Submitter::Sync, format!("synchronous pread/pwrite, queue depth 1 (io_uring unavailable: {why})")),
+        }
+    };
+    let sync = matches!(submitter, Submitter::Sync);
+    let capacity = capacity_bytes(&file, kind)?;
+    let pci = super::detect::pci_address_of(&path, Path::new("/sys"));
+    let link = pci.as_deref().and_then(|bdf| super::detect::link_state(Path::new("/sys"), bdf));
+    let what = if kind == NodeKind::Regular { "file" } else { "block device" };
+    let info = EngineInfo {
+        kind: "block".into(),
+        target: format!("block:{argument}"),
+        simulated: false,
+        description: format!(
+            "{what} {} with O_DIRECT, {how}, I/Os of {} KiB{}{}",
+            path.display(),
+            io_bytes / 1024,
+            if writable { "" } else { ", read-only (no --destructive)" },
+            pci.as_deref().map(|p| format!(", PCI {p}")).unwrap_or_default()
+        ),
+        link,
+        pci_address: pci,
+        device_clock_hz: None,
+        directions: if writable { vec![Direction::H2d, Direction::D2h] } else { vec![Direction::D2h] },
+        concurrent: writable && !sync,
+        alignment_bytes: PAGE_BYTES as u64,
+        max_transfer_bytes: capacity.min(crate::units::MAX_SIZE_BYTES),
+        capacity_bytes: Some(capacity),
+        data_model: if writable { DataModel::Memory } else { DataModel::Opaque },
+    };
+    // Twice the depth: completed reads are copied out while new I/Os already use other slots.
+    let slot_count = if sync { 1 } else { 2 * queue_depth };
+    let mut engine = BlockEngine {
+        info,
+        path,
+        file,
+        clock: HostClock::start(),
+        submitter,
+        queue_depth: if sync { 1 } else { queue_depth },
+        io_bytes,
+        writable,
+        slots: (0..slot_count).map(|_| AlignedBuf::new(io_bytes)).collect(),
+        busy_slots: vec![false; slot_count],
+        fixed_slots: false,
+        epoch: 0,
+    };
+    engine.fixed_slots = engine.register_slots();
+    if !engine.fixed_slots && !sync {
+        engine.info.description.push_str(", bounce slots not registered (RLIMIT_MEMLOCK?)");
+    }
+    Ok(engine)
+}
+
+/// A ring with room for every I/O in flight, or why there is none. Bounded waits need
+/// IORING_FEAT_EXT_ARG (Linux 5.11); without it a stuck I/O could block forever.
+fn uring(queue_depth: usize) -> Result<IoUring, String> {
+    let entries = queue_depth.next_power_of_two().max(8) as u32;
+    // COOP_TASKRUN (Linux 5.19): completions are run when we enter the kernel anyway, instead of
+    // interrupting us — we only ever look at completions after io_uring_enter. Older kernels
+    // refuse the flag: build without it.
+    let ring = IoUring::builder()
+        .setup_coop_taskrun()
+        .build(entries)
+        .or_else(|_| IoUring::new(entries))
+        .map_err(|e| e.to_string())?;
+    if !ring.params().is_feature_ext_arg() {
+        return Err("kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11) for waits with a deadline".into());
+    }
+    Ok(ring)
+}
+
+fn capacity_bytes(file: &File, kind: NodeKind) -> Result<u64, EngineError> {
+    if kind == NodeKind::Regular {
+        return file.metadata().map(|m| m.len()).map_err(|source| EngineError::Io { what: "stat".into(), source });
+    }
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272; // _IOR(0x12, 114, size_t)
+    let mut bytes: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64.
+    if unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut bytes) } < 0 {
+        return Err(EngineError::Io { what: "BLKGETSIZE64".into(), source: std::io::Error::last_os_error() });
+    }
+    Ok(bytes)
+}
+
+const DIRECT: u16 = u16::MAX;
+
+/// Progress of one transfer on the ring.
+struct Flight {
+    /// Ops left to issue, as (op index, bytes already done): a short I/O is resumed from there.
+    queue: std::collections::VecDeque<(usize, usize)>,
+    /// (op index, slot, bytes done before this I/O).
+    in_flight: Vec<(usize, u16, usize)>,
+    done_ops: usize,
+    /// Completion time of the last h2d [1] and d2h [0] op.
+    ends: [f64; 2],
+    failure: Option<EngineError>,
+}
+
+fn user_data(epoch: u16, slot: u16, op: usize) -> u64 {
+    (epoch as u64) << 48 | (slot as u64) << 32 | op as u64
+}
+
+fn split_user_data(data: u64) -> (u16, u16, usize) {
+    ((data >> 48) as u16, (data >> 32) as u16, (data & 0xFFFF_FFFF) as usize)
+}
+
+impl BlockEngine {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Register the bounce slots with the ring; false (plain I/O) when the kernel refuses, e.g.
+    /// over RLIMIT_MEMLOCK.
+    fn register_slots(&mut self) -> bool {
+        let Submitter::Uring(ring) = &self.submitter else { return false };
+        let iovecs: Vec<libc::iovec> =
+            self.slots.iter_mut().map(|slot| libc::iovec { iov_base: slot.as_mut_ptr().cast(), iov_len: slot.len() }).collect();
+        // SAFETY: the slots live as long as the engine, which owns the ring.
+        unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok()
+    }
+
+    fn check(&self, write: bool, len: usize, offset: u64) -> Result<(), EngineError> {
+        if write && !self.writable {
+            return Err(refusal(&self.path));
+        }
+        let align = self.info.alignment_bytes;
+        if !(len as u64).is_multiple_of(align) || !offset.is_multiple_of(align) {
+            return Err(InvalidInput::new(format!(
+                "O_DIRECT needs sizes and offsets in multiples of {align} bytes (got {len} bytes at offset {offset})"
+            ))
+            .into());
+        }
+        let capacity = self.info.capacity_bytes.unwrap_or(u64::MAX);
+        if offset + len as u64 > capacity {
+            return Err(InvalidInput::new(format!(
+                "{} bytes at offset {offset} run past the end of {} ({capacity} bytes)",
+                len,
+                self.path.display()
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Split `[host, host+len)` ↔ `[offset, offset+len)` into I/Os.
+    fn plan(&self, ops: &mut Vec<Op>, write: bool, host: *mut u8, len: usize, offset: u64) {
+        let mut done = 0;
+        while done < len {
+            let take = self.io_bytes.min(len - done);
+            // SAFETY: done < len, inside the caller's buffer.
+            ops.push(Op { write, host: unsafe { host.add(done) }, len: take, offset: offset + done as u64 });
+            done += take;
+        }
+    }
+
+    /// Run every op; returns the completion time (engine clock) of the last op of each direction.
+    fn run(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {
+        self.reclaim_slots(deadline)?;
+        match self.submitter {
+            Submitter::Sync => self.run_sync(ops, deadline),
+            Submitter::Uring(_) => self.run_uring(ops, deadline),
+        }
+    }
+
+    fn run_sync(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {
+        let mut ends = [0.0; 2];
+        for op in ops {
+            let direct = is_page_aligned(op.host);
+            let slot = self.slots[0].as_mut_ptr();
+            let buf = if direct { op.host } else { slot };
+            // SAFETY: op.host points into the caller's buffer for op.len bytes; slot holds io_bytes ≥ op.len.
+            unsafe {
+                if op.write && !direct {
+                    std::ptr::copy_nonoverlapping(op.host, slot, op.len);
+                }
+                let io = if op.write {
+                    Io::H2d(std::slice::from_raw_parts(buf, op.len))
+                } else {
+                    Io::D2h(std::slice::from_raw_parts_mut(buf, op.len))
+                };
+                devfile::positional_all(&self.file, io, op.offset, deadline, &self.path.display().to_string())?;
+                if !op.write && !direct {
+                    std::ptr::copy_nonoverlapping(slot, op.host, op.len);
+                }
+            }
+            ends[op.write as usize] = self.clock.now_ns();
+        }
+        Ok(ends)
+    }
+
+    fn run_uring(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {
+        self.epoch = self.epoch.wrapping_add(1);
+        let mut state = Flight {
+            queue: (0..ops.len()).map(|i| (i, 0)).collect(),
+            in_flight: Vec::new(),
+            done_ops: 0,
+            ends: [0.0; 2],
+            failure: None,
+        };
+        while state.done_ops < ops.len() {
+            self.fill(ops, &mut state);
+            if state.in_flight.is_empty() {
+                break;
+            }
+            if let Err(error) = self.wait_one(deadline) {
+                return Err(self.abandon(&state.in_flight, error));
+            }
+            let completions: Vec<(u64, i32)> = {
+                let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+                ring.completion().map(|cqe| (cqe.user_data(), cqe.result())).collect()
+            };
+            // Bounced reads to copy out once the ring is busy again.
+            let mut copies: Vec<(u16, *mut u8, usize, bool)> = Vec::new();
+            for (data, result) in completions {
+                self.complete(ops, &mut state, data, result, &mut copies);
+            }
+            if !copies.is_empty() {
+                // Refill and submit before copying, so the device is not idle during the copies.
+                self.fill(ops, &mut state);
+                let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+                ring.submit().map_err(|source| EngineError::Io { what: "io_uring_enter".into(), source })?;
+                for (slot, dst, len, last) in copies {
+                    // SAFETY: the slot holds `len` bytes read for this op; dst is inside the caller's buffer.
+                    unsafe { std::ptr::copy_nonoverlapping(self.slots[slot as usize].as_ptr(), dst, len) };
+                    self.busy_slots[slot as usize] = false;
+                    if last {
+                        state.ends[0] = self.clock.now_ns();
+                    }
+                }
+            }
+        }
+        match state.failure {
+            Some(error) => Err(error),
+            None => Ok(state.ends),
+        }
+    }
+
+    /// Queue I/Os until `queue_depth` are in flight (none once an op failed: then only drain).
+    fn fill(&mut self, ops: &[Op], state: &mut Flight) {
+        let fd = types::Fd(self.file.as_raw_fd());
+        while state.failure.is_none() && state.in_flight.len() < self.queue_depth {
+            let Some((index, skip)) = state.queue.pop_front() else { break };
+            let op = ops[index];
+            let direct = is_page_aligned(op.host) && skip == 0;
+            let slot = if direct { DIRECT } else { self.free_slot() };
+            // SAFETY: slots hold io_bytes ≥ op.len; op.host is valid for op.len bytes.
+            let buf = unsafe {
+                if slot == DIRECT {
+                    op.host
+                } else {
+                    let slot_ptr = self.slots[slot as usize].as_mut_ptr();
+                    if op.write {
+                        std::ptr::copy_nonoverlapping(op.host.add(skip), slot_ptr, op.len - skip);
+                    }
+                    slot_ptr
+                }
+            };
+            let (len, offset) = ((op.len - skip) as u32, op.offset + skip as u64);
+            let entry = match (op.write, self.fixed_slots && slot != DIRECT) {
+                (true, false) => opcode::Write::new(fd, buf, len).offset(offset).build(),
+                (false, false) => opcode::Read::new(fd, buf, len).offset(offset).build(),
+                (true, true) => opcode::WriteFixed::new(fd, buf, len, slot).offset(offset).build(),
+                (false, true) => opcode::ReadFixed::new(fd, buf, len, slot).offset(offset).build(),
+            };
+            let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+            // SAFETY: the buffer stays valid until the completion is reaped (caller buffers: the
+            // transfer does not return while they are in flight; slots: owned by self).
+            unsafe { ring.submission().push(&entry.user_data(user_data(self.epoch, slot, index))) }
+                .expect("ring has an entry per I/O in flight");
+            if slot != DIRECT {
+                self.busy_slots[slot as usize] = true;
+            }
+            state.in_flight.push((index, slot, skip));
+        }
+    }
+
+    /// Account for one completion; bounced reads are left in `copies` with their slot still busy.
+    fn complete(&mut self, ops: &[Op], state: &mut Flight, data: u64, result: i32, copies: &mut Vec<(u16, *mut u8, usize, bool)>) {
+        let (cqe_epoch, slot, index) = split_user_data(data);
+        if cqe_epoch != self.epoch {
+            if slot != DIRECT {
+                self.busy_slots[slot as usize] = false; // a late completion of an abandoned transfer
+            }
+            return;
+        }
+        let Some(at) = state.in_flight.iter().position(|&(i, _, _)| i == index) else { return };
+        let (_, _, skip) = state.in_flight.swap_remove(at);
+        let op = ops[index];
+        let bounced_read = !op.write && slot != DIRECT && result > 0;
+        if slot != DIRECT && !bounced_read {
+            self.busy_slots[slot as usize] = false;
+        }
+        let what = || format!("{} {} bytes at offset {} of {}", if op.write { "write" } else { "read" }, op.len, op.offset, self.path.display());
+        match result {
+            r if r < 0 => {
+                let source = std::io::Error::from_raw_os_error(-r);
+                let what = if -r == libc::ENOSPC { format!("{}: no space left (ENOSPC)", what()) } else { what() };
+                state.failure.get_or_insert(EngineError::Io { what, source });
+                state.done_ops += 1;
+            }
+            0 => {
+                state.failure.get_or_insert(EngineError::Short {
+                    done: skip as u64,
+                    wanted: op.len as u64,
+                    why: format!("end of {} at offset {}", self.path.display(), op.offset + skip as u64),
+                });
+                state.done_ops += 1;
+            }
+            r => {
+                let moved = skip + r as usize;
+                let last = moved == op.len;
+                if bounced_read {
+                    // SAFETY: skip < op.len, inside the caller's buffer.
+                    copies.push((slot, unsafe { op.host.add(skip) }, r as usize, last));
+                }
+                if !last {
+                    state.queue.push_front((index, moved)); // short I/O: issue the rest
+                } else {
+                    state.done_ops += 1;
+                    state.ends[op.write as usize] = self.clock.now_ns();
+                }
+            }
+        }
+    }
+
+    fn free_slot(&self) -> u16 {
+        self.busy_slots.iter().position(|busy| !busy).expect("a free slot per I/O in flight") as u16
+    }
+
+    /// Submit what is queued and wait for at least one completion, bounded by the deadline.
+    fn wait_one(&mut self, deadline: &Deadline) -> Result<(), EngineError> {
+        let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+        loop {
+            let left = deadline.remaining().ok_or_else(|| deadline.timeout("block I/O still in flight"))?;
+            let ts = types::Timespec::from(left);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
+                    if !ring.completion().is_empty() {
+                        return Ok(());
+                    }
+                }
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EBUSY)) => {}
+                Err(source) => return Err(EngineError::Io { what: "io_uring_enter".into(), source }),
+            }
+        }
+    }
+
+    /// Give up on a transfer whose deadline passed. I/Os into the caller's buffer must finish
+    /// before we return (the kernel would write into freed memory): ask the kernel to cancel them
+    /// and wait for it — block I/O always completes or is aborted by the block layer's own
+    /// timeout. I/Os into bounce slots stay in flight and are reclaimed by later transfers.
+    fn abandon(&mut self, in_flight: &[(usize, u16, usize)], error: EngineError) -> EngineError {
+        let epoch = self.epoch;
+        let direct: Vec<usize> = in_flight.iter().filter(|(_, slot, _)| *slot == DIRECT).map(|(i, _, _)| *i).collect();
+        let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
+        let mut waiting = direct.len();
+        for &index in &direct {
+            let cancel = opcode::AsyncCancel::new(user_data(epoch, DIRECT, index)).build().user_data(u64::MAX);
+            // SAFETY: a cancel request references no buffer.
+            let _ = unsafe { ring.submission().push(&cancel) };
+        }
+        while waiting > 0 {
+            if ring.submit_and_wait(1).is_err() {
+                continue;
+            }
+            for cqe in ring.completion() {
+                let (cqe_epoch, slot, _) = split_user_data(cqe.user_data());
+                if cqe.user_data() == u64::MAX {
+                    continue;
+                }
+                if slot == DIRECT && cqe_epoch == epoch {
+                    waiting -= 1;
+                } else if slot != DIRECT {
+                    self.busy_slots[slot as usize] = false;
+                }
+            }
+        }
+        error
+    }
+
+    /// Before a transfer: collect late completions of an abandoned one so its slots are free.
+    fn reclaim_slots(&mut self, deadline: &Deadline) -> Result<(), EngineError> {
+        while self.busy_slots.iter().any(|b| *b) {
+            let Submitter::Uring(ring) = &mut self.submitter else { return Ok(()) };
+            for cqe in ring.completion() {
+                let (_, slot, _) = split_user_data(cqe.user_data());
+                if slot != DIRECT && cqe.user_data() != u64::MAX {
+                    self.busy_slots[slot as usize] = false;
+                }
+            }
+            if self.busy_slots.iter().any(|b| *b) {
+                self.wait_one(deadline).map_err(|_| deadline.timeout("I/Os of an earlier timed-out transfer are still in flight"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn transfer_record(&self, direction: Direction, bytes: usize, start_ns: f64, end_ns: f64) -> Transfer {
+        Transfer { direction, bytes: bytes as u64, start_ns, end_ns, device: DeviceCounters::default() }
+    }
+}
+
+impl Engine for BlockEngine {
+    fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+
+    fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
+        let direction = io.direction();
+        let (write, host, len) = match io {
+            Io::H2d(buf) => (true, buf.as_ptr() as *mut u8, buf.len()),
+            Io::D2h(buf) => (false, buf.as_mut_ptr(), buf.len()),
+        };
+        self.check(write, len, device_offset)?;
+        let mut ops = Vec::new();
+        self.plan(&mut ops, write, host, len, device_offset);
+        let deadline = Deadline::after(deadline);
+        let start = self.clock.now_ns();
+        let ends = self.run(&ops, &deadline)?;
+        Ok(self.transfer_record(direction, len, start, ends[write as usize].max(start)))
+    }
+
+    /// Writes `h2d` at `device_offset` and reads `d2h` from `device_offset + h2d.len()` — disjoint
+    /// ranges, so the order in which the two streams reach the device does not matter — with the
+    /// I/Os of both interleaved on one ring.
+    fn transfer_both(&mut self, h2d: &[u8], d2h: &mut [u8], device_offset: u64, deadline: Duration) -> Result<(Transfer, Transfer), EngineError> {
+        if !self.info.concurrent {
+            return Err(EngineError::Unsupported(format!(
+                "block engine on {} cannot move data both ways at once ({})",
+                self.path.display(),
+                if self.writable { "synchronous fallback" } else { "read-only" }
+            )));
+        }
+        let read_offset = device_offset + h2d.len() as u64;
+        self.check(true, h2d.len(), device_offset)?;
+        self.check(false, d2h.len(), read_offset)?;
+        let (mut writes, mut reads) = (Vec::new(), Vec::new());
+        self.plan(&mut writes, true, h2d.as_ptr() as *mut u8, h2d.len(), device_offset);
+        self.plan(&mut reads, false, d2h.as_mut_ptr(), d2h.len(), read_offset);
+        let mut ops = Vec::with_capacity(writes.len() + reads.len());
+        let mut reads_iter = reads.into_iter();
+        for write in writes {
+            ops.push(write);
+            ops.extend(reads_iter.next());
+        }
+        ops.extend(reads_iter);
+        let deadline = Deadline::after(deadline);
+        let start = self.clock.now_ns();
+        let ends = self.run(&ops, &deadline)?;
+        Ok((
+            self.transfer_record(Direction::H2d, h2d.len(), start, ends[1].max(start)),
+            self.transfer_record(Direction::D2h, d2h.len(), start, ends[0].max(start)),
+        ))
+    }
+
+    fn now_ns(&self) -> f64 {
+        self.clock.now_ns()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_need_consent_on_block_devices_only() {
+        assert!(writes_allowed(NodeKind::Regular, false));
+        assert!(!writes_allowed(NodeKind::BlockDevice, false));
+        assert!(writes_allowed(NodeKind::BlockDevice, true));
+        assert!(!writes_allowed(NodeKind::CharDevice, true));
+        assert!(refusal(Path::new("/dev/nvme0n1")).to_string().contains("--destructive"));
+    }
+
+    /// An engine reading a FIFO through the ring: a read waits until someone writes, which is
+    /// how a stuck device looks to the engine (block devices cannot be made to hang here).
+    fn engine_on_fifo(dir: &Path) -> (BlockEngine, File) {
+        let path = dir.join("stuck");
+        let c = devfile::c_path(&path);
+        // SAFETY: valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Read-write opens of a FIFO do not wait for a peer.
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let feeder = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let info = EngineInfo {
+            kind: "block".into(),
+            target: "test".into(),
+            simulated: false,
+            description: String::new(),
+            link: None,
+            pci_address: None,
+            device_clock_hz: None,
+            directions: vec![Direction::D2h],
+            concurrent: false,
+            alignment_bytes: 4096,
+            max_transfer_bytes: 1 << 20,
+            capacity_bytes: Some(1 << 20),
+            data_model: DataModel::Opaque,
+        };
+        let engine = BlockEngine {
+            info,
+            path,
+            file,
+            clock: HostClock::start(),
+            submitter: Submitter::Uring(Box::new(uring(4).unwrap())),
+            queue_depth: 4,
+            io_bytes: 4096,
+            writable: false,
+            slots: (0..8).map(|_| AlignedBuf::new(4096)).collect(),
+            busy_slots: vec![false; 8],
+            fixed_slots: false,
+            epoch: 0,
+        };
+        (engine, feeder)
+    }
+
+    #[test]
+    fn a_stuck_io_times_out_and_its_bounce_slot_is_reclaimed_later() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, mut feeder) = engine_on_fifo(dir.path());
+        let mut buf = vec![0u8; 4096 + 16];
+        let unaligned = if is_page_aligned(buf.as_ptr()) { 16 } else { 0 };
+        let err = engine.transfer(Io::D2h(&mut buf[unaligned..unaligned + 4096]), 0, Duration::from_millis(100)).unwrap_err();
+        assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
+        assert_eq!(engine.busy_slots.iter().filter(|b| **b).count(), 1, "the stuck read keeps its slot");
+        // The device answers late: the stale read takes the first block, the next transfer the second.
+        feeder.write_all(&[1u8; 4096]).unwrap();
+        feeder.write_all(&[2u8; 4096]).unwrap();
+        engine.transfer(Io::D2h(&mut buf[unaligned..unaligned + 4096]), 0, Duration::from_secs(5)).unwrap();
+        assert!(buf[unaligned..unaligned + 4096].iter().all(|b| *b == 2));
+        assert!(engine.busy_slots.iter().all(|b| !b));
+    }
+
+    #[test]
+    fn a_stuck_io_into_the_callers_buffer_is_cancelled_before_returning() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, _feeder) = engine_on_fifo(dir.path());
+        let mut buf = AlignedBuf::new(4096);
+        let started = std::time::Instant::now();
+        let err = engine.transfer(Io::D2h(&mut buf), 0, Duration::from_millis(100)).unwrap_err();
+        assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "cancellation must not hang on a pipe");
+        drop(buf); // safe: the kernel no longer holds it
+        assert!(engine.busy_slots.iter().all(|b| !b));
+    }
+
+    #[test]
+    fn user_data_round_trips() {
+        assert_eq!(split_user_data(user_data(7, 3, 12345)), (7, 3, 12345));
+        assert_eq!(split_user_data(user_data(u16::MAX, DIRECT, 0)), (u16::MAX, DIRECT, 0));
+    }
+}

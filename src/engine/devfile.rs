@@ -1,0 +1,310 @@
+//! Host-side plumbing shared by the engines that move data through files and device nodes
+//! (`block`, `xdma`, `chardev`, `xillybus`): the host clock, page-aligned buffers, opening nodes
+//! with messages that name the missing privilege, and read/write loops that survive short
+//! transfers, EINTR and EAGAIN but never loop forever (every wait is bounded by a deadline).
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::EngineError;
+
+/// CLOCK_MONOTONIC_RAW in ns since the engine opened: not slewed by NTP, the same clock for
+/// `Transfer::start_ns`/`end_ns` and `Engine::now_ns`.
+#[derive(Debug, Clone, Copy)]
+pub struct HostClock {
+    origin_ns: f64,
+}
+
+impl HostClock {
+    pub fn start() -> Self {
+        HostClock { origin_ns: raw_monotonic_ns() }
+    }
+
+    pub fn now_ns(&self) -> f64 {
+        raw_monotonic_ns() - self.origin_ns
+    }
+}
+
+fn raw_monotonic_ns() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC_RAW exists on every Linux since 2.6.28.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
+    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+}
+
+/// A zeroed, page-aligned (4096-byte) heap buffer, as O_DIRECT and DMA engines want.
+/// Procedures that pass one of these to the `block` engine avoid its bounce copy.
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the buffer is uniquely owned heap memory, like a Vec<u8>.
+unsafe impl Send for AlignedBuf {}
+unsafe impl Sync for AlignedBuf {}
+
+/// Alignment of [`AlignedBuf`] and of O_DIRECT offsets and sizes this crate assumes.
+pub const PAGE_BYTES: usize = 4096;
+
+impl AlignedBuf {
+    pub fn new(len: usize) -> Self {
+        let layout = Self::layout(len);
+        // SAFETY: the layout has a non-zero size (at least one page).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf { ptr, len }
+    }
+
+    fn layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(len.max(1).next_multiple_of(PAGE_BYTES), PAGE_BYTES).expect("buffer size overflows")
+    }
+
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr
+    }
+
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+}
+
+impl std::ops::Deref for AlignedBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len initialised (zeroed) bytes for the life of self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl std::ops::DerefMut for AlignedBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with the same layout.
+        unsafe { std::alloc::dealloc(self.ptr, Self::layout(self.len)) }
+    }
+}
+
+/// True when `ptr` is page-aligned (O_DIRECT can DMA straight into it).
+pub fn is_page_aligned(ptr: *const u8) -> bool {
+    (ptr as usize).is_multiple_of(PAGE_BYTES)
+}
+
+/// How a node is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+/// Open `path` with `flags` (O_DIRECT, O_NONBLOCK, …), turning the usual failures into messages
+/// that say what to do: a missing node names the driver, a refusal names the privilege.
+pub fn open_node(path: &Path, access: Access, flags: i32, driver_hint: &str) -> Result<File, EngineError> {
+    let mut options = std::fs::OpenOptions::new();
+    match access {
+        Access::Read => options.read(true),
+        Access::Write => options.write(true),
+        Access::ReadWrite => options.read(true).write(true),
+    };
+    options.custom_flags(flags | libc::O_CLOEXEC).open(path).map_err(|error| open_error(path, access, driver_hint, error))
+}
+
+pub fn open_error(path: &Path, access: Access, driver_hint: &str, error: io::Error) -> EngineError {
+    let shown = path.display().to_string();
+    match error.kind() {
+        io::ErrorKind::PermissionDenied => {
+            let what = match access {
+                Access::Read => "read",
+                Access::Write => "write",
+                Access::ReadWrite => "read and write",
+            };
+            // SAFETY: geteuid has no preconditions.
+            let needed = if unsafe { libc::geteuid() } == 0 {
+                format!(
+                    "{what} access to {shown} is refused even to root: a container's device cgroup or a security \
+                     module (SELinux, AppArmor) forbids it; run on the host or allow the device for this container"
+                )
+            } else {
+                format!(
+                    "{what} access to {shown} is needed: run as root, or add your user to the group owning the node \
+                     (`ls -l {shown}`) or give it a udev rule"
+                )
+            };
+            EngineError::PermissionDenied { needed, path: shown }
+        }
+        io::ErrorKind::NotFound => EngineError::Io {
+            what: format!("{shown} does not exist{}", if driver_hint.is_empty() { String::new() } else { format!(" ({driver_hint})") }),
+            source: error,
+        },
+        _ => EngineError::Io { what: format!("cannot open {shown}"), source: error },
+    }
+}
+
+/// The time left before a deadline; `None` once it has passed.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    end: Instant,
+    pub total: Duration,
+}
+
+impl Deadline {
+    pub fn after(total: Duration) -> Self {
+        Deadline { end: Instant::now() + total, total }
+    }
+
+    pub fn remaining(&self) -> Option<Duration> {
+        self.end.checked_duration_since(Instant::now()).filter(|left| !left.is_zero())
+    }
+
+    pub fn timeout(&self, what: impl Into<String>) -> EngineError {
+        EngineError::Timeout { what: what.into(), after: self.total }
+    }
+}
+
+/// Wait until `fd` is ready for `events` (POLLIN/POLLOUT) or the deadline passes.
+/// Returns the revents; a hang-up or error on the fd is reported in them, not hidden.
+pub fn poll_until(fd: RawFd, events: i16, deadline: &Deadline, what: &str) -> Result<i16, EngineError> {
+    loop {
+        let left = deadline.remaining().ok_or_else(|| deadline.timeout(what.to_string()))?;
+        let mut pfd = libc::pollfd { fd, events, revents: 0 };
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if ready < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(EngineError::Io { what: format!("poll on {what}"), source: error });
+        }
+        if ready > 0 {
+            return Ok(pfd.revents);
+        }
+    }
+}
+
+/// Outcome of one read or write system call, with the retryable cases separated.
+pub enum Step {
+    Moved(usize),
+    /// EAGAIN/EWOULDBLOCK: wait for readiness, then retry.
+    WouldBlock,
+    /// read() returned 0: the peer closed its end (EOF).
+    Eof,
+}
+
+/// Run one syscall returning a byte count; EINTR is retried here, EAGAIN becomes `WouldBlock`.
+pub fn syscall_step(what: &str, mut call: impl FnMut() -> isize) -> Result<Step, EngineError> {
+    loop {
+        let result = call();
+        if result > 0 {
+            return Ok(Step::Moved(result as usize));
+        }
+        if result == 0 {
+            return Ok(Step::Eof);
+        }
+        let error = io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(code) if code == libc::EAGAIN || code == libc::EWOULDBLOCK => return Ok(Step::WouldBlock),
+            Some(libc::ENOSPC) => {
+                return Err(EngineError::Io { what: format!("{what}: the device or file has no space left (ENOSPC)"), source: error })
+            }
+            _ => return Err(EngineError::Io { what: what.to_string(), source: error }),
+        }
+    }
+}
+
+/// pread/pwrite all of `len` bytes at `offset`, resuming after short transfers.
+/// A positional read that hits EOF is reported as short (the file or card window ended).
+pub fn positional_all(file: &File, io: super::Io<'_>, offset: u64, deadline: &Deadline, what: &str) -> Result<(), EngineError> {
+    let fd = file.as_raw_fd();
+    let wanted = io.len();
+    let mut done = 0usize;
+    let (read_ptr, write_ptr): (*mut u8, *const u8) = match io {
+        super::Io::D2h(buf) => (buf.as_mut_ptr(), std::ptr::null()),
+        super::Io::H2d(buf) => (std::ptr::null_mut(), buf.as_ptr()),
+    };
+    while done < wanted {
+        let at = (offset + done as u64) as libc::off_t;
+        let left = wanted - done;
+        // SAFETY: the pointers come from slices of `wanted` bytes that outlive this call.
+        let step = syscall_step(what, || unsafe {
+            if read_ptr.is_null() {
+                libc::pwrite(fd, write_ptr.add(done).cast(), left, at)
+            } else {
+                libc::pread(fd, read_ptr.add(done).cast(), left, at)
+            }
+        })?;
+        match step {
+            Step::Moved(n) => done += n,
+            Step::WouldBlock => {
+                let events = if read_ptr.is_null() { libc::POLLOUT } else { libc::POLLIN };
+                poll_until(fd, events, deadline, what)?;
+            }
+            Step::Eof => {
+                return Err(EngineError::Short { done: done as u64, wanted: wanted as u64, why: format!("{what}: end of file or device window") })
+            }
+        }
+        if done < wanted && deadline.remaining().is_none() {
+            return Err(deadline.timeout(format!("{what}: {done} of {wanted} bytes moved")));
+        }
+    }
+    Ok(())
+}
+
+/// Set or clear O_NONBLOCK so stream waits go through poll() and a deadline.
+pub fn set_nonblocking(file: &File) -> Result<(), EngineError> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on an fd we own.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(EngineError::Io { what: "cannot make the device file non-blocking".into(), source: io::Error::last_os_error() });
+    }
+    Ok(())
+}
+
+/// `stat()` file type of a path, separated so decisions that depend on it can be tested with
+/// any classification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    Regular,
+    BlockDevice,
+    CharDevice,
+    Fifo,
+    Other,
+}
+
+pub fn node_kind(path: &Path) -> io::Result<NodeKind> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(path)?.file_type();
+    Ok(if kind.is_file() {
+        NodeKind::Regular
+    } else if kind.is_block_device() {
+        NodeKind::BlockDevice
+    } else if kind.is_char_device() {
+        NodeKind::CharDevice
+    } else if kind.is_fifo() {
+        NodeKind::Fifo
+    } else {
+        NodeKind::Other
+    })
+}
+
+/// A path as a C string for the few raw calls that need one.
+pub fn c_path(path: &Path) -> CString {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes()).unwrap_or_default()
+}

@@ -1,0 +1,359 @@
+//! DMA through stream device files: one node written (h2d) and one read (d2h), or one node both
+//! written and read — the engine behind `chardev:` and `xillybus:`.
+//!
+//! Every wait goes through poll() with the transfer's deadline, so a peer that stops reading or
+//! writing is reported as a timeout naming how far the transfer got, never waited on forever.
+//! Short reads and writes are resumed, EINTR retried, EAGAIN waited on, EOF and EPIPE (the peer
+//! closed its end) and ENOSPC reported.
+//!
+//! Loopbacks: a device that returns what it was sent holds only a small buffer, so writing a
+//! large h2d transfer without reading would stall. While writing, the engine therefore also
+//! drains whatever comes back and keeps it (in order) for the next d2h transfer; that d2h
+//! transfer then times only the bytes still to come. `transfer_both` writes and reads at once.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::devfile::{self, Access, Deadline, HostClock, Step};
+use super::{DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Transfer};
+
+/// How the two directions map onto nodes.
+pub struct StreamSpec {
+    pub kind: &'static str,
+    pub target: String,
+    pub write_path: PathBuf,
+    /// `None`: read from the written node (dma_buf-style, document 000 §5.3).
+    pub read_path: Option<PathBuf>,
+    pub data_model: DataModel,
+    pub driver_hint: &'static str,
+    /// Issue a zero-length write after each h2d transfer: Xillybus flushes a partly filled DMA
+    /// buffer on it instead of waiting for its own timer.
+    pub flush_with_empty_write: bool,
+}
+
+pub struct StreamEngine {
+    info: EngineInfo,
+    spec: StreamSpec,
+    write: File,
+    /// `None` when the written node is also read.
+    read: Option<File>,
+    clock: HostClock,
+    /// Bytes the loopback returned while an h2d transfer was running, not yet handed out.
+    returned: VecDeque<u8>,
+    /// The read node reported end of stream while draining: stop listening to it.
+    read_closed: bool,
+}
+
+/// Time allowed for the other end of a FIFO-like node to appear when opening.
+const OPEN_WAIT: Duration = Duration::from_secs(5);
+
+pub fn open(spec: StreamSpec) -> Result<StreamEngine, EngineError> {
+    // The read side first: a FIFO's writer can only open once a reader exists.
+    let read = match &spec.read_path {
+        Some(path) => Some(devfile::open_node(path, Access::Read, libc::O_NONBLOCK, spec.driver_hint)?),
+        None => None,
+    };
+    let access = if read.is_some() { Access::Write } else { Access::ReadWrite };
+    let write = open_writer(&spec.write_path, access, spec.driver_hint)?;
+    let loopback = spec.data_model == DataModel::Loopback;
+    let description = match &spec.read_path {
+        Some(read) => format!("stream {} → device → {}", spec.write_path.display(), read.display()),
+        None => format!("device file {} (write() and read() of whole buffers)", spec.write_path.display()),
+    };
+    let info = EngineInfo {
+        kind: spec.kind.into(),
+        target: spec.target.clone(),
+        simulated: false,
+        description,
+        link: None,
+        pci_address: None,
+        device_clock_hz: None,
+        directions: vec![Direction::H2d, Direction::D2h],
+        concurrent: loopback && read.is_some(),
+        alignment_bytes: 1,
+        max_transfer_bytes: crate::units::MAX_SIZE_BYTES,
+        capacity_bytes: None,
+        data_model: spec.data_model,
+    };
+    Ok(StreamEngine { info, spec, write, read, clock: HostClock::start(), returned: VecDeque::new(), read_closed: false })
+}
+
+/// Open the write side without blocking; a FIFO with no reader yet (ENXIO) is retried briefly.
+fn open_writer(path: &Path, access: Access, hint: &str) -> Result<File, EngineError> {
+    let deadline = Deadline::after(OPEN_WAIT);
+    loop {
+        match devfile::open_node(path, access, libc::O_NONBLOCK, hint) {
+            Err(EngineError::Io { source, .. }) if source.raw_os_error() == Some(libc::ENXIO) => {
+                if deadline.remaining().is_none() {
+                    return Err(EngineError::Timeout {
+                        what: format!("nothing reads {} (no device or peer on the other end)", path.display()),
+                        after: OPEN_WAIT,
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Progress of one direction inside a poll loop.
+struct Side<'a> {
+    h2d: Option<&'a [u8]>,
+    d2h: Option<&'a mut [u8]>,
+    written: usize,
+    read: usize,
+    h2d_end_ns: f64,
+    d2h_end_ns: f64,
+}
+
+impl StreamEngine {
+    fn read_file(&self) -> &File {
+        self.read.as_ref().unwrap_or(&self.write)
+    }
+
+    fn name(&self, write: bool) -> String {
+        match &self.spec.read_path {
+            Some(read) if !write => read.display().to_string(),
+            _ => self.spec.write_path.display().to_string(),
+        }
+    }
+
+    /// Move `side.h2d` out and fill `side.d2h`, whichever are present, until both are done.
+    /// With a separate read node and a loopback, data that comes back while only writing is kept.
+    fn pump(&mut self, side: &mut Side<'_>, deadline: &Deadline) -> Result<(), EngineError> {
+        if let Some(buf) = side.d2h.as_deref_mut() {
+            let take = buf.len().min(self.returned.len());
+            for (dst, src) in buf[..take].iter_mut().zip(self.returned.drain(..take)) {
+                *dst = src;
+            }
+            side.read = take;
+        }
+        let drain_loopback = self.read.is_some() && self.info.data_model == DataModel::Loopback && !self.read_closed;
+        let mut scratch = Vec::new();
+        loop {
+            let writing = side.h2d.is_some_and(|b| side.written < b.len());
+            let reading = side.d2h.as_ref().is_some_and(|b| side.read < b.len());
+            if !writing && !reading {
+                if side.d2h.as_ref().is_some_and(|b| b.is_empty() || side.read == b.len()) && side.d2h_end_ns == 0.0 {
+                    side.d2h_end_ns = self.clock.now_ns();
+                }
+                return Ok(());
+            }
+            let read_fd = self.read_file().as_raw_fd();
+            let write_fd = self.write.as_raw_fd();
+            let listen = reading || (writing && drain_loopback && !self.read_closed);
+            let mut fds = Vec::with_capacity(2);
+            if writing {
+                fds.push(libc::pollfd { fd: write_fd, events: libc::POLLOUT, revents: 0 });
+            }
+            if listen && (read_fd != write_fd || !writing) {
+                fds.push(libc::pollfd { fd: read_fd, events: libc::POLLIN, revents: 0 });
+            }
+            let ready = poll_many(&mut fds, deadline).map_err(|e| match e {
+                EngineError::Timeout { after, .. } => EngineError::Timeout { what: self.stall(side), after },
+                other => other,
+            })?;
+            for fd in ready {
+                if fd.fd == write_fd && fd.events == libc::POLLOUT {
+                    self.write_some(side)?;
+                } else if reading {
+                    self.read_some(side)?;
+                } else {
+                    self.drain_some(&mut scratch)?;
+                }
+            }
+        }
+    }
+
+    /// Where the transfer stopped, for a timeout message.
+    fn stall(&self, side: &Side<'_>) -> String {
+        let mut parts = Vec::new();
+        if let Some(buf) = side.h2d {
+            if side.written < buf.len() {
+                parts.push(format!("the device stopped accepting data: {} of {} bytes written to {}", side.written, buf.len(), self.name(true)));
+            }
+        }
+        if let Some(buf) = side.d2h.as_ref() {
+            if side.read < buf.len() {
+                parts.push(format!("the device stopped sending data: {} of {} bytes read from {}", side.read, buf.len(), self.name(false)));
+            }
+        }
+        parts.join("; ")
+    }
+
+    fn write_some(&mut self, side: &mut Side<'_>) -> Result<(), EngineError> {
+        let buf = side.h2d.expect("writing");
+        let rest = &buf[side.written..];
+        let fd = self.write.as_raw_fd();
+        let what = format!("write to {}", self.name(true));
+        // SAFETY: `rest` is a valid slice.
+        let step = devfile::syscall_step(&what, || unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) }).map_err(|e| peer_closed(e, &what))?;
+        match step {
+            Step::Moved(n) => {
+                side.written += n;
+                if side.written == buf.len() {
+                    side.h2d_end_ns = self.clock.now_ns();
+                    if self.spec.flush_with_empty_write {
+                        // SAFETY: a zero-length write reads nothing.
+                        unsafe { libc::write(fd, rest.as_ptr().cast(), 0) };
+                    }
+                }
+            }
+            Step::WouldBlock | Step::Eof => {}
+        }
+        Ok(())
+    }
+
+    fn read_some(&mut self, side: &mut Side<'_>) -> Result<(), EngineError> {
+        let buf = side.d2h.as_deref_mut().expect("reading");
+        let wanted = buf.len();
+        let rest = &mut buf[side.read..];
+        let fd = self.read_file().as_raw_fd();
+        let what = format!("read from {}", self.name(false));
+        // SAFETY: `rest` is a valid mutable slice.
+        match devfile::syscall_step(&what, || unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) })? {
+            Step::Moved(n) => {
+                side.read += n;
+                if side.read == wanted {
+                    side.d2h_end_ns = self.clock.now_ns();
+                }
+                Ok(())
+            }
+            Step::WouldBlock => Ok(()),
+            Step::Eof => Err(EngineError::Short { done: side.read as u64, wanted: wanted as u64, why: format!("{what}: end of stream (the peer closed its end)") }),
+        }
+    }
+
+    /// Keep what a loopback returns while we are only writing.
+    fn drain_some(&mut self, scratch: &mut Vec<u8>) -> Result<(), EngineError> {
+        scratch.resize(64 * 1024, 0);
+        let fd = self.read_file().as_raw_fd();
+        let what = format!("read from {}", self.name(false));
+        // SAFETY: `scratch` is a valid mutable buffer.
+        match devfile::syscall_step(&what, || unsafe { libc::read(fd, scratch.as_mut_ptr().cast(), scratch.len()) })? {
+            Step::Moved(n) => self.returned.extend(&scratch[..n]),
+            Step::WouldBlock => {}
+            // The loopback's far end closed; the d2h transfer that wants the data will say so.
+            Step::Eof => self.read_closed = true,
+        }
+        Ok(())
+    }
+
+    fn record(direction: Direction, bytes: usize, start_ns: f64, end_ns: f64) -> Transfer {
+        Transfer { direction, bytes: bytes as u64, start_ns, end_ns: end_ns.max(start_ns), device: DeviceCounters::default() }
+    }
+}
+
+/// A write that fails because nothing reads the node any more.
+fn peer_closed(error: EngineError, what: &str) -> EngineError {
+    match error {
+        EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EPIPE) => {
+            EngineError::Io { what: format!("{what}: the peer closed its end (EPIPE)"), source }
+        }
+        other => other,
+    }
+}
+
+/// poll() several fds until one is ready or the deadline passes; returns the ready ones, with
+/// `events` narrowed to what fired (a hang-up counts as ready so read/write reports it).
+fn poll_many(fds: &mut [libc::pollfd], deadline: &Deadline) -> Result<Vec<libc::pollfd>, EngineError> {
+    loop {
+        let left = deadline.remaining().ok_or_else(|| deadline.timeout(String::new()))?;
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: `fds` is a valid array of pollfd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if n < 0 {
+            let error = std::io::Error::last_os_error();
+            if error.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(EngineError::Io { what: "poll".into(), source: error });
+        }
+        if n > 0 {
+            return Ok(fds.iter().filter(|fd| fd.revents != 0).copied().collect());
+        }
+    }
+}
+
+impl Engine for StreamEngine {
+    fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+
+    /// `device_offset` is ignored: a stream has no addresses.
+    fn transfer(&mut self, io: Io<'_>, _device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
+        let deadline = Deadline::after(deadline);
+        let start = self.clock.now_ns();
+        let direction = io.direction();
+        let len = io.len();
+        let mut side = match io {
+            Io::H2d(buf) => Side { h2d: Some(buf), d2h: None, written: 0, read: 0, h2d_end_ns: 0.0, d2h_end_ns: 0.0 },
+            Io::D2h(buf) => Side { h2d: None, d2h: Some(buf), written: 0, read: 0, h2d_end_ns: 0.0, d2h_end_ns: 0.0 },
+        };
+        self.pump(&mut side, &deadline)?;
+        let end = if direction == Direction::H2d { side.h2d_end_ns } else { side.d2h_end_ns };
+        Ok(Self::record(direction, len, start, end))
+    }
+
+    fn transfer_both(&mut self, h2d: &[u8], d2h: &mut [u8], _device_offset: u64, deadline: Duration) -> Result<(Transfer, Transfer), EngineError> {
+        if !self.info.concurrent {
+            return Err(EngineError::Unsupported(format!("{} cannot move data both ways at once on one device file", self.info.kind)));
+        }
+        let deadline = Deadline::after(deadline);
+        let start = self.clock.now_ns();
+        let (h2d_len, d2h_len) = (h2d.len(), d2h.len());
+        let mut side = Side { h2d: Some(h2d), d2h: Some(d2h), written: 0, read: 0, h2d_end_ns: 0.0, d2h_end_ns: 0.0 };
+        self.pump(&mut side, &deadline)?;
+        Ok((Self::record(Direction::H2d, h2d_len, start, side.h2d_end_ns), Self::record(Direction::D2h, d2h_len, start, side.d2h_end_ns)))
+    }
+
+    fn now_ns(&self) -> f64 {
+        self.clock.now_ns()
+    }
+}
+
+/// `chardev:WRITE_PATH[,READ_PATH]`: one node → dma_buf-style (document 000 §5.3), contents
+/// the device's own (Opaque); two nodes → a loopback (what is written comes back, in order).
+pub fn open_chardev(argument: &str) -> Result<StreamEngine, EngineError> {
+    let mut paths = argument.split(',').map(str::trim).filter(|p| !p.is_empty());
+    let write = paths.next().ok_or_else(|| crate::error::InvalidInput::new("chardev needs a device file: chardev:WRITE_PATH[,READ_PATH]"))?;
+    let read = paths.next();
+    if paths.next().is_some() {
+        return Err(crate::error::InvalidInput::new(format!("chardev takes at most two paths, got '{argument}'")).into());
+    }
+    open(StreamSpec {
+        kind: "chardev",
+        target: format!("chardev:{argument}"),
+        write_path: write.into(),
+        read_path: read.map(PathBuf::from),
+        data_model: if read.is_some() { DataModel::Loopback } else { DataModel::Opaque },
+        driver_hint: "is the driver loaded?",
+        flush_with_empty_write: false,
+    })
+}
+
+/// `xillybus[:NAME|:PATH]`: `xillybus:32` → `/dev/xillybus_write_32` and `/dev/xillybus_read_32`;
+/// a path to a `xillybus_write_*` node reads back from the `xillybus_read_*` node beside it.
+pub fn open_xillybus(argument: &str) -> Result<StreamEngine, EngineError> {
+    let bad = || crate::error::InvalidInput::new(format!(
+        "invalid xillybus target '{argument}': use xillybus:NAME (e.g. xillybus:32 for /dev/xillybus_write_32 → /dev/xillybus_read_32) \
+         or xillybus:/dev/xillybus_write_NAME"
+    ));
+    let write_path = if argument.contains('/') { PathBuf::from(argument) } else if argument.is_empty() { return Err(bad().into()) } else { PathBuf::from(format!("/dev/xillybus_write_{argument}")) };
+    let file_name = write_path.file_name().and_then(|n| n.to_str()).ok_or_else(bad)?;
+    let suffix = file_name.strip_prefix("xillybus_write_").ok_or_else(bad)?;
+    let read_path = write_path.with_file_name(format!("xillybus_read_{suffix}"));
+    open(StreamSpec {
+        kind: "xillybus",
+        target: format!("xillybus:{argument}"),
+        write_path,
+        read_path: Some(read_path),
+        data_model: DataModel::Loopback,
+        driver_hint: "is the xillybus driver loaded and the FPGA's loopback design configured?",
+        flush_with_empty_write: true,
+    })
+}
