@@ -545,9 +545,7 @@ impl Engine for BlockEngine {
         Ok(self.transfer_record(direction, len, start, ends[write as usize].max(start)))
     }
 
-    /// Writes `h2d` at `device_offset` and reads `d2h` from `device_offset + h2d.len()` — disjoint
-    /// ranges, so the order in which the two streams reach the device does not matter — with the
-    /// I/Os of both interleaved on one ring.
+    /// Writes `h2d` and reads `d2h` at `device_offset`, the I/Os of both interleaved on one ring.
     fn transfer_both(&mut self, h2d: &[u8], d2h: &mut [u8], device_offset: u64, deadline: Duration) -> Result<(Transfer, Transfer), EngineError> {
         if !self.info.concurrent {
             return Err(EngineError::Unsupported(format!(
@@ -556,7 +554,9 @@ impl Engine for BlockEngine {
                 if self.writable { "synchronous fallback" } else { "read-only" }
             )));
         }
-        let read_offset = device_offset + h2d.len() as u64;
+        // Both legs use the same range (the contract): the procedure writes identical data there,
+        // so the order in which the concurrent reads and writes land does not matter.
+        let read_offset = device_offset;
         self.check(true, h2d.len(), device_offset)?;
         self.check(false, d2h.len(), read_offset)?;
         let (mut writes, mut reads) = (Vec::new(), Vec::new());

@@ -201,6 +201,8 @@ pub trait Engine: Send {
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError>;
 
     /// Move data in both directions at once; engines without `info().concurrent` refuse.
+    /// Addressable engines use the same device range for both legs: procedures write there the
+    /// same data the d2h leg expects, so the order in which the two legs land does not matter.
     fn transfer_both(
         &mut self,
         h2d: &[u8],

@@ -373,11 +373,11 @@ impl Engine for XdmaEngine {
         Ok(Transfer { direction, bytes: len as u64, start_ns: start, end_ns: end.max(start), device: DeviceCounters::default() })
     }
 
-    /// h2c writes card addresses `[offset, offset+h2d.len())` while c2h reads the range just
-    /// after it, so the two streams never touch the same memory.
+    /// h2c writes and c2h reads the same card range at once (the contract: the procedure writes
+    /// there the data the read expects, so the order of the two streams does not matter).
     fn transfer_both(&mut self, h2d: &[u8], d2h: &mut [u8], device_offset: u64, deadline: Duration) -> Result<(Transfer, Transfer), EngineError> {
         self.check(Direction::H2d, h2d.len(), device_offset)?;
-        let read_offset = device_offset + h2d.len() as u64;
+        let read_offset = device_offset;
         self.check(Direction::D2h, d2h.len(), read_offset)?;
         let deadline = Deadline::after(deadline);
         let (h2d_len, d2h_len) = (h2d.len(), d2h.len());
