@@ -100,3 +100,22 @@ fn names_come_from_pci_ids_when_given() {
     pcieperf().args(["inspect", "--pci-ids"]).arg(&ids).arg("--dump").arg(dump_file(&dir)).assert().success()
         .stdout(predicate::str::contains("Intel Corporation Ethernet Controller X710"));
 }
+
+#[test]
+fn the_live_machine_view_lists_measurement_targets_and_a_dump_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let from_dump = pcieperf().arg("inspect").arg("--dump").arg(dump_file(&dir)).arg("--json").assert().success();
+    let from_dump: serde_json::Value = serde_json::from_slice(&from_dump.get_output().stdout).unwrap();
+    assert_eq!(from_dump["targets"], serde_json::json!([]), "a dump comes from another machine: no targets");
+    if !std::path::Path::new("/sys/bus/pci/devices").is_dir() {
+        eprintln!("no /sys/bus/pci/devices here: live half of this test not applicable");
+        return;
+    }
+    let live = pcieperf().args(["inspect", "--json"]).assert().success();
+    let live: serde_json::Value = serde_json::from_slice(&live.get_output().stdout).unwrap();
+    let targets = live["targets"].as_array().expect("live inspection lists the targets detection found");
+    for target in targets {
+        assert!(target["target"].as_str().unwrap().contains(':'), "ENGINE:ARGUMENT: {target}");
+        assert!(!target["reason"].as_str().unwrap().is_empty(), "every target says why it is (not) usable");
+    }
+}

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::engine::{self, Candidate};
 use crate::pci::{self, report, InspectOptions, Selector, Source};
 
 /// Every PCI device's link, limits and theoretical ceiling, from sysfs or an lspci hex dump.
@@ -44,9 +45,13 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     if args.select.is_some() && inspection.devices.is_empty() {
         return crate::error::invalid("no PCI device matches the -s selector");
     }
+    // Measurement targets exist only on the live machine, not in a dump from elsewhere.
+    let targets = if args.dump.is_none() && args.sysfs_root.is_none() { engine::detect() } else { Vec::new() };
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &inspection)?;
+        let mut document = serde_json::to_value(&inspection)?;
+        document["targets"] = serde_json::to_value(&targets)?;
+        serde_json::to_writer_pretty(&mut out, &document)?;
         writeln!(out)?;
     } else if args.verbose == 0 {
         write!(out, "{}", report::render_table(&inspection.devices))?;
@@ -55,6 +60,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
         for device in &inspection.devices {
             writeln!(out, "{}", report::render_verbose(device, args.verbose >= 2))?;
         }
+    }
+    if !args.json {
+        write_targets(&mut out, &targets)?;
     }
     for note in &inspection.notes {
         eprintln!("pcieperf: note: {note}");
@@ -66,4 +74,21 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     }
     let warned = inspection.devices.iter().any(|d| !d.warnings.is_empty());
     Ok(if args.strict && warned { 1 } else { 0 })
+}
+
+/// The measurement targets found, and which one `pcieperf run` would use unasked.
+fn write_targets(out: &mut impl Write, targets: &[Candidate]) -> std::io::Result<()> {
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let chosen = engine::detect::choose(targets).map(|c| c.target.as_str());
+    writeln!(out, "\nMeasurement targets (pcieperf dma --target …):")?;
+    for target in targets {
+        let mark = if Some(target.target.as_str()) == chosen { "run would use" } else if target.usable { "usable" } else { "not usable" };
+        writeln!(out, "  {} [{mark}]: {}", target.target, target.reason)?;
+    }
+    if chosen.is_none() {
+        writeln!(out, "  none usable unasked: pcieperf run measures the simulated endpoint `sim`")?;
+    }
+    Ok(())
 }

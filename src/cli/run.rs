@@ -12,7 +12,7 @@ use crate::bench::host;
 use crate::bench::machine;
 use crate::engine;
 use crate::pci::InspectOptions;
-use crate::bench::run::{self as plan, default_target};
+use crate::bench::run as plan;
 use crate::bench::verify::VerifyKind;
 use crate::report::progress::TerminalProgress;
 
@@ -57,10 +57,11 @@ pub fn default_out() -> PathBuf {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    let candidates = engine::detect();
     let (target, why) = match args.target {
         Some(t) => (t, "given with --target".to_string()),
         None => {
-            let t = default_target();
+            let t = plan::default_target_from(&candidates);
             let why = if t == plan::FALLBACK_TARGET {
                 "no usable device found on this machine: using the simulated endpoint".to_string()
             } else {
@@ -76,7 +77,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     options.verify = args.verify;
     options.copy_to_user = args.copy_to_user;
     let mut notes = vec![format!("target {target} ({why}){}", if info.simulated { " — simulated" } else { "" })];
-    let machine = machine::inspect_for(&info, &InspectOptions::default(), engine::detect());
+    let machine = machine::inspect_for(&info, &InspectOptions::default(), candidates);
     notes.extend(machine.lines());
     notes.push(format!("link: {}", plan::link_source(&info)));
     notes.extend(plan::fit_to_engine(&mut options, &info));
