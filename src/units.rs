@@ -135,22 +135,23 @@ fn parse_range(item: &str, start: &str, rest: &str) -> Result<Vec<u64>, InvalidI
     Ok(sizes)
 }
 
-/// Format a byte count the way a reader expects: exact binary units when it is a power-of-two
-/// multiple, decimal units when it is a round decimal, plain bytes otherwise.
+/// Format a byte count the way a reader expects: in whichever of the binary (KiB, MiB, GiB) or
+/// decimal (kB, MB, GB) units writes it as the smallest whole number, plain bytes otherwise.
+/// 4096 → `4KiB`, 16 000 000 → `16MB`, 100 → `100B`.
 pub fn format_size(bytes: u64) -> String {
-    const BINARY: &[(u64, &str)] = &[(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    const DECIMAL: &[(u64, &str)] = &[(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB")];
-    for &(unit, name) in BINARY {
-        if bytes >= unit && bytes % unit == 0 {
-            return format!("{}{}", bytes / unit, name);
-        }
-    }
-    for &(unit, name) in DECIMAL {
-        if bytes >= unit && bytes % unit == 0 {
-            return format!("{}{}", bytes / unit, name);
-        }
-    }
-    format!("{bytes}B")
+    const UNITS: &[(u64, &str)] = &[
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+        (1_000_000_000, "GB"),
+        (1_000_000, "MB"),
+        (1_000, "kB"),
+    ];
+    UNITS
+        .iter()
+        .filter(|&&(unit, _)| bytes >= unit && bytes % unit == 0)
+        .min_by_key(|&&(unit, _)| bytes / unit)
+        .map_or_else(|| format!("{bytes}B"), |&(unit, name)| format!("{}{}", bytes / unit, name))
 }
 
 /// Bytes moved in a time, as MB/s (10^6 bytes per second).
@@ -244,6 +245,8 @@ mod tests {
         assert_eq!(format_size(4096), "4KiB");
         assert_eq!(format_size(1_000_000), "1MB");
         assert_eq!(format_size(100), "100B");
+        assert_eq!(format_size(16_000_000), "16MB");
+        assert_eq!(format_size(3 << 20), "3MiB");
     }
 
     #[test]
