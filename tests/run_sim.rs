@@ -94,3 +94,11 @@ fn the_saved_run_renders_again_as_csv_and_html() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<svg") && page.contains("simulated"));
 }
+
+#[test]
+fn a_target_that_names_nothing_is_bad_input_said_once() {
+    let assert = pcieperf().args(["dma", "--target", "block:/nonexistent/disk"]).assert().code(2);
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains("/nonexistent/disk does not exist"), "{stderr}");
+}

@@ -61,10 +61,26 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("pcieperf: {error:#}");
+            eprintln!("pcieperf: {}", describe(&error));
             exit_code_for(&error)
         }
     }
+}
+
+/// The error and its causes on one line, leaving out a cause whose text an outer message already
+/// quotes (an I/O error that is both shown and chained as the source).
+pub fn describe(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain().map(|c| c.to_string()) {
+        if line.contains(&cause) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&cause);
+    }
+    line
 }
 
 /// 2 when the cause is the user's input, 1 otherwise.

@@ -145,10 +145,11 @@ pub fn open_error(path: &Path, access: Access, driver_hint: &str, error: io::Err
             };
             EngineError::PermissionDenied { needed, path: shown }
         }
-        io::ErrorKind::NotFound => EngineError::Io {
-            what: format!("{shown} does not exist{}", if driver_hint.is_empty() { String::new() } else { format!(" ({driver_hint})") }),
-            source: error,
-        },
+        // A target that names nothing is the user's input to fix (exit code 2), not a device fault.
+        io::ErrorKind::NotFound => EngineError::InvalidInput(crate::error::InvalidInput::new(format!(
+            "{shown} does not exist{}",
+            if driver_hint.is_empty() { String::new() } else { format!(" ({driver_hint})") }
+        ))),
         _ => EngineError::Io { what: format!("cannot open {shown}"), source: error },
     }
 }
