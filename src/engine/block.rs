@@ -232,6 +232,38 @@ impl BlockEngine {
         &self.path
     }
 
+    /// Move `device_bytes` at `device_offset` through `io`'s buffer used cyclically: I/O k uses
+    /// the buffer's bytes at `k·io_bytes mod len`. This is how fio (and a vendor's DMA loop)
+    /// drives a device: `queue_depth × io_bytes` of host memory that stays in the CPU caches,
+    /// instead of a distinct page for every byte moved. A d2h transfer leaves in each part of
+    /// the buffer the last I/O read into it. `device_bytes == len` is [`Engine::transfer`].
+    ///
+    /// A buffer shorter than `device_bytes` must hold a whole number of I/Os (so no I/O wraps
+    /// around its end), and at least `queue_depth` of them for I/Os in flight not to share
+    /// memory; a longer one is used from its start.
+    pub fn transfer_reusing(&mut self, io: Io<'_>, device_offset: u64, device_bytes: u64, deadline: Duration) -> Result<Transfer, EngineError> {
+        let direction = io.direction();
+        let (write, host, host_len) = match io {
+            Io::H2d(buf) => (true, buf.as_ptr() as *mut u8, buf.len()),
+            Io::D2h(buf) => (false, buf.as_mut_ptr(), buf.len()),
+        };
+        let len = usize::try_from(device_bytes).map_err(|_| InvalidInput::new(format!("{device_bytes} bytes do not fit in memory")))?;
+        if host_len < len && (host_len < self.io_bytes || host_len % self.io_bytes != 0) {
+            return Err(InvalidInput::new(format!(
+                "a reused buffer must hold a whole number of I/Os of {} bytes (got {host_len} bytes for {len})",
+                self.io_bytes
+            ))
+            .into());
+        }
+        self.check(write, len, device_offset)?;
+        let mut ops = Vec::new();
+        self.plan(&mut ops, write, host, host_len, len, device_offset);
+        let deadline = Deadline::after(deadline);
+        let start = self.clock.now_ns();
+        let ends = self.run(&ops, &deadline)?;
+        Ok(self.transfer_record(direction, len, start, ends[write as usize].max(start)))
+    }
+
     /// Register the bounce slots with the ring; false (plain I/O) when the kernel refuses, e.g.
     /// over RLIMIT_MEMLOCK.
     fn register_slots(&mut self) -> bool {
@@ -265,13 +297,16 @@ impl BlockEngine {
         Ok(())
     }
 
-    /// Split `[host, host+len)` ↔ `[offset, offset+len)` into I/Os.
-    fn plan(&self, ops: &mut Vec<Op>, write: bool, host: *mut u8, len: usize, offset: u64) {
+    /// Split `[offset, offset+len)` of the device into I/Os. I/O k uses the host bytes at
+    /// `k·io_bytes mod host_len`: the host buffer (`host_len` ≥ one I/O, a multiple of
+    /// `io_bytes` when shorter than `len`) is reused cyclically; `host_len == len` maps the
+    /// buffer one to one.
+    fn plan(&self, ops: &mut Vec<Op>, write: bool, host: *mut u8, host_len: usize, len: usize, offset: u64) {
         let mut done = 0;
         while done < len {
             let take = self.io_bytes.min(len - done);
-            // SAFETY: done < len, inside the caller's buffer.
-            ops.push(Op { write, host: unsafe { host.add(done) }, len: take, offset: offset + done as u64 });
+            // SAFETY: done % host_len + take ≤ host_len (see above), inside the caller's buffer.
+            ops.push(Op { write, host: unsafe { host.add(done % host_len) }, len: take, offset: offset + done as u64 });
             done += take;
         }
     }
@@ -531,18 +566,8 @@ impl Engine for BlockEngine {
     }
 
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
-        let direction = io.direction();
-        let (write, host, len) = match io {
-            Io::H2d(buf) => (true, buf.as_ptr() as *mut u8, buf.len()),
-            Io::D2h(buf) => (false, buf.as_mut_ptr(), buf.len()),
-        };
-        self.check(write, len, device_offset)?;
-        let mut ops = Vec::new();
-        self.plan(&mut ops, write, host, len, device_offset);
-        let deadline = Deadline::after(deadline);
-        let start = self.clock.now_ns();
-        let ends = self.run(&ops, &deadline)?;
-        Ok(self.transfer_record(direction, len, start, ends[write as usize].max(start)))
+        let len = io.len();
+        self.transfer_reusing(io, device_offset, len as u64, deadline)
     }
 
     /// Writes `h2d` and reads `d2h` at `device_offset`, the I/Os of both interleaved on one ring.
@@ -560,8 +585,8 @@ impl Engine for BlockEngine {
         self.check(true, h2d.len(), device_offset)?;
         self.check(false, d2h.len(), read_offset)?;
         let (mut writes, mut reads) = (Vec::new(), Vec::new());
-        self.plan(&mut writes, true, h2d.as_ptr() as *mut u8, h2d.len(), device_offset);
-        self.plan(&mut reads, false, d2h.as_mut_ptr(), d2h.len(), read_offset);
+        self.plan(&mut writes, true, h2d.as_ptr() as *mut u8, h2d.len(), h2d.len(), device_offset);
+        self.plan(&mut reads, false, d2h.as_mut_ptr(), d2h.len(), d2h.len(), read_offset);
         let mut ops = Vec::with_capacity(writes.len() + reads.len());
         let mut reads_iter = reads.into_iter();
         for write in writes {
