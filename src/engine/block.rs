@@ -425,6 +425,11 @@ impl BlockEngine {
             // transfer does not return while they are in flight; slots: owned by self).
             unsafe { ring.submission().push(&entry.user_data(user_data(self.epoch, slot, index))) }
                 .expect("ring has an entry per I/O in flight");
+            // Issue it now, as fio does (iodepth_batch=1): a batch of SQEs reaches the device
+            // only when the whole batch is prepared (the block layer plugs it), so the device
+            // would idle while the later I/Os' pages are pinned. A failed submit leaves the
+            // entry queued; the next wait submits it and reports the error.
+            let _ = ring.submit();
             if slot != DIRECT {
                 self.busy_slots[slot as usize] = true;
             }
