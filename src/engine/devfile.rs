@@ -356,7 +356,7 @@ mod tests {
     /// zeroed, page-aligned, writable to their last byte, and freed the way they were made.
     #[test]
     fn aligned_buffers_small_and_huge() {
-        for len in [1, 4096, 5000, HUGE_PAGE_BYTES, 3 * HUGE_PAGE_BYTES + 4096] {
+        for len in [2, 4096, 5000, HUGE_PAGE_BYTES, 3 * HUGE_PAGE_BYTES + 4096] {
             let mut buf = AlignedBuf::new(len);
             assert_eq!(buf.len(), len);
             assert!(is_page_aligned(buf.as_ptr()), "{len}");
