@@ -59,6 +59,28 @@ struct Op {
     offset: u64,
 }
 
+/// `count` aligned bounce slots of `bytes` each in one buffer: one allocation, so from 2 MiB on
+/// they share huge pages (few DMA segments, as for a caller's `AlignedBuf`).
+struct Slots {
+    memory: AlignedBuf,
+    count: usize,
+    bytes: usize,
+}
+
+impl Slots {
+    fn new(count: usize, bytes: usize) -> Slots {
+        Slots { memory: AlignedBuf::new(count * bytes), count, bytes }
+    }
+
+    /// Start of slot `i`; the memory lives as long as `self` (and is only written through
+    /// these pointers or by the kernel).
+    fn ptr(&self, i: usize) -> *mut u8 {
+        assert!(i < self.count);
+        // SAFETY: i < count, inside the buffer of count × bytes.
+        unsafe { (self.memory.as_ptr() as *mut u8).add(i * self.bytes) }
+    }
+}
+
 /// How I/Os are issued.
 enum Submitter {
     Uring(Box<IoUring>),
@@ -74,7 +96,8 @@ pub struct BlockEngine {
     queue_depth: usize,
     io_bytes: usize,
     writable: bool,
-    slots: Vec<AlignedBuf>,
+    /// Bounce slots of `io_bytes` each, cut from one buffer (huge pages once it reaches 2 MiB).
+    slots: Slots,
     /// The slots are registered with the ring (IORING_REGISTER_BUFFERS): pinned once, so an I/O
     /// through a slot skips the per-I/O page pinning a plain read/write pays.
     fixed_slots: bool,
@@ -162,7 +185,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         queue_depth: if sync { 1 } else { queue_depth },
         io_bytes,
         writable,
-        slots: (0..slot_count).map(|_| AlignedBuf::new(io_bytes)).collect(),
+        slots: Slots::new(slot_count, io_bytes),
         busy_slots: vec![false; slot_count],
         fixed_slots: false,
         epoch: 0,
@@ -269,7 +292,7 @@ impl BlockEngine {
     fn register_slots(&mut self) -> bool {
         let Submitter::Uring(ring) = &self.submitter else { return false };
         let iovecs: Vec<libc::iovec> =
-            self.slots.iter_mut().map(|slot| libc::iovec { iov_base: slot.as_mut_ptr().cast(), iov_len: slot.len() }).collect();
+            (0..self.slots.count).map(|i| libc::iovec { iov_base: self.slots.ptr(i).cast(), iov_len: self.slots.bytes }).collect();
         // SAFETY: the slots live as long as the engine, which owns the ring.
         unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok()
     }
@@ -324,7 +347,7 @@ impl BlockEngine {
         let mut ends = [0.0; 2];
         for op in ops {
             let direct = is_page_aligned(op.host);
-            let slot = self.slots[0].as_mut_ptr();
+            let slot = self.slots.ptr(0);
             let buf = if direct { op.host } else { slot };
             // SAFETY: op.host points into the caller's buffer for op.len bytes; slot holds io_bytes ≥ op.len.
             unsafe {
@@ -379,7 +402,7 @@ impl BlockEngine {
                 ring.submit().map_err(|source| EngineError::Io { what: "io_uring_enter".into(), source })?;
                 for (slot, dst, len, last) in copies {
                     // SAFETY: the slot holds `len` bytes read for this op; dst is inside the caller's buffer.
-                    unsafe { std::ptr::copy_nonoverlapping(self.slots[slot as usize].as_ptr(), dst, len) };
+                    unsafe { std::ptr::copy_nonoverlapping(self.slots.ptr(slot as usize), dst, len) };
                     self.busy_slots[slot as usize] = false;
                     if last {
                         state.ends[0] = self.clock.now_ns();
@@ -406,7 +429,7 @@ impl BlockEngine {
                 if slot == DIRECT {
                     op.host
                 } else {
-                    let slot_ptr = self.slots[slot as usize].as_mut_ptr();
+                    let slot_ptr = self.slots.ptr(slot as usize);
                     if op.write {
                         std::ptr::copy_nonoverlapping(op.host.add(skip), slot_ptr, op.len - skip);
                     }
@@ -660,7 +683,7 @@ mod tests {
             queue_depth: 4,
             io_bytes: 4096,
             writable: false,
-            slots: (0..8).map(|_| AlignedBuf::new(4096)).collect(),
+            slots: Slots::new(8, 4096),
             busy_slots: vec![false; 8],
             fixed_slots: false,
             epoch: 0,
