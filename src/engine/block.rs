@@ -9,8 +9,10 @@
 //!
 //! Buffers: O_DIRECT needs page-aligned memory. A caller buffer that is page-aligned (e.g.
 //! [`super::AlignedBuf`]) is used as is (zero copy); any other buffer goes through
-//! 2 × `queue_depth` aligned bounce slots (reads are copied out after the ring is refilled). Bounce copies overlap the I/Os in flight except the first (h2d) or the
-//! last (d2h), which fall inside the measured time.
+//! 2 × `queue_depth` aligned bounce slots, cut from one buffer (reads are copied out after the
+//! ring is refilled). Bounce copies overlap the I/Os in flight except the first (h2d) or the
+//! last (d2h), which fall inside the measured time. Each I/O is issued as soon as it is queued,
+//! as fio does.
 //!
 //! Writes destroy data on a block device: refused unless `OpenOptions::destructive`; allowed on
 //! a regular file (tests and CI use one on the machine's disk: real device DMA, no consent needed).
