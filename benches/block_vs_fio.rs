@@ -2,6 +2,12 @@
 //! queue depth and engine (io_uring, direct=1), sequential over the whole file. Prints MB/s
 //! (10^6 B/s) of each and the ratio pcieperf/fio.
 //!
+//! fio (default options: no fixedbufs, registerfiles, hipri or sqthread; `iodepth_batch=1`)
+//! cycles through `iodepth × bs` of I/O buffers that stay in the CPU caches. pcieperf is measured
+//! with the same buffer policy (`BlockEngine::transfer_reusing` over a `QD × bs` aligned buffer:
+//! the like-for-like column) and, to show what a distinct page per I/O costs, with the whole
+//! file-sized buffer, page-aligned (zero copy) and as a plain `Vec` (bounce slots).
+//!
 //! `cargo bench --bench block_vs_fio` runs the comparison (file of 256 MiB under Cargo's target
 //! tmpdir, on the machine's disk; `BLOCK_VS_FIO_MIB` and `BLOCK_VS_FIO_QD` override size and
 //! queue depth). Under `cargo test` it runs once on a small file as a smoke test.
@@ -11,14 +17,17 @@ use std::process::Command;
 use std::time::Duration;
 
 use pcieperf::engine::pattern::Pattern;
-use pcieperf::engine::{self, AlignedBuf, Io, OpenOptions};
+use pcieperf::engine::block::{self, BlockEngine};
+use pcieperf::engine::{AlignedBuf, Io, OpenOptions};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * 1024;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Buffer {
-    /// Page-aligned caller buffer: O_DIRECT straight into it, as fio does.
+    /// `QD × bs` page-aligned bytes reused for the whole file, as fio's I/O buffers are.
+    Reused,
+    /// Page-aligned caller buffer of the file's size: O_DIRECT straight into it.
     Aligned,
     /// An ordinary Vec: the engine's bounce slots are used.
     Vec,
@@ -39,21 +48,25 @@ fn host_buffer<'a>(aligned: &'a mut Option<AlignedBuf>, plain: &'a mut [u8]) -> 
 /// One engine and one buffer, reused for every timed run (fio, too, reuses buffers it touched
 /// before its clock starts).
 struct Ours {
-    engine: Box<dyn engine::Engine>,
+    engine: BlockEngine,
     aligned: Option<AlignedBuf>,
     plain: Vec<u8>,
     write: bool,
+    /// Bytes moved per run (the file), whatever the buffer's size.
+    size: u64,
 }
 
 impl Ours {
     fn new(path: &Path, write: bool, bs: u64, qd: usize, buffer: Buffer, size: u64) -> Ours {
         let options = OpenOptions { queue_depth: qd, io_bytes: bs, ..OpenOptions::default() };
-        let engine = engine::open(&format!("block:{}", path.display()), &options).expect("open block engine");
-        let mut ours = match buffer {
-            Buffer::Aligned => Ours { engine, aligned: Some(AlignedBuf::new(size as usize)), plain: Vec::new(), write },
+        let engine = block::open(&path.display().to_string(), &options).expect("open block engine");
+        let (aligned, plain) = match buffer {
+            Buffer::Reused => (Some(AlignedBuf::new(qd * bs as usize)), Vec::new()),
+            Buffer::Aligned => (Some(AlignedBuf::new(size as usize)), Vec::new()),
             // As the allocator gives it (16-byte aligned): the bounce path.
-            Buffer::Vec => Ours { engine, aligned: None, plain: vec![0u8; size as usize + 16], write },
+            Buffer::Vec => (None, vec![0u8; size as usize + 16]),
         };
+        let mut ours = Ours { engine, aligned, plain, write, size };
         if write {
             Pattern::lfsr(1).fill(0, ours.buf());
         }
@@ -76,7 +89,7 @@ impl Ours {
         let write = self.write;
         let buf = host_buffer(&mut self.aligned, &mut self.plain);
         let io = if write { Io::H2d(buf) } else { Io::D2h(buf) };
-        let transfer = self.engine.transfer(io, 0, Duration::from_secs(600)).expect("transfer");
+        let transfer = self.engine.transfer_reusing(io, 0, self.size, Duration::from_secs(600)).expect("transfer");
         transfer.bytes as f64 / transfer.host_ns() * 1e3
     }
 }
@@ -110,7 +123,7 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let size = std::env::var("BLOCK_VS_FIO_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(if full { 256 } else { 8 }) * MIB;
     let qd: usize = std::env::var("BLOCK_VS_FIO_QD").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
-    let repeats = if full { 9 } else { 1 };
+    let repeats = if full { 11 } else { 1 };
     // fio spends most of a second starting up before its first I/O; a virtualised or cached disk
     // uses such a pause to write back. Each pcieperf run gets the same rest, or writes would be
     // compared on a busier disk than fio's.
@@ -119,57 +132,60 @@ fn main() {
 
     let dir = tempfile::Builder::new().prefix("block-vs-fio").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let path = dir.path().join("data");
+    // Written and flushed before any tool runs: allocated, not sparse, nothing dirty in the
+    // page cache (fio, too, starts by invalidating the file's cached pages).
     std::fs::write(&path, vec![0x5a; size as usize]).unwrap();
+    std::fs::File::open(&path).unwrap().sync_all().unwrap();
     let have_fio = Command::new("fio").arg("--version").output().is_ok_and(|o| o.status.success());
     if !have_fio {
         println!("fio not found: install it (Debian package fio) for the comparison; pcieperf alone follows");
     }
 
-    println!("block engine vs fio: {} MiB file on {}, io_uring, O_DIRECT, queue depth {qd}, median of {repeats} (ratio: median of the ratios of neighbouring runs)", size / MIB, dir.path().display());
-    println!("MB/s = 10^6 B/s");
-    println!("{:<6} {:>8} {:>14} {:>14} {:>10} {:>16} {:>10}", "op", "bs", "fio MB/s", "pcieperf MB/s", "ratio", "pcieperf (Vec)", "ratio");
+    println!("block engine vs fio: {} MiB file on {}, io_uring, O_DIRECT, queue depth {qd}, median of {repeats} interleaved repeats (ratio: median over repeats of pcieperf/fio within a repeat)", size / MIB, dir.path().display());
+    println!("MB/s = 10^6 B/s; pcieperf buffers: QD x bs reused (as fio's), whole file aligned (zero copy), whole file Vec (bounce slots)");
+    println!(
+        "{:<6} {:>8} {:>10} {:>14} {:>7} {:>14} {:>7} {:>14} {:>7}",
+        "op", "bs", "fio MB/s", "QD x bs MB/s", "ratio", "aligned MB/s", "ratio", "Vec MB/s", "ratio"
+    );
+    // Vec last: in the smoke test it runs last and leaves the whole pattern in the file.
+    let buffers = [Buffer::Reused, Buffer::Aligned, Buffer::Vec];
     for &write in &[false, true] {
         for &bs in block_sizes {
-            let mut aligned = Ours::new(&path, write, bs, qd, Buffer::Aligned, size);
-            let mut plain = Ours::new(&path, write, bs, qd, Buffer::Vec, size);
-            let (mut theirs, mut ours, mut ours_vec) = (Vec::new(), Vec::new(), Vec::new());
-            let (mut ratios, mut ratios_vec) = (Vec::new(), Vec::new());
+            let mut ours: Vec<Ours> = buffers.iter().map(|&b| Ours::new(&path, write, bs, qd, b, size)).collect();
+            let mut theirs = Vec::new();
+            let mut mbps = vec![Vec::new(); ours.len()];
+            let mut ratios = vec![Vec::new(); ours.len()];
             // Interleaved, the order rotating every repeat, so a drift of the disk (host caches,
-            // write-back) hits every tool alike; ratios are taken between neighbouring runs.
+            // write-back) hits every tool alike; ratios are taken between runs of one repeat.
+            let tools = ours.len() + 1;
             for repeat in 0..repeats {
-                let mut run = [None; 3];
-                for slot in 0..3 {
-                    let tool = (slot + repeat) % 3;
-                    run[tool] = match tool {
-                        0 if have_fio => fio_mbps(&path, write, bs, qd, size),
-                        0 => None,
-                        1 => Some(aligned.run_after(idle)),
-                        _ => Some(plain.run_after(idle)),
-                    };
+                let mut fio = None;
+                let mut run = vec![0.0; ours.len()];
+                for slot in 0..tools {
+                    match (slot + repeat) % tools {
+                        0 if have_fio => fio = fio_mbps(&path, write, bs, qd, size),
+                        0 => {}
+                        tool => run[tool - 1] = ours[tool - 1].run_after(idle),
+                    }
                 }
-                let [fio, a, v] = run;
-                ours.extend(a);
-                ours_vec.extend(v);
-                if let Some(fio) = fio {
-                    theirs.push(fio);
-                    ratios.push(a.unwrap() / fio);
-                    ratios_vec.push(v.unwrap() / fio);
+                for (i, v) in run.into_iter().enumerate() {
+                    mbps[i].push(v);
+                    ratios[i].extend(fio.map(|fio| v / fio));
                 }
+                theirs.extend(fio);
             }
-            let (ours, ours_vec) = (median(ours), median(ours_vec));
             let fio = (!theirs.is_empty()).then(|| median(theirs));
-            let (ratio, ratio_vec) = (fio.map(|_| median(ratios)), fio.map(|_| median(ratios_vec)));
-            let show = |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_else(|| "-".into());
-            println!(
-                "{:<6} {:>8} {:>14} {:>14.1} {:>10} {:>16.1} {:>10}",
+            let mut line = format!(
+                "{:<6} {:>8} {:>10}",
                 if write { "write" } else { "read" },
                 pcieperf::units::format_size(bs),
-                show(fio, 1),
-                ours,
-                show(ratio, 3),
-                ours_vec,
-                show(ratio_vec, 3),
+                fio.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
             );
+            for (values, ratios) in mbps.into_iter().zip(ratios) {
+                let ratio = if ratios.is_empty() { "-".to_string() } else { format!("{:.3}", median(ratios)) };
+                line.push_str(&format!(" {:>14.1} {:>7}", median(values), ratio));
+            }
+            println!("{line}");
         }
     }
     if !full {

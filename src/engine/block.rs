@@ -9,8 +9,10 @@
 //!
 //! Buffers: O_DIRECT needs page-aligned memory. A caller buffer that is page-aligned (e.g.
 //! [`super::AlignedBuf`]) is used as is (zero copy); any other buffer goes through
-//! 2 × `queue_depth` aligned bounce slots (reads are copied out after the ring is refilled). Bounce copies overlap the I/Os in flight except the first (h2d) or the
-//! last (d2h), which fall inside the measured time.
+//! 2 × `queue_depth` aligned bounce slots, cut from one buffer (reads are copied out after the
+//! ring is refilled). Bounce copies overlap the I/Os in flight except the first (h2d) or the
+//! last (d2h), which fall inside the measured time. Each I/O is issued as soon as it is queued,
+//! as fio does.
 //!
 //! Writes destroy data on a block device: refused unless `OpenOptions::destructive`; allowed on
 //! a regular file (tests and CI use one on the machine's disk: real device DMA, no consent needed).
@@ -59,6 +61,28 @@ struct Op {
     offset: u64,
 }
 
+/// `count` aligned bounce slots of `bytes` each in one buffer: one allocation, so from 2 MiB on
+/// they share huge pages (few DMA segments, as for a caller's `AlignedBuf`).
+struct Slots {
+    memory: AlignedBuf,
+    count: usize,
+    bytes: usize,
+}
+
+impl Slots {
+    fn new(count: usize, bytes: usize) -> Slots {
+        Slots { memory: AlignedBuf::new(count * bytes), count, bytes }
+    }
+
+    /// Start of slot `i`; the memory lives as long as `self` (and is only written through
+    /// these pointers or by the kernel).
+    fn ptr(&self, i: usize) -> *mut u8 {
+        assert!(i < self.count);
+        // SAFETY: i < count, inside the buffer of count × bytes.
+        unsafe { (self.memory.as_ptr() as *mut u8).add(i * self.bytes) }
+    }
+}
+
 /// How I/Os are issued.
 enum Submitter {
     Uring(Box<IoUring>),
@@ -74,7 +98,8 @@ pub struct BlockEngine {
     queue_depth: usize,
     io_bytes: usize,
     writable: bool,
-    slots: Vec<AlignedBuf>,
+    /// Bounce slots of `io_bytes` each, cut from one buffer (huge pages once it reaches 2 MiB).
+    slots: Slots,
     /// The slots are registered with the ring (IORING_REGISTER_BUFFERS): pinned once, so an I/O
     /// through a slot skips the per-I/O page pinning a plain read/write pays.
     fixed_slots: bool,
@@ -162,7 +187,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         queue_depth: if sync { 1 } else { queue_depth },
         io_bytes,
         writable,
-        slots: (0..slot_count).map(|_| AlignedBuf::new(io_bytes)).collect(),
+        slots: Slots::new(slot_count, io_bytes),
         busy_slots: vec![false; slot_count],
         fixed_slots: false,
         epoch: 0,
@@ -232,12 +257,44 @@ impl BlockEngine {
         &self.path
     }
 
+    /// Move `device_bytes` at `device_offset` through `io`'s buffer used cyclically: I/O k uses
+    /// the buffer's bytes at `k·io_bytes mod len`. This is how fio (and a vendor's DMA loop)
+    /// drives a device: `queue_depth × io_bytes` of host memory that stays in the CPU caches,
+    /// instead of a distinct page for every byte moved. A d2h transfer leaves in each part of
+    /// the buffer the last I/O read into it. `device_bytes == len` is [`Engine::transfer`].
+    ///
+    /// A buffer shorter than `device_bytes` must hold a whole number of I/Os (so no I/O wraps
+    /// around its end), and at least `queue_depth` of them for I/Os in flight not to share
+    /// memory; a longer one is used from its start.
+    pub fn transfer_reusing(&mut self, io: Io<'_>, device_offset: u64, device_bytes: u64, deadline: Duration) -> Result<Transfer, EngineError> {
+        let direction = io.direction();
+        let (write, host, host_len) = match io {
+            Io::H2d(buf) => (true, buf.as_ptr() as *mut u8, buf.len()),
+            Io::D2h(buf) => (false, buf.as_mut_ptr(), buf.len()),
+        };
+        let len = usize::try_from(device_bytes).map_err(|_| InvalidInput::new(format!("{device_bytes} bytes do not fit in memory")))?;
+        if host_len < len && (host_len < self.io_bytes || host_len % self.io_bytes != 0) {
+            return Err(InvalidInput::new(format!(
+                "a reused buffer must hold a whole number of I/Os of {} bytes (got {host_len} bytes for {len})",
+                self.io_bytes
+            ))
+            .into());
+        }
+        self.check(write, len, device_offset)?;
+        let mut ops = Vec::new();
+        self.plan(&mut ops, write, host, host_len, len, device_offset);
+        let deadline = Deadline::after(deadline);
+        let start = self.clock.now_ns();
+        let ends = self.run(&ops, &deadline)?;
+        Ok(self.transfer_record(direction, len, start, ends[write as usize].max(start)))
+    }
+
     /// Register the bounce slots with the ring; false (plain I/O) when the kernel refuses, e.g.
     /// over RLIMIT_MEMLOCK.
     fn register_slots(&mut self) -> bool {
         let Submitter::Uring(ring) = &self.submitter else { return false };
         let iovecs: Vec<libc::iovec> =
-            self.slots.iter_mut().map(|slot| libc::iovec { iov_base: slot.as_mut_ptr().cast(), iov_len: slot.len() }).collect();
+            (0..self.slots.count).map(|i| libc::iovec { iov_base: self.slots.ptr(i).cast(), iov_len: self.slots.bytes }).collect();
         // SAFETY: the slots live as long as the engine, which owns the ring.
         unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok()
     }
@@ -265,13 +322,16 @@ impl BlockEngine {
         Ok(())
     }
 
-    /// Split `[host, host+len)` ↔ `[offset, offset+len)` into I/Os.
-    fn plan(&self, ops: &mut Vec<Op>, write: bool, host: *mut u8, len: usize, offset: u64) {
+    /// Split `[offset, offset+len)` of the device into I/Os. I/O k uses the host bytes at
+    /// `k·io_bytes mod host_len`: the host buffer (`host_len` ≥ one I/O, a multiple of
+    /// `io_bytes` when shorter than `len`) is reused cyclically; `host_len == len` maps the
+    /// buffer one to one.
+    fn plan(&self, ops: &mut Vec<Op>, write: bool, host: *mut u8, host_len: usize, len: usize, offset: u64) {
         let mut done = 0;
         while done < len {
             let take = self.io_bytes.min(len - done);
-            // SAFETY: done < len, inside the caller's buffer.
-            ops.push(Op { write, host: unsafe { host.add(done) }, len: take, offset: offset + done as u64 });
+            // SAFETY: done % host_len + take ≤ host_len (see above), inside the caller's buffer.
+            ops.push(Op { write, host: unsafe { host.add(done % host_len) }, len: take, offset: offset + done as u64 });
             done += take;
         }
     }
@@ -289,7 +349,7 @@ impl BlockEngine {
         let mut ends = [0.0; 2];
         for op in ops {
             let direct = is_page_aligned(op.host);
-            let slot = self.slots[0].as_mut_ptr();
+            let slot = self.slots.ptr(0);
             let buf = if direct { op.host } else { slot };
             // SAFETY: op.host points into the caller's buffer for op.len bytes; slot holds io_bytes ≥ op.len.
             unsafe {
@@ -344,7 +404,7 @@ impl BlockEngine {
                 ring.submit().map_err(|source| EngineError::Io { what: "io_uring_enter".into(), source })?;
                 for (slot, dst, len, last) in copies {
                     // SAFETY: the slot holds `len` bytes read for this op; dst is inside the caller's buffer.
-                    unsafe { std::ptr::copy_nonoverlapping(self.slots[slot as usize].as_ptr(), dst, len) };
+                    unsafe { std::ptr::copy_nonoverlapping(self.slots.ptr(slot as usize), dst, len) };
                     self.busy_slots[slot as usize] = false;
                     if last {
                         state.ends[0] = self.clock.now_ns();
@@ -361,6 +421,7 @@ impl BlockEngine {
     /// Queue I/Os until `queue_depth` are in flight (none once an op failed: then only drain).
     fn fill(&mut self, ops: &[Op], state: &mut Flight) {
         let fd = types::Fd(self.file.as_raw_fd());
+        let mut first = true;
         while state.failure.is_none() && state.in_flight.len() < self.queue_depth {
             let Some((index, skip)) = state.queue.pop_front() else { break };
             let op = ops[index];
@@ -371,7 +432,7 @@ impl BlockEngine {
                 if slot == DIRECT {
                     op.host
                 } else {
-                    let slot_ptr = self.slots[slot as usize].as_mut_ptr();
+                    let slot_ptr = self.slots.ptr(slot as usize);
                     if op.write {
                         std::ptr::copy_nonoverlapping(op.host.add(skip), slot_ptr, op.len - skip);
                     }
@@ -390,6 +451,15 @@ impl BlockEngine {
             // transfer does not return while they are in flight; slots: owned by self).
             unsafe { ring.submission().push(&entry.user_data(user_data(self.epoch, slot, index))) }
                 .expect("ring has an entry per I/O in flight");
+            // Issue the first I/O of a refill at once: a batch of SQEs reaches the device only
+            // when the whole batch is prepared (the block layer plugs it), so a drained device
+            // would idle while the later I/Os' pages are pinned. The rest go in one call with
+            // the next wait (one call per I/O, as fio makes, costs small I/Os ~30 %). A failed
+            // submit leaves the entry queued; the next wait submits it and reports the error.
+            if first {
+                let _ = ring.submit();
+                first = false;
+            }
             if slot != DIRECT {
                 self.busy_slots[slot as usize] = true;
             }
@@ -531,18 +601,8 @@ impl Engine for BlockEngine {
     }
 
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
-        let direction = io.direction();
-        let (write, host, len) = match io {
-            Io::H2d(buf) => (true, buf.as_ptr() as *mut u8, buf.len()),
-            Io::D2h(buf) => (false, buf.as_mut_ptr(), buf.len()),
-        };
-        self.check(write, len, device_offset)?;
-        let mut ops = Vec::new();
-        self.plan(&mut ops, write, host, len, device_offset);
-        let deadline = Deadline::after(deadline);
-        let start = self.clock.now_ns();
-        let ends = self.run(&ops, &deadline)?;
-        Ok(self.transfer_record(direction, len, start, ends[write as usize].max(start)))
+        let len = io.len();
+        self.transfer_reusing(io, device_offset, len as u64, deadline)
     }
 
     /// Writes `h2d` and reads `d2h` at `device_offset`, the I/Os of both interleaved on one ring.
@@ -560,8 +620,8 @@ impl Engine for BlockEngine {
         self.check(true, h2d.len(), device_offset)?;
         self.check(false, d2h.len(), read_offset)?;
         let (mut writes, mut reads) = (Vec::new(), Vec::new());
-        self.plan(&mut writes, true, h2d.as_ptr() as *mut u8, h2d.len(), device_offset);
-        self.plan(&mut reads, false, d2h.as_mut_ptr(), d2h.len(), read_offset);
+        self.plan(&mut writes, true, h2d.as_ptr() as *mut u8, h2d.len(), h2d.len(), device_offset);
+        self.plan(&mut reads, false, d2h.as_mut_ptr(), d2h.len(), d2h.len(), read_offset);
         let mut ops = Vec::with_capacity(writes.len() + reads.len());
         let mut reads_iter = reads.into_iter();
         for write in writes {
@@ -630,7 +690,7 @@ mod tests {
             queue_depth: 4,
             io_bytes: 4096,
             writable: false,
-            slots: (0..8).map(|_| AlignedBuf::new(4096)).collect(),
+            slots: Slots::new(8, 4096),
             busy_slots: vec![false; 8],
             fixed_slots: false,
             epoch: 0,
