@@ -31,12 +31,6 @@ pub struct DmaArgs {
     /// Time budget per size on the engine's clock: `10s`, `500ms`.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Data verification: lfsr, counter or none.
-    #[arg(long, value_enum, default_value = "lfsr")]
-    pub verify: VerifyKind,
-    /// Seed of the test pattern (and of simulated behaviour).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
     /// Print the results document (JSON) on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -49,15 +43,28 @@ pub struct DmaArgs {
     /// Count stalls longer than this: `50us`.
     #[arg(long, default_value = "50us", value_parser = parse_duration)]
     pub stall_threshold: Duration,
-    /// Copy every d2h buffer into a user buffer (with a CRC32 when verifying) and count its time.
-    #[arg(long)]
-    pub copy_to_user: bool,
     /// Print the summary as CSV on stdout.
     #[arg(long, conflicts_with = "json")]
     pub csv: bool,
     /// Deadline per transfer: a device that does not answer in time ends the run.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub deadline: Duration,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+}
+
+/// Flags `dma` and `run` share: data, extra report files, and how to open hardware targets.
+#[derive(Debug, Clone, Args)]
+pub struct MeasureArgs {
+    /// Data verification: lfsr, counter or none.
+    #[arg(long, value_enum, default_value = "lfsr")]
+    pub verify: VerifyKind,
+    /// Seed of the test pattern (and of simulated behaviour).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Copy every d2h buffer into a user buffer (with a CRC32 when verifying) and count its time.
+    #[arg(long)]
+    pub copy_to_user: bool,
     /// Write an HTML report (inline SVG plots) to this file.
     #[arg(long)]
     pub html: Option<PathBuf>,
@@ -66,6 +73,25 @@ pub struct DmaArgs {
     pub metrics: Option<PathBuf>,
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+impl MeasureArgs {
+    /// Apply the shared flags to a procedure's options.
+    pub fn apply(&self, options: &mut DmaOptions) {
+        options.verify = self.verify;
+        options.seed = self.seed;
+        options.copy_to_user = self.copy_to_user;
+    }
+
+    /// Open a target with these flags (the same seed drives the pattern and the simulator).
+    pub fn open(&self, target: &str) -> anyhow::Result<Box<dyn Engine>> {
+        Ok(engine::open(target, &self.engine.open_options(self.seed))?)
+    }
+
+    /// Where a finished run goes besides the terminal.
+    pub fn outputs<'a>(&'a self, json_stdout: bool, csv_stdout: bool, out: Option<&'a Path>, notes: Vec<String>) -> Outputs<'a> {
+        Outputs { json_stdout, csv_stdout, out, html: self.html.as_deref(), metrics: self.metrics.as_deref(), notes }
+    }
 }
 
 /// Parse `10s`, `500ms`, `50us`/`50µs`, `100ns`, `2m` or a bare number of seconds.
@@ -135,10 +161,6 @@ fn parse_card_addr_arg(text: &str) -> Result<u64, String> {
     engine::xdma::parse_card_addr(text).map_err(|e| e.to_string())
 }
 
-/// Open a target, turning engine errors into errors the exit code understands.
-pub fn open_target(target: &str, options: &OpenOptions) -> anyhow::Result<Box<dyn Engine>> {
-    Ok(engine::open(target, options)?)
-}
 
 /// Where and how to show a finished run.
 #[derive(Debug, Default)]
@@ -206,27 +228,15 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     options.duration = args.duration;
     options.wall_limit = args.duration;
     options.stop = StopRule { cov_target: cov_fraction(args.cov_target)?, ..StopRule::default() };
-    options.verify = args.verify;
-    options.seed = args.seed;
     options.stall_threshold_ns = args.stall_threshold.as_secs_f64() * 1e9;
-    options.copy_to_user = args.copy_to_user;
     options.deadline = args.deadline;
+    args.measure.apply(&mut options);
     let target = args.target.unwrap_or_else(default_target);
-    let mut engine = open_target(&target, &args.engine.open_options(args.seed))?;
+    let mut engine = args.measure.open(&target)?;
     let quiet = args.json || args.csv;
     let mut progress = TerminalProgress::new(quiet, engine.info().simulated);
     let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
-    emit(
-        &results,
-        &Outputs {
-            json_stdout: args.json,
-            csv_stdout: args.csv,
-            out: args.out.as_deref(),
-            html: args.html.as_deref(),
-            metrics: args.metrics.as_deref(),
-            notes: Vec::new(),
-        },
-    )
+    emit(&results, &args.measure.outputs(args.json, args.csv, args.out.as_deref(), Vec::new()))
 }
 
 #[cfg(test)]

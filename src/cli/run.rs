@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::dma::{emit, open_target, EngineArgs, Outputs};
+use super::dma::{emit, MeasureArgs};
 use crate::bench::cancel;
 use crate::bench::dma;
 use crate::bench::host;
@@ -13,7 +13,6 @@ use crate::bench::machine;
 use crate::engine;
 use crate::pci::InspectOptions;
 use crate::bench::run as plan;
-use crate::bench::verify::VerifyKind;
 use crate::report::progress::TerminalProgress;
 
 #[derive(Debug, Args)]
@@ -28,26 +27,11 @@ pub struct RunArgs {
     /// Fewer sizes and a shorter budget per size (for a first look, or tests).
     #[arg(long)]
     pub quick: bool,
-    /// Seed of the test pattern (and of simulated behaviour).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Data verification: lfsr, counter or none.
-    #[arg(long, value_enum, default_value = "lfsr")]
-    pub verify: VerifyKind,
-    /// Also copy every d2h buffer into a user buffer and count its cost.
-    #[arg(long)]
-    pub copy_to_user: bool,
     /// Print the results document on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
-    /// Write an HTML report (inline SVG plots) to this file.
-    #[arg(long)]
-    pub html: Option<PathBuf>,
-    /// Write a Prometheus text exposition of the summary to this file.
-    #[arg(long)]
-    pub metrics: Option<PathBuf>,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub measure: MeasureArgs,
 }
 
 /// The default results file name, e.g. `pcieperf-lab1-20261122T021051Z.json`.
@@ -70,12 +54,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             (t, why)
         }
     };
-    let mut engine = open_target(&target, &args.engine.open_options(args.seed))?;
+    let mut engine = args.measure.open(&target)?;
     let info = engine.info().clone();
     let mut options = plan::options(args.quick);
-    options.seed = args.seed;
-    options.verify = args.verify;
-    options.copy_to_user = args.copy_to_user;
+    args.measure.apply(&mut options);
     let mut notes = vec![format!("target {target} ({why}){}", if info.simulated { " — simulated" } else { "" })];
     let machine = machine::inspect_for(&info, &InspectOptions::default(), candidates);
     notes.extend(machine.lines());
@@ -88,15 +70,5 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let mut results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
     results.conditions.machine = Some(machine);
     let out = args.out.unwrap_or_else(default_out);
-    emit(
-        &results,
-        &Outputs {
-            json_stdout: args.json,
-            csv_stdout: false,
-            out: Some(&out),
-            html: args.html.as_deref(),
-            metrics: args.metrics.as_deref(),
-            notes,
-        },
-    )
+    emit(&results, &args.measure.outputs(args.json, false, Some(&out), notes))
 }
