@@ -264,7 +264,7 @@ pub fn detect() -> Vec<Candidate> {
 /// Engines this build knows, with the argument each takes; shown when a target is unknown.
 pub const TARGET_HELP: &str = "sim[:PRESET|:genNxW,mps=..,...] (presets doc000, doc001, doc003, gen3x8, gen4x16, gen5x16), \
      fault:KIND[,KIND..][,skip=N][,chunk=BYTES]:TARGET, block:PATH[,sync], xdma:/dev/xdmaN, \
-     chardev:WRITE_PATH[,READ_PATH], xillybus:NAME|xillybus:/dev/xillybus_write_NAME";
+     chardev:WRITE_PATH[,READ_PATH][,mmap[=SIZE]], xillybus:NAME|xillybus:/dev/xillybus_write_NAME";
 
 /// Open a target written `ENGINE[:ARGUMENT]`.
 pub fn open(target: &str, options: &OpenOptions) -> Result<Box<dyn Engine>, EngineError> {

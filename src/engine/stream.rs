@@ -32,6 +32,9 @@ pub struct StreamSpec {
     /// Issue a zero-length write after each h2d transfer: Xillybus flushes a partly filled DMA
     /// buffer on it instead of waiting for its own timer.
     pub flush_with_empty_write: bool,
+    /// Map this many bytes of the node (the driver's DMA buffer, document 000 §5.5) and use the
+    /// mapping as read()/write()'s buffer; `Some(0)`: the node's size from fstat.
+    pub mmap_bytes: Option<u64>,
 }
 
 pub struct StreamEngine {
@@ -45,6 +48,8 @@ pub struct StreamEngine {
     returned: VecDeque<u8>,
     /// The read node reported end of stream while draining: stop listening to it.
     read_closed: bool,
+    /// The driver's DMA buffer mapped into this process, when the target asked for it.
+    dma_map: Option<memmap2::MmapMut>,
 }
 
 /// Time allowed for the other end of a FIFO-like node to appear when opening.
@@ -63,6 +68,14 @@ pub fn open(spec: StreamSpec) -> Result<StreamEngine, EngineError> {
         Some(read) => format!("stream {} → device → {}", spec.write_path.display(), read.display()),
         None => format!("device file {} (write() and read() of whole buffers)", spec.write_path.display()),
     };
+    let dma_map = match spec.mmap_bytes {
+        Some(bytes) => Some(map_dma_buffer(&write, &spec.write_path, bytes)?),
+        None => None,
+    };
+    let description = match &dma_map {
+        Some(map) => format!("{description}, through its mapped DMA buffer ({} bytes)", map.len()),
+        None => description,
+    };
     let info = EngineInfo {
         kind: spec.kind.into(),
         target: spec.target.clone(),
@@ -74,11 +87,33 @@ pub fn open(spec: StreamSpec) -> Result<StreamEngine, EngineError> {
         directions: vec![Direction::H2d, Direction::D2h],
         concurrent: loopback && read.is_some(),
         alignment_bytes: 1,
-        max_transfer_bytes: crate::units::MAX_SIZE_BYTES,
+        max_transfer_bytes: dma_map.as_ref().map_or(crate::units::MAX_SIZE_BYTES, |m| m.len() as u64),
         capacity_bytes: None,
         data_model: spec.data_model,
     };
-    Ok(StreamEngine { info, spec, write, read, clock: HostClock::start(), returned: VecDeque::new(), read_closed: false })
+    Ok(StreamEngine { info, spec, write, read, clock: HostClock::start(), returned: VecDeque::new(), read_closed: false, dma_map })
+}
+
+/// Map `bytes` of a device file read-write (0: its size from fstat), as document 000's dma-demo
+/// maps `/dev/dma_buf`.
+fn map_dma_buffer(file: &File, path: &Path, bytes: u64) -> Result<memmap2::MmapMut, EngineError> {
+    let bytes = match bytes {
+        0 => file.metadata().map_err(|source| EngineError::Io { what: format!("stat {}", path.display()), source })?.len(),
+        n => n,
+    };
+    if bytes == 0 {
+        return Err(crate::error::InvalidInput::new(format!(
+            "{} reports no size: give the DMA buffer's size as mmap=SIZE",
+            path.display()
+        ))
+        .into());
+    }
+    // SAFETY: the mapping is private to this engine; the device (or file) may change its bytes
+    // underneath, which is what a DMA buffer is for, and the engine only copies them out.
+    unsafe { memmap2::MmapOptions::new().len(bytes as usize).map_mut(file) }.map_err(|source| EngineError::Io {
+        what: format!("cannot map {} bytes of {} (does the driver offer mmap?)", bytes, path.display()),
+        source,
+    })
 }
 
 /// Open the write side without blocking; a FIFO with no reader yet (ENXIO) is retried briefly.
@@ -279,6 +314,40 @@ fn poll_many(fds: &mut [libc::pollfd], deadline: &Deadline) -> Result<Vec<libc::
     }
 }
 
+impl StreamEngine {
+    /// Through the mapped DMA buffer: read()/write() use the mapping as their buffer, as the
+    /// dma-demo of document 000 §5.5 does. Staging the caller's bytes into the mapping (h2d) or
+    /// out of it (d2h) happens outside the timed interval; the copy is the caller's business.
+    fn transfer_mapped(&mut self, map: &mut [u8], io: Io<'_>, deadline: Duration) -> Result<Transfer, EngineError> {
+        let len = io.len();
+        if len > map.len() {
+            return Err(crate::error::InvalidInput::new(format!(
+                "a transfer of {len} bytes does not fit the mapped DMA buffer of {} bytes",
+                map.len()
+            ))
+            .into());
+        }
+        let deadline = Deadline::after(deadline);
+        match io {
+            Io::H2d(buf) => {
+                map[..len].copy_from_slice(buf);
+                let start = self.clock.now_ns();
+                let mut side = Side { h2d: Some(&map[..len]), d2h: None, written: 0, read: 0, h2d_end_ns: 0.0, d2h_end_ns: 0.0 };
+                self.pump(&mut side, &deadline)?;
+                Ok(Self::record(Direction::H2d, len, start, side.h2d_end_ns))
+            }
+            Io::D2h(buf) => {
+                let start = self.clock.now_ns();
+                let mut side = Side { h2d: None, d2h: Some(&mut map[..len]), written: 0, read: 0, h2d_end_ns: 0.0, d2h_end_ns: 0.0 };
+                self.pump(&mut side, &deadline)?;
+                let transfer = Self::record(Direction::D2h, len, start, side.d2h_end_ns);
+                buf.copy_from_slice(&map[..len]);
+                Ok(transfer)
+            }
+        }
+    }
+}
+
 impl Engine for StreamEngine {
     fn info(&self) -> &EngineInfo {
         &self.info
@@ -286,6 +355,11 @@ impl Engine for StreamEngine {
 
     /// `device_offset` is ignored: a stream has no addresses.
     fn transfer(&mut self, io: Io<'_>, _device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
+        if let Some(mut map) = self.dma_map.take() {
+            let result = self.transfer_mapped(&mut map, io, deadline);
+            self.dma_map = Some(map);
+            return result;
+        }
         let deadline = Deadline::after(deadline);
         let start = self.clock.now_ns();
         let direction = io.direction();
@@ -316,14 +390,27 @@ impl Engine for StreamEngine {
     }
 }
 
-/// `chardev:WRITE_PATH[,READ_PATH]`: one node → dma_buf-style (document 000 §5.3), contents
-/// the device's own (Opaque); two nodes → a loopback (what is written comes back, in order).
+/// `chardev:WRITE_PATH[,READ_PATH][,mmap[=SIZE]]`: one node → dma_buf-style (document 000 §5.3),
+/// contents the device's own (Opaque); two nodes → a loopback (what is written comes back, in
+/// order). `mmap` maps the node's DMA buffer and moves data through it (one node only).
 pub fn open_chardev(argument: &str) -> Result<StreamEngine, EngineError> {
-    let mut paths = argument.split(',').map(str::trim).filter(|p| !p.is_empty());
+    let mut mmap_bytes = None;
+    let mut items = Vec::new();
+    for item in argument.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match item.strip_prefix("mmap") {
+            Some("") => mmap_bytes = Some(0),
+            Some(size) if size.starts_with('=') => mmap_bytes = Some(crate::units::parse_size(&size[1..])?),
+            _ => items.push(item),
+        }
+    }
+    let mut paths = items.into_iter();
     let write = paths.next().ok_or_else(|| crate::error::InvalidInput::new("chardev needs a device file: chardev:WRITE_PATH[,READ_PATH]"))?;
     let read = paths.next();
     if paths.next().is_some() {
         return Err(crate::error::InvalidInput::new(format!("chardev takes at most two paths, got '{argument}'")).into());
+    }
+    if read.is_some() && mmap_bytes.is_some() {
+        return Err(crate::error::InvalidInput::new("chardev: mmap applies to a single dma_buf-style node, not a stream pair").into());
     }
     open(StreamSpec {
         kind: "chardev",
@@ -333,6 +420,7 @@ pub fn open_chardev(argument: &str) -> Result<StreamEngine, EngineError> {
         data_model: if read.is_some() { DataModel::Loopback } else { DataModel::Opaque },
         driver_hint: "is the driver loaded?",
         flush_with_empty_write: false,
+        mmap_bytes,
     })
 }
 
@@ -355,5 +443,6 @@ pub fn open_xillybus(argument: &str) -> Result<StreamEngine, EngineError> {
         data_model: DataModel::Loopback,
         driver_hint: "is the xillybus driver loaded and the FPGA's loopback design configured?",
         flush_with_empty_write: true,
+        mmap_bytes: None,
     })
 }
