@@ -335,6 +335,23 @@ fn print_json(value: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Print one of the link-based JSON documents: the common envelope (schema, kind, unit, link,
+/// whether the link was the default, the parameters) plus the kind's own fields.
+fn print_link_json(kind: &str, params: &LinkParams, is_default: bool, fields: Value) -> anyhow::Result<()> {
+    let mut document = json!({
+        "schema": SCHEMA,
+        "kind": kind,
+        "unit": "MB/s = 10^6 bytes/s",
+        "link": params.link.to_string(),
+        "default_link": is_default,
+        "params": params,
+    });
+    if let (Some(envelope), Value::Object(own)) = (document.as_object_mut(), fields) {
+        envelope.extend(own);
+    }
+    print_json(&document)
+}
+
 struct Row {
     size_bytes: u64,
     write: Throughput,
@@ -397,15 +414,9 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
                 })
             })
             .collect();
-        return print_json(&json!({
-            "schema": SCHEMA,
-            "kind": "sizes",
-            "unit": "MB/s = 10^6 bytes/s",
-            "link": params.link.to_string(),
-            "default_link": is_default,
+        return print_link_json("sizes", &params, is_default, json!({
             "encoded_MBps": params.link.encoded_mbps(),
             "read_latency_bound_MBps": finite_or_null(read::latency_bound_mbps(&params)),
-            "params": params,
             "rows": rows,
         }));
     }
@@ -487,13 +498,7 @@ fn run_explain(args: &ModelArgs, params: &LinkParams, is_default: bool, size_byt
     let waterfalls =
         [explain::write_waterfall(params, size_bytes, software), explain::read_waterfall(params, size_bytes, software)];
     if args.output.json {
-        return print_json(&json!({
-            "schema": SCHEMA,
-            "kind": "explain",
-            "unit": "MB/s = 10^6 bytes/s",
-            "link": params.link.to_string(),
-            "default_link": is_default,
-            "params": params,
+        return print_link_json("explain", &params, is_default, json!({
             "software": software,
             "waterfalls": waterfalls,
         }));
@@ -610,13 +615,7 @@ fn run_mmio(args: MmioArgs) -> anyhow::Result<()> {
         None => None,
     };
     if args.output.json {
-        return print_json(&json!({
-            "schema": SCHEMA,
-            "kind": "mmio",
-            "unit": "MB/s = 10^6 bytes/s",
-            "link": params.link.to_string(),
-            "default_link": is_default,
-            "params": params,
+        return print_link_json("mmio", &params, is_default, json!({
             "rows": rows.iter().map(|r| json!({
                 "size_bytes": r.access_bytes,
                 "write_MBps": r.write.mbps,
@@ -707,13 +706,7 @@ fn run_wc(args: WcArgs) -> anyhow::Result<()> {
     }
     let rows: Vec<write_combining::WcRow> = sizes.iter().map(|&s| write_combining::row(&params, s)).collect();
     if args.output.json {
-        return print_json(&json!({
-            "schema": SCHEMA,
-            "kind": "write_combining",
-            "unit": "MB/s = 10^6 bytes/s",
-            "link": params.link.to_string(),
-            "default_link": is_default,
-            "params": params,
+        return print_link_json("write_combining", &params, is_default, json!({
             "rows": rows,
         }));
     }
@@ -761,13 +754,7 @@ fn run_message(args: MessageArgs) -> anyhow::Result<()> {
     let result = message::message_throughput(&params, args.message_bytes, args.overhead_bytes);
     let link_overhead = 1.0 - result.link_mbps / params.link.encoded_mbps();
     if args.output.json {
-        return print_json(&json!({
-            "schema": SCHEMA,
-            "kind": "message",
-            "unit": "MB/s = 10^6 bytes/s",
-            "link": params.link.to_string(),
-            "default_link": is_default,
-            "params": params,
+        return print_link_json("message", &params, is_default, json!({
             "encoded_MBps": params.link.encoded_mbps(),
             "link_overhead": link_overhead,
             "result": result,
