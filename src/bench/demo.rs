@@ -18,7 +18,7 @@ use crate::model::status::{decode_status, StatusWord};
 use crate::model::{read_throughput, write_throughput, Link, LinkParams};
 
 /// One measurement of the demo, named as the GUI's buttons.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DemoMode {
     /// "Start Write": device→host (d2h), start code 2, TX result.

@@ -16,7 +16,7 @@ use crate::model::Limit;
 pub const SCHEMA: &str = "pcieperf.results/1";
 
 /// What a measurement point moves: one direction, or both at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Host → device.
@@ -27,6 +27,13 @@ pub enum Mode {
     Both,
 }
 
+impl crate::named::Named for Mode {
+    const ALL: &'static [Self] = &[Mode::H2d, Mode::D2h, Mode::Both];
+    fn name(self) -> &'static str {
+        Mode::name(self)
+    }
+}
+
 impl Mode {
     pub fn name(self) -> &'static str {
         match self {
@@ -35,6 +42,7 @@ impl Mode {
             Mode::Both => "both",
         }
     }
+
 
     /// Directions moved per step.
     pub fn directions(self) -> &'static [Direction] {

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::bench::demo::{run_demo, DemoMode, DemoOptions, DemoReport};
 use crate::engine::{open, EngineInfo, OpenOptions};
-use crate::report::table::{Align, Table};
+use crate::table::{Align, Table};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {

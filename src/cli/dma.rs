@@ -15,6 +15,7 @@ use crate::engine::{self, Engine, OpenOptions};
 use crate::error::InvalidInput;
 use crate::report::{csv, html, json, metrics, progress::TerminalProgress, text};
 use crate::units;
+use super::values::named;
 
 #[derive(Debug, Args)]
 pub struct DmaArgs {
@@ -23,7 +24,7 @@ pub struct DmaArgs {
     #[arg(long)]
     pub target: Option<String>,
     /// Direction: h2d (host→device), d2h (device→host) or both at once.
-    #[arg(long = "dir", value_enum, default_value = "d2h")]
+    #[arg(long = "dir", value_parser = named::<Mode>(), default_value = "d2h")]
     pub dir: Mode,
     /// Transfer size or sweep: `1MiB`, `4KiB..64MiB` (doubling), `64,128,256`.
     #[arg(long, default_value = "1MiB")]
@@ -57,7 +58,7 @@ pub struct DmaArgs {
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
     /// Data verification: lfsr, counter or none.
-    #[arg(long, value_enum, default_value = "lfsr")]
+    #[arg(long, value_parser = named::<VerifyKind>(), default_value = "lfsr")]
     pub verify: VerifyKind,
     /// Seed of the test pattern (and of simulated behaviour).
     #[arg(long, default_value_t = 1)]

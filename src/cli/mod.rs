@@ -9,6 +9,7 @@ mod inspect;
 mod model;
 mod report;
 mod run;
+mod values;
 
 use clap::{Parser, Subcommand};
 

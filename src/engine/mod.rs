@@ -32,7 +32,7 @@ use thiserror::Error;
 use crate::model::Link;
 
 /// Which way data moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Host memory → device (the device issues reads; XDMA H2C).
@@ -47,6 +47,13 @@ impl Direction {
             Direction::H2d => "h2d",
             Direction::D2h => "d2h",
         }
+    }
+}
+
+impl crate::named::Named for Direction {
+    const ALL: &'static [Self] = &[Direction::H2d, Direction::D2h];
+    fn name(self) -> &'static str {
+        Direction::name(self)
     }
 }
 

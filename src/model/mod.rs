@@ -31,12 +31,20 @@ use serde::{Deserialize, Serialize};
 use crate::error::InvalidInput;
 
 /// TLP header size: 3 DW (32-bit addresses, completions) or 4 DW (64-bit addresses).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum HeaderFormat {
-    #[value(name = "3dw")]
     Dw3,
-    #[value(name = "4dw")]
     Dw4,
+}
+
+impl crate::named::Named for HeaderFormat {
+    const ALL: &'static [Self] = &[HeaderFormat::Dw3, HeaderFormat::Dw4];
+    fn name(self) -> &'static str {
+        match self {
+            HeaderFormat::Dw3 => "3dw",
+            HeaderFormat::Dw4 => "4dw",
+        }
+    }
 }
 
 impl HeaderFormat {

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::model::{self, Generation, Link, LinkParams};
-use crate::report::table::{Align, Table};
+use crate::table::{Align, Table};
 
 use super::address::Bdf;
 use super::analysis::{self, Context, Warning};

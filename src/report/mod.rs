@@ -9,5 +9,4 @@ pub mod html;
 pub mod json;
 pub mod metrics;
 pub mod progress;
-pub mod table;
 pub mod text;

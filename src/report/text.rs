@@ -6,7 +6,7 @@ use std::fmt::Write;
 use crate::bench::diagnose::format_bytes_approx;
 use crate::bench::results::{Results, Stopped};
 use crate::bench::stalls::StallSource;
-use crate::report::table::{Align, Table};
+use crate::table::{Align, Table};
 use crate::units::format_size;
 
 /// A duration for humans: ns, µs, ms or s with three significant digits.
