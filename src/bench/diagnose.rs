@@ -17,6 +17,26 @@ pub fn format_bytes_approx(bytes: f64) -> String {
     }
 }
 
+/// A finding for a result above the model's ceiling: by how much, and which assumption must be
+/// wrong. `resolution` is the relative resolution of the time behind the result (0.002 for
+/// 25.4 s counted in 0.1 s units) and `timer` names that timer.
+pub fn above_ceiling(what: &str, measured_mbps: f64, ceiling_mbps: f64, resolution: f64, timer: &str) -> Option<String> {
+    if !(measured_mbps > ceiling_mbps && ceiling_mbps > 0.0) {
+        return None;
+    }
+    let excess = (measured_mbps / ceiling_mbps - 1.0) * 100.0;
+    let cause = if excess <= resolution * 100.0 {
+        format!("within the resolution of {timer} (± {:.2} %): quantisation, not a faster link", resolution * 100.0)
+    } else {
+        format!(
+            "more than the resolution of {timer} (± {:.2} %) allows: the clock (slow, or not covering the whole transfer), \
+             the device's link report (a wider or faster link than stated) or the model's conditions (MaxPayload, header format) must be wrong",
+            resolution * 100.0
+        )
+    };
+    Some(format!("{what}: {measured_mbps:.2} MB/s is {excess:.2} % above the model's ceiling of {ceiling_mbps:.2} MB/s; {cause}"))
+}
+
 /// Findings for a run, most important first.
 pub fn findings(results: &Results) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -30,14 +50,12 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         add(Cause::VerificationFailed, format!("{} transfer(s) failed verification; first: {failure}", results.verification.failed));
     }
     let link = results.conditions.link.as_ref();
-    if let Some(state) = link {
-        if let Some(capable) = state.capable.filter(|c| *c != state.link) {
-            let ratio = state.link.encoded_mbps() / capable.encoded_mbps() * 100.0;
-            add(
-                Cause::LinkBelowCapability,
-                format!("link trained at {} but both ends can do {}: the ceiling is {ratio:.0} % of what it could be", state.link, capable),
-            );
-        }
+    if let Some((trained, capable)) = link.filter(|c| c.below_capability()).and_then(|c| Some((c.params.link, c.capable?))) {
+        let ratio = trained.encoded_mbps() / capable.encoded_mbps() * 100.0;
+        add(
+            Cause::LinkBelowCapability,
+            format!("link trained at {trained} but both ends can do {capable}: the ceiling is {ratio:.0} % of what it could be"),
+        );
     }
     let stalled: Vec<_> = results.points.iter().filter(|p| p.stalls.over_threshold > 0).collect();
     if !stalled.is_empty() {
@@ -105,7 +123,12 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         let percent = ceiling.percent_reached.unwrap_or(0.0);
         let at = format!("{} at {}", mode.name(), format_size(point.size_bytes));
         if percent >= NEAR_CEILING_PERCENT {
-            add(Cause::Link, format!("{at} reaches {percent:.1} % of the model's ceiling ({:.1} MB/s): the link is the limit", ceiling.mbps));
+            let (cause, what) = match ceiling.limit {
+                Limit::Latency => (Cause::ReadLatency, "completion latency × outstanding read requests (tags) is the limit, not the link's bytes"),
+                Limit::OppositeDirection => (Cause::Link, "the link is the limit (its opposite direction: requests and DLLPs)"),
+                Limit::Link => (Cause::Link, "the link is the limit"),
+            };
+            add(cause, format!("{at} reaches {percent:.1} % of the model's ceiling ({:.1} MB/s, {}): {what}", ceiling.mbps, ceiling.limit.name()));
         } else {
             let message = format!("{at} reaches {:.1} MB/s, {percent:.1} % of the model's ceiling ({:.1} MB/s)", summary.median_mbps, ceiling.mbps);
             let explained = explained.iter().any(|c| match c {

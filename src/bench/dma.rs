@@ -156,6 +156,7 @@ pub fn measure(
 ) -> Result<Results, InvalidInput> {
     let info = engine.info().clone();
     validate(&info, options)?;
+    let link = crate::bench::conditions::resolve(engine);
     let clock = HostClock::new();
     let mut verifier = Verifier::new(options.verify, options.seed, info.data_model);
     let irq_before = Snapshot::read();
@@ -164,7 +165,7 @@ pub fn measure(
         simulated: info.simulated,
         complete: false,
         stopped: None,
-        conditions: conditions(&info, options, &clock),
+        conditions: conditions(&info, &link, options, &clock),
         points: Vec::new(),
         fits: Vec::new(),
         interrupts: None,
@@ -177,7 +178,7 @@ pub fn measure(
         progress.point_started(index, mode, size);
         let mut runner = PointRunner::new(engine, &clock, &mut verifier, options, mode, size);
         let stopped = runner.run(cancel);
-        let point = runner.finish(info.link.as_ref(), stopped.as_ref());
+        let point = runner.finish(link.as_ref().ok(), stopped.as_ref());
         add_tally(&mut results.verification, &point.verification);
         progress.point_done(index, &point);
         results.points.push(point);
@@ -195,7 +196,7 @@ pub fn measure(
     }
     results.verification.method = verifier.method();
     results.complete = results.stopped.is_none();
-    results.fits = predict::fits(&results.points, info.link.as_ref());
+    results.fits = predict::fits(&results.points, link.as_ref().ok());
     results.findings = diagnose::findings(&results);
     progress.end();
     Ok(results)
@@ -210,15 +211,14 @@ fn add_tally(total: &mut VerificationSummary, tally: &VerifyTally) {
     }
 }
 
-fn conditions(info: &EngineInfo, options: &DmaOptions, clock: &HostClock) -> Conditions {
+fn conditions(info: &EngineInfo, link: &Result<crate::model::Conditions, String>, options: &DmaOptions, clock: &HostClock) -> Conditions {
     Conditions {
         command: options.command.clone(),
         target: info.target.clone(),
         simulated: info.simulated,
         engine: info.clone(),
-        link: info.link.clone(),
-        mps_bytes: info.link.as_ref().map(|l| l.mps_bytes),
-        mrrs_bytes: info.link.as_ref().map(|l| l.mrrs_bytes),
+        link: link.as_ref().ok().cloned(),
+        link_unknown: link.as_ref().err().cloned(),
         modes: options.modes.clone(),
         sizes_bytes: options.sizes.clone(),
         host: host::hostname(),
@@ -404,7 +404,7 @@ impl<'a> PointRunner<'a> {
     }
 
     /// The point as measured so far.
-    fn finish(self, link: Option<&crate::engine::LinkState>, stopped: Option<&Stopped>) -> Point {
+    fn finish(self, link: Option<&crate::model::Conditions>, stopped: Option<&Stopped>) -> Point {
         let bytes_per_step = self.size * self.mode.directions().len() as u64;
         let summary = summarise(&self.samples, bytes_per_step);
         let engine_times: Vec<f64> = self.samples.iter().map(|s| s.engine_ns).collect();

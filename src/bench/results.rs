@@ -9,7 +9,7 @@ use crate::bench::interrupts::InterruptDelta;
 use crate::bench::stalls::StallSummary;
 use crate::bench::stats::Stats;
 use crate::bench::verify::{VerifyFailure, VerifyKind, VerifyTally};
-use crate::engine::{Direction, EngineInfo, LinkState};
+use crate::engine::{Direction, EngineInfo};
 use crate::model::Limit;
 
 /// Schema name and version written into every document.
@@ -95,9 +95,12 @@ pub struct Conditions {
     pub target: String,
     pub simulated: bool,
     pub engine: EngineInfo,
-    pub link: Option<LinkState>,
-    pub mps_bytes: Option<u64>,
-    pub mrrs_bytes: Option<u64>,
+    /// The link and every other input of the model's ceilings, stated once for the whole run
+    /// (`bench::conditions::resolve`); `None` when the target names no device with a link.
+    pub link: Option<crate::model::Conditions>,
+    /// Why there are no link conditions, when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_unknown: Option<String>,
     pub modes: Vec<Mode>,
     pub sizes_bytes: Vec<u64>,
     pub host: String,

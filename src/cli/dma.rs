@@ -8,7 +8,6 @@ use clap::Args;
 use crate::bench::cancel;
 use crate::bench::dma::{self, DmaOptions};
 use crate::bench::results::{Mode, Results, Stopped};
-use crate::bench::run::default_target;
 use crate::bench::stats::StopRule;
 use crate::bench::verify::VerifyKind;
 use crate::engine::{self, Engine, OpenOptions};
@@ -232,7 +231,10 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     options.stall_threshold_ns = args.stall_threshold.as_secs_f64() * 1e9;
     options.deadline = args.deadline;
     args.measure.apply(&mut options);
-    let target = args.target.unwrap_or_else(default_target);
+    let target = match args.target {
+        Some(target) => target,
+        None => engine::choose(None, &engine::detect()).target,
+    };
     let mut engine = args.measure.open(&target)?;
     let quiet = args.json || args.csv;
     let mut progress = TerminalProgress::new(quiet, engine.info().simulated);

@@ -5,6 +5,7 @@
 //! every measured figure. `docs/theory.md` gives the formulas and the source of every constant.
 
 pub mod bidir;
+pub mod conditions;
 pub mod dllp;
 pub mod explain;
 pub mod flit;
@@ -21,6 +22,7 @@ pub mod write;
 pub mod write_combining;
 
 pub use bidir::{bidirectional_throughput, Bidirectional};
+pub use conditions::{ceiling, Ceiling, Conditions, Traffic};
 pub use link::{Encoding, Generation, Link};
 pub use load::Load;
 pub use read::read_throughput;
@@ -99,6 +101,15 @@ pub struct LinkParams {
     /// complexes answer in 64-byte completions whatever MaxPayload says.
     #[serde(default)]
     pub completion_bytes: Option<u64>,
+    /// Transfers outstanding at once: 1 is one isolated transfer (a single DMA); more is the
+    /// steady state of back-to-back DMAs, where reads share the tags and the completion latency
+    /// overlaps other transfers' data ([`read`]).
+    #[serde(default = "one")]
+    pub in_flight: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl LinkParams {
@@ -120,6 +131,7 @@ impl LinkParams {
             start_addr: 0,
             dllp_every_tlps: None,
             completion_bytes: None,
+            in_flight: 1,
         }
     }
 
@@ -144,6 +156,9 @@ impl LinkParams {
                     self.rcb_bytes, self.mps_bytes
                 )));
             }
+        }
+        if !(1..=65_536).contains(&self.in_flight) {
+            return Err(InvalidInput::new(format!("invalid transfers in flight {}: allowed 1 to 65536", self.in_flight)));
         }
         if self.dllp_every_tlps == Some(0) {
             return Err(InvalidInput::new("invalid DLLP interval 0 TLPs: allowed 1 or more"));

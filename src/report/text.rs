@@ -42,17 +42,17 @@ pub fn conditions(results: &Results) -> String {
     let c = &results.conditions;
     let mut out = String::new();
     let link = match &c.link {
-        Some(l) => {
-            let capable = l.capable.map_or(String::new(), |cap| format!(" (capable {cap})"));
-            format!("{}{capable}, MPS {}, MRRS {}", l.link, l.mps_bytes, l.mrrs_bytes)
-        }
-        None => "unknown (the engine does not report it)".into(),
+        Some(l) => format!("{}\n             from {}", l.summary(), l.source),
+        None => format!("unknown: {}", c.link_unknown.as_deref().unwrap_or("the engine does not report it")),
     };
     let clock = match c.host_clock.tsc_hz {
         Some(hz) => format!("TSC at {:.3} GHz, calibrated against CLOCK_MONOTONIC_RAW", hz / 1e9),
         None => "CLOCK_MONOTONIC_RAW".into(),
     };
     let _ = writeln!(out, "link:        {link}");
+    for assumption in c.link.iter().flat_map(|l| &l.assumed) {
+        let _ = writeln!(out, "             assumed: {assumption}");
+    }
     let _ = writeln!(out, "host:        {} ({}), pcieperf {}, started {}", c.host, c.kernel, c.tool_version, c.start_time_utc);
     let _ = writeln!(out, "host clock:  {clock}; engine clock: {}", if c.simulated { "virtual (simulated)" } else { "the engine's host clock" });
     let _ = writeln!(
