@@ -224,6 +224,18 @@ impl RateUnit {
     }
 }
 
+/// A duration for humans: ns, µs, ms or s with three significant digits.
+pub fn format_ns(ns: f64) -> String {
+    let (value, unit) = match ns.abs() {
+        n if n >= 1e9 => (ns / 1e9, "s"),
+        n if n >= 1e6 => (ns / 1e6, "ms"),
+        n if n >= 1e3 => (ns / 1e3, "µs"),
+        _ => (ns, "ns"),
+    };
+    let decimals = if value.abs() >= 100.0 { 0 } else if value.abs() >= 10.0 { 1 } else { 2 };
+    format!("{value:.decimals$} {unit}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,6 +46,9 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         Some(Stopped::Error { message }) => add(Cause::Incomplete, format!("stopped early: {message}; results are partial")),
         None => {}
     }
+    for point in results.points.iter().filter(|p| p.error.is_some()) {
+        add(Cause::NoSample, point.error.clone().unwrap_or_default());
+    }
     if let Some(failure) = &results.verification.first_failure {
         add(Cause::VerificationFailed, format!("{} transfer(s) failed verification; first: {failure}", results.verification.failed));
     }
@@ -98,6 +101,15 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         );
     }
     for fit in &results.fits {
+        if let Some(why) = &fit.rejected {
+            let copy = if results.conditions.copy_to_user && fit.mode != Mode::H2d {
+                " — the copy to user space grows faster than the transfer and dominates large sizes"
+            } else {
+                ""
+            };
+            add(Cause::FitRejected, format!("{} fit of T(N) = N/(B·f) + m not shown: {why}{copy}", fit.mode.name()));
+            continue;
+        }
         let smallest = results.points.iter().filter(|p| p.mode == fit.mode).map(|p| p.bytes_per_step).min().unwrap_or(0);
         if fit.m_us > 0.0 && (smallest as f64) < fit.n_half_bytes {
             add(
@@ -109,6 +121,14 @@ pub fn findings(results: &Results) -> Vec<Finding> {
                     fit.m_us
                 ),
             );
+        }
+    }
+    for mode in [Mode::D2h, Mode::H2d, Mode::Both] {
+        if let Some(finding) = spread(results, mode) {
+            add(Cause::Spread, finding);
+        }
+        if let Some(finding) = worst_above_ceiling(results, mode) {
+            add(Cause::AboveCeiling, finding);
         }
     }
     let explained: Vec<Cause> = out
@@ -145,9 +165,53 @@ pub fn findings(results: &Results) -> Vec<Finding> {
     out
 }
 
+/// Transfers slower than this multiple of the median count as slow.
+pub const SLOW_FACTOR: f64 = 1.5;
+
+/// The point of `mode` with the widest spread, when some of its transfers were slow: how many,
+/// and by how much.
+fn spread(results: &Results, mode: Mode) -> Option<String> {
+    let worst = results
+        .points
+        .iter()
+        .filter(|p| p.mode == mode)
+        .filter_map(|p| Some((p, p.summary.as_ref()?)))
+        .max_by(|a, b| (a.1.time_ns.max / a.1.time_ns.median).total_cmp(&(b.1.time_ns.max / b.1.time_ns.median)))?;
+    let (point, summary) = worst;
+    let median = summary.time_ns.median;
+    let slow = point.samples.iter().filter(|s| s.time_ns() > SLOW_FACTOR * median).count();
+    (slow > 0).then(|| {
+        format!(
+            "{} at {}: {slow} of {} transfers took more than {SLOW_FACTOR}× the median ({}); the slowest {:.1}×, p99 {:.2}× — \
+             the median is robust to them, the sustained rate is not",
+            mode.name(),
+            format_size(point.size_bytes),
+            point.samples.len(),
+            crate::units::format_ns(median),
+            summary.time_ns.max / median,
+            summary.time_ns.p99 / median
+        )
+    })
+}
+
+/// The point of `mode` furthest above its ceiling, if any is above.
+fn worst_above_ceiling(results: &Results, mode: Mode) -> Option<String> {
+    results
+        .points
+        .iter()
+        .filter(|p| p.mode == mode)
+        .filter_map(|p| Some((p, p.summary.as_ref()?.median_mbps, p.ceiling.as_ref()?.mbps)))
+        .filter(|(_, measured, ceiling)| measured > ceiling)
+        .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)))
+        .and_then(|(p, measured, ceiling)| {
+            let what = format!("{} at {}", mode.name(), format_size(p.size_bytes));
+            above_ceiling(&what, measured, ceiling, 0.0, "the engine's clock")
+        })
+}
+
 /// True when the per-transfer cost m still takes a tenth or more of a step of `bytes`.
 fn fits_explain(results: &Results, mode: Mode, bytes: u64) -> bool {
-    results.fits.iter().any(|f| f.mode == mode && f.m_us > 0.0 && f.n_half_bytes * 9.0 > bytes as f64)
+    results.fits.iter().any(|f| f.mode == mode && f.rejected.is_none() && f.m_us > 0.0 && f.n_half_bytes * 9.0 > bytes as f64)
 }
 
 /// The point at the largest size measured for `mode`.

@@ -91,8 +91,8 @@ pub fn validate(info: &EngineInfo, options: &DmaOptions) -> Result<(), InvalidIn
             return Err(InvalidInput::new(format!("target {} cannot move data in both directions at once", info.target)));
         }
     }
-    if !(options.stop.cov_target > 0.0 && options.stop.cov_target.is_finite()) {
-        return Err(InvalidInput::new("the CoV target must be a positive percentage"));
+    if !(options.stop.ci_target > 0.0 && options.stop.ci_target.is_finite()) {
+        return Err(InvalidInput::new("the confidence-interval target must be a positive percentage"));
     }
     // Host buffers per size: one per direction, a user buffer, and verification's expected
     // contents (up to two) and read-back or priming buffer.
@@ -178,7 +178,10 @@ pub fn measure(
         progress.point_started(index, mode, size);
         let mut runner = PointRunner::new(engine, &clock, &mut verifier, options, mode, size);
         let stopped = runner.run(cancel);
-        let point = runner.finish(link.as_ref().ok(), stopped.as_ref());
+        let mut point = runner.finish(link.as_ref().ok(), stopped.as_ref());
+        if point.samples.is_empty() && stopped.is_none() {
+            point.error = Some(no_sample(&point, options));
+        }
         add_tally(&mut results.verification, &point.verification);
         progress.point_done(index, &point);
         results.points.push(point);
@@ -200,6 +203,19 @@ pub fn measure(
     results.findings = diagnose::findings(&results);
     progress.end();
     Ok(results)
+}
+
+/// Why a point has no result: its budget ran out before a timed transfer completed.
+fn no_sample(point: &Point, options: &DmaOptions) -> String {
+    format!(
+        "{} {}: no timed transfer completed within the {} s budget (--duration; {} warm-up transfer(s) took {:.3} s of it): \
+         give more time or a smaller size",
+        point.mode.name(),
+        format_size(point.size_bytes),
+        options.duration.as_secs_f64(),
+        point.warmup,
+        point.convergence.engine_ns / 1e9
+    )
 }
 
 fn add_tally(total: &mut VerificationSummary, tally: &VerifyTally) {
@@ -227,7 +243,7 @@ fn conditions(info: &EngineInfo, link: &Result<crate::model::Conditions, String>
         seed: options.seed,
         start_time_utc: host::now_utc_iso(),
         verify: options.verify,
-        cov_target: options.stop.cov_target,
+        ci_target: options.stop.ci_target,
         duration_s: options.duration.as_secs_f64(),
         wall_limit_s: options.wall_limit.as_secs_f64(),
         deadline_s: options.deadline.as_secs_f64(),
@@ -326,7 +342,7 @@ impl<'a> PointRunner<'a> {
                 self.stop_reason = "max_samples";
                 break None;
             }
-            if self.options.stop.is_stable(&times) {
+            if self.options.stop.is_stable(&times, self.engine_ns) {
                 self.stop_reason = "stable";
                 break None;
             }
@@ -434,6 +450,7 @@ impl<'a> PointRunner<'a> {
             stalls,
             verification: self.tally,
             ceiling,
+            error: None,
         }
     }
 }
@@ -478,6 +495,7 @@ pub fn summarise(samples: &[Sample], bytes_per_step: u64) -> Option<Summary> {
     let device_median_ns = median_of(samples.iter().filter_map(|s| s.device_ns).collect());
     Some(Summary {
         median_mbps: mbps(bytes, time_ns.median),
+        median_ci_mbps: time_ns.median_ci.map(|(fast, slow)| (mbps(bytes, slow), mbps(bytes, fast))),
         max_mbps: mbps(bytes, time_ns.min),
         p99_mbps: mbps(bytes, time_ns.p99),
         min_mbps: mbps(bytes, time_ns.max),

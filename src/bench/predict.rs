@@ -47,6 +47,7 @@ pub fn fits(points: &[Point], conditions: Option<&Conditions>) -> Vec<Fit> {
             let bus_mbps = conditions.map(|c| c.params.link.encoded_mbps() * mode.directions().len() as f64);
             let fitted = transfer::fit(bus_mbps.unwrap_or(1.0), &data).ok()?;
             let residuals = transfer::residuals(&fitted, &data);
+            let rejected = rejection(fitted.m_us, bus_mbps.map(|_| fitted.f), &residuals);
             Some(Fit {
                 mode,
                 bus_mbps,
@@ -55,9 +56,30 @@ pub fn fits(points: &[Point], conditions: Option<&Conditions>) -> Vec<Fit> {
                 asymptotic_mbps: fitted.asymptotic_mbps(),
                 n_half_bytes: fitted.n_half_bytes(),
                 residuals: data.iter().map(|d| d.0 as u64).zip(residuals).collect(),
+                rejected,
             })
         })
         .collect()
+}
+
+/// Largest |measured/fitted − 1| a fit may leave and still describe the measurements.
+pub const MAX_RESIDUAL: f64 = 0.10;
+
+/// Why a fit of T(N) = N/(B·f) + m does not describe the measurements, if it does not: a
+/// negative per-transfer cost or a rate above the bus are not physical, and large residuals
+/// mean the time is not linear in N (a copy to user space that grows faster than the transfer,
+/// caches, a device that changes mode).
+pub fn rejection(m_us: f64, f: Option<f64>, residuals: &[f64]) -> Option<String> {
+    let worst = residuals.iter().fold(0.0f64, |w, r| w.max(r.abs()));
+    if m_us < 0.0 {
+        Some(format!("m = {m_us:.2} µs is negative: the time grows faster than linearly in N, so no constant per-transfer cost describes it"))
+    } else if f.is_some_and(|f| f > 1.0) {
+        Some(format!("f = {:.3} is above 1: the fit claims more than the bus rate B", f.unwrap_or(0.0)))
+    } else if worst > MAX_RESIDUAL {
+        Some(format!("residuals up to {:.0} % (limit {:.0} %): T(N) is not linear in N over these sizes", worst * 100.0, MAX_RESIDUAL * 100.0))
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -110,8 +110,9 @@ pub struct Conditions {
     /// ISO 8601, UTC, e.g. `2026-11-22T02:10:51Z`.
     pub start_time_utc: String,
     pub verify: VerifyKind,
-    /// Stop when the median's coefficient of variation is below this (0.01 = 1 %).
-    pub cov_target: f64,
+    /// Stop when the median's 95 % interval is within ± this fraction of it (0.01 = ± 1 %).
+    #[serde(alias = "cov_target")]
+    pub ci_target: f64,
     /// Time budget per point on the engine's clock, in s.
     pub duration_s: f64,
     /// Time budget per point on the host clock, in s.
@@ -167,6 +168,9 @@ pub struct Point {
     pub verification: VerifyTally,
     /// The model's prediction for the same link and size; `None` when the link is unknown.
     pub ceiling: Option<Ceiling>,
+    /// Why the point has no result, when no timed transfer completed (an error: exit code 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Distribution of one point's samples.
@@ -176,6 +180,10 @@ pub struct Summary {
     pub time_ns: Stats,
     /// Rate at the median time, in MB/s (10^6 B/s): the headline figure.
     pub median_mbps: f64,
+    /// 95 % confidence interval of that rate (order statistics of the times), low to high;
+    /// `None` below 6 samples.
+    #[serde(default, rename = "median_ci_MBps")]
+    pub median_ci_mbps: Option<(f64, f64)>,
     /// Rate at the fastest step.
     pub max_mbps: f64,
     /// Rate at the p99 step time: 99 % of steps were at least this fast.
@@ -238,6 +246,10 @@ pub struct Fit {
     pub n_half_bytes: f64,
     /// (bytes per step, measured/predicted − 1) per size.
     pub residuals: Vec<(u64, f64)>,
+    /// Why the fit does not describe the measurements (m < 0, f > 1, large residuals), when it
+    /// does not; such a fit is shown only with this reason, never as a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<String>,
 }
 
 /// Verification over the whole run.
@@ -277,6 +289,14 @@ pub enum Cause {
     NoLinkInfo,
     /// The run stopped early.
     Incomplete,
+    /// A point has no result: no timed transfer completed within its budget.
+    NoSample,
+    /// Transfer times spread widely: some transfers were much slower than the median.
+    Spread,
+    /// A result above the model's ceiling: one of its assumptions must be wrong.
+    AboveCeiling,
+    /// The T(N) fit does not describe the measurements.
+    FitRejected,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -296,13 +316,13 @@ impl Results {
         self.verification.failed > 0
     }
 
-    /// Process exit code for this run: 130 after Ctrl-C, 1 after an engine error or a
-    /// verification failure, else 0.
+    /// Process exit code for this run: 130 after Ctrl-C, 1 after an engine error, a
+    /// verification failure or a point without a result, else 0.
     pub fn exit_code(&self) -> i32 {
         match &self.stopped {
             Some(Stopped::Interrupted) => crate::bench::cancel::EXIT_INTERRUPTED,
             Some(Stopped::Error { .. }) => 1,
-            None if self.verification_failed() => 1,
+            None if self.verification_failed() || self.points.iter().any(|p| p.error.is_some()) => 1,
             None => 0,
         }
     }

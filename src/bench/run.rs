@@ -22,7 +22,7 @@ pub fn options(quick: bool) -> DmaOptions {
     options.duration = Duration::from_millis(if quick { 50 } else { 250 });
     options.wall_limit = Duration::from_millis(if quick { 100 } else { 300 });
     options.warmup = 1;
-    options.stop = StopRule { cov_target: 0.01, min_samples: 5, max_samples: 500 };
+    options.stop = StopRule { ci_target: 0.01, min_time_ns: options.duration.as_secs_f64() * 1e9 / 10.0, max_samples: 500, ..StopRule::default() };
     options
 }
 

@@ -37,9 +37,10 @@ pub struct DmaArgs {
     /// Write the results document (JSON) to this file, atomically.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Stop repeating once the median's coefficient of variation is below this, in percent.
-    #[arg(long, default_value_t = 1.0)]
-    pub cov_target: f64,
+    /// Stop repeating once the median's 95 % confidence interval is within ± this many percent
+    /// of it (after at least 10 transfers and a tenth of --duration).
+    #[arg(long, default_value_t = 1.0, alias = "cov-target")]
+    pub ci_target: f64,
     /// Count stalls longer than this: `50us`.
     #[arg(long, default_value = "50us", value_parser = parse_duration)]
     pub stall_threshold: Duration,
@@ -214,11 +215,11 @@ pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
 }
 
 /// Percent on the command line, fraction in the options.
-pub fn cov_fraction(percent: f64) -> Result<f64, InvalidInput> {
+pub fn ci_fraction(percent: f64) -> Result<f64, InvalidInput> {
     if percent > 0.0 && percent <= 100.0 {
         Ok(percent / 100.0)
     } else {
-        Err(InvalidInput::new(format!("invalid --cov-target {percent}: give a percentage above 0 and at most 100")))
+        Err(InvalidInput::new(format!("invalid --ci-target {percent}: give a percentage above 0 and at most 100")))
     }
 }
 
@@ -227,7 +228,7 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     let mut options = DmaOptions::new(vec![args.dir], sizes);
     options.duration = args.duration;
     options.wall_limit = args.duration;
-    options.stop = StopRule { cov_target: cov_fraction(args.cov_target)?, ..StopRule::default() };
+    options.stop = StopRule { ci_target: ci_fraction(args.ci_target)?, min_time_ns: args.duration.as_secs_f64() * 1e9 / 10.0, ..StopRule::default() };
     options.stall_threshold_ns = args.stall_threshold.as_secs_f64() * 1e9;
     options.deadline = args.deadline;
     args.measure.apply(&mut options);
@@ -256,7 +257,7 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("-1s").is_err());
-        assert!(cov_fraction(0.0).is_err());
-        assert_eq!(cov_fraction(1.0).unwrap(), 0.01);
+        assert!(ci_fraction(0.0).is_err());
+        assert_eq!(ci_fraction(1.0).unwrap(), 0.01);
     }
 }
