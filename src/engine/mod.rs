@@ -189,6 +189,9 @@ pub enum EngineError {
     Io { what: String, source: std::io::Error },
     #[error(transparent)]
     InvalidInput(#[from] crate::error::InvalidInput),
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) ended the wait; what was in flight was cancelled.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// CPU-initiated access to a device's registers (a memory BAR, or the simulator's).
