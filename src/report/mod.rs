@@ -8,5 +8,6 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod metrics;
+pub mod output;
 pub mod progress;
 pub mod text;
