@@ -27,7 +27,7 @@ pub struct Limit {
 /// Results documents: a full sweep with every sample is a few MB; 256 MB is far beyond any run.
 pub const RESULTS: Limit = Limit { bytes: 256 << 20, what: "results document" };
 /// `lspci -xxxx` dumps: 4 KiB of config space (about 13 KB of hex) per function.
-pub const DUMP: Limit = Limit { bytes: 64 << 20, what: "lspci dump" };
+pub const DUMP: Limit = Limit { bytes: 64 << 20, what: "dump" };
 /// pci.ids: about 1.5 MB today.
 pub const PCI_IDS: Limit = Limit { bytes: 64 << 20, what: "pci.ids file" };
 
@@ -64,7 +64,7 @@ fn too_large(shown: &str, limit: Limit) -> InvalidInput {
 /// Refuse, without reading it, a path that is not a regular file within `limit`.
 pub fn check_file(path: &Path, limit: Limit) -> Result<(), InvalidInput> {
     let shown = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|e| InvalidInput::new(format!("cannot read {shown}: {e}")))?;
+    let meta = std::fs::metadata(path).map_err(|e| InvalidInput::new(format!("cannot read {} {shown}: {e}", limit.what)))?;
     if !meta.is_file() {
         return Err(InvalidInput::new(format!(
             "{shown} is not a regular file ({}): give a file, or - for standard input",
@@ -80,7 +80,7 @@ pub fn check_file(path: &Path, limit: Limit) -> Result<(), InvalidInput> {
 fn read_file(path: &Path, limit: Limit) -> Result<Vec<u8>, InvalidInput> {
     check_file(path, limit)?;
     let shown = path.display().to_string();
-    let cannot = |e: std::io::Error| InvalidInput::new(format!("cannot read {shown}: {e}"));
+    let cannot = |e: std::io::Error| InvalidInput::new(format!("cannot read {} {shown}: {e}", limit.what));
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     // A file may grow while being read: the limit holds for what is read, not only for its size.

@@ -119,8 +119,10 @@ impl Machine {
 pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
     let machine = Machine::load(&options.source)?;
     let vendors = machine.devices.values().filter_map(|d| d.config.vendor_id()).collect();
-    if let Some(path) = &options.pci_ids {
-        crate::bounded::check_file(path, crate::bounded::PCI_IDS)?; // a named file must be one
+    // A named pci.ids that exists must be a regular file within the limit (a missing one leaves
+    // devices unnamed, as before).
+    if let Some(path) = options.pci_ids.as_deref().filter(|p| p.exists()) {
+        crate::bounded::check_file(path, crate::bounded::PCI_IDS)?;
     }
     let names = ids::PciIds::load_for(options.pci_ids.as_deref(), &vendors);
     let devices = machine
