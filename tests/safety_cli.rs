@@ -405,6 +405,12 @@ fn huge_numbers_are_refused_not_wrapped() {
         assert!(stderr.contains("at most"), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}");
     }
+    // The simulator's stall counters: an absurd rate is refused, never wrapped.
+    let assert = pcieperf()
+        .args(["dma", "--target", "sim:stalls_per_s=1e300,long_stalls_per_s=1e300", "--sizes", "4KiB", "--duration", "10ms"])
+        .assert()
+        .code(2);
+    assert!(stderr_of(&assert).contains("at most"), "{}", stderr_of(&assert));
     let assert = pcieperf().args(["model", "message", "--overhead-bytes", "1099511627776"]).assert().success();
     assert!(!String::from_utf8_lossy(&assert.get_output().stdout).contains("inf"));
 }
