@@ -36,11 +36,6 @@ pub fn requested() -> bool {
     CANCELLED.load(Ordering::SeqCst)
 }
 
-/// Ask the run to stop, as a signal does (tests, and errors that must end every wait).
-pub fn request() {
-    CANCELLED.store(true, Ordering::SeqCst);
-}
-
 /// The next slice to wait: at most [`POLL_SLICE`], at most `left`.
 pub fn slice(left: Duration) -> Duration {
     left.min(POLL_SLICE)
