@@ -10,6 +10,14 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use serde_json::Value;
 
+/// Held by the tests that time a signal and by the one that loads the CPU, so the load never
+/// lands on a timing (the tests of one file run in parallel threads).
+static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn timing() -> std::sync::MutexGuard<'static, ()> {
+    TIMING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn pcieperf() -> Command {
     Command::cargo_bin("pcieperf").unwrap()
 }
@@ -253,6 +261,7 @@ fn finish(mut child: Child) -> (Option<i32>, String) {
 
 #[test]
 fn a_signal_during_a_stuck_transfer_ends_the_run_at_once_with_partial_results() {
+    let _serial = timing();
     let dir = tempfile::tempdir().unwrap();
     for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
         let out = dir.path().join(format!("{name}.json"));
@@ -432,6 +441,7 @@ fn measured(doc: &Value) -> Vec<Value> {
 
 #[test]
 fn a_simulated_run_is_the_same_for_a_seed_even_under_cpu_load() {
+    let _serial = timing();
     let dir = tempfile::tempdir().unwrap();
     let run = || {
         let out = dir.path().join("run.json");
