@@ -356,6 +356,9 @@ impl<'a> PointRunner<'a> {
                 self.stop_reason = "stable";
                 break None;
             }
+            if self.samples.is_empty() {
+                continue; // a figure needs one timed transfer, however long (warm-up is cut short)
+            }
             if self.engine_ns >= budget_ns {
                 self.stop_reason = "duration";
                 break None;
@@ -379,6 +382,7 @@ impl<'a> PointRunner<'a> {
         let deadline = self.options.deadline;
         let copy = self.options.copy_to_user;
         let crc_too = self.verifier.enabled();
+        let warming_up = self.warming_up();
         let (clock, engine, verifier) = (self.clock, &mut *self.engine, &mut *self.verifier);
         let Buffers { h2d, d2h, user } = &mut self.buffers;
         let mut copy_ns = None;
@@ -421,7 +425,7 @@ impl<'a> PointRunner<'a> {
             self.tally.add(check);
         }
         self.steps += 1;
-        if self.steps <= self.options.warmup {
+        if warming_up {
             return Ok(None);
         }
         let start_ns = legs.iter().map(|t| t.start_ns).fold(f64::INFINITY, f64::min);
@@ -431,6 +435,16 @@ impl<'a> PointRunner<'a> {
         self.counters.extend(legs.into_iter().map(|t| t.device));
         self.samples.push(sample.clone());
         Ok(Some(sample))
+    }
+
+    /// Whether the next step is a warm-up step: the first `warmup` steps, cut short when they
+    /// have used a tenth of either budget (a 512 MiB transfer can take seconds).
+    fn warming_up(&self) -> bool {
+        let tenth = |budget: Duration| budget.as_secs_f64() * 1e9 / 10.0;
+        self.samples.is_empty()
+            && self.steps < self.options.warmup
+            && self.engine_ns < tenth(self.options.duration)
+            && self.wall_ns < tenth(self.options.wall_limit)
     }
 
     /// The point as measured so far.
@@ -451,7 +465,7 @@ impl<'a> PointRunner<'a> {
             mode: self.mode,
             size_bytes: self.size,
             bytes_per_step,
-            warmup: self.options.warmup.min(self.steps),
+            warmup: self.steps - self.samples.len(),
             convergence: Convergence {
                 converged: self.stop_reason == "stable",
                 stop_reason: if stopped.is_some() && self.stop_reason.is_empty() { "error" } else { self.stop_reason }.into(),

@@ -4,7 +4,7 @@
 //!   device offset, and reports the CRC32 of the h2d data it received; the host regenerates the
 //!   pattern and compares the CRC of what it sent.
 //! - `Memory`: h2d writes a pattern, a later d2h of the same region must return it. The h2d
-//!   writes numbered 1, 2, 4, … 64 and then every [`READBACK_EVERY`]th are read back and
+//!   writes numbered 1, 4, 8, … 64 and then every [`READBACK_EVERY`]th are read back and
 //!   compared (a read-back costs about as much as the write, so reading every write back would
 //!   halve the sustained rate); each of them first switches to the other of two seeds, so a
 //!   write that never landed shows up. The writes between repeat the bytes already on the
@@ -122,12 +122,13 @@ struct Content {
     crc: u32,
 }
 
-/// Memory: h2d writes 1, 2, 4, … up to this one are read back, then every this-many-th.
+/// Memory: h2d writes 1, 4, 8, … up to this one are read back, then every this-many-th. Not
+/// write 2: it is the first timed one when a large transfer cuts the warm-up short.
 pub const READBACK_EVERY: u64 = 64;
 
 /// Whether Memory reads back h2d write number `count` (from 1).
 pub fn reads_back(count: u64) -> bool {
-    (count.is_power_of_two() && count <= READBACK_EVERY) || count % READBACK_EVERY == 0
+    count == 1 || (count.is_power_of_two() && count >= 4 && count <= READBACK_EVERY) || count % READBACK_EVERY == 0
 }
 
 /// A page-aligned buffer of `len` bytes in `slot`, reused while the length stays the same.
@@ -140,6 +141,11 @@ fn kept(slot: &mut Option<AlignedBuf>, len: usize) -> &mut AlignedBuf {
 
 /// Expected buffers kept at once (Memory alternates between two patterns).
 const EXPECTED_KEPT: usize = 2;
+
+/// Largest transfer whose expected contents are kept for memcmp. Up to here the buffers stay in
+/// the CPU caches, where memcmp is faster than generating and comparing; beyond, both run at
+/// memory speed and a kept copy only costs memory and page faults.
+pub const EXPECTED_MAX_BYTES: usize = 16 << 20;
 
 impl Verifier {
     pub fn new(kind: VerifyKind, seed: u64, model: DataModel) -> Self {
@@ -170,8 +176,13 @@ impl Verifier {
         self.expected.clear();
     }
 
-    /// Compare `buf` with `pattern` at offset 0 through the cache of expected contents.
+    /// Compare `buf` with `pattern` at offset 0: through the cache of expected contents up to
+    /// [`EXPECTED_MAX_BYTES`], by generating while comparing above (no second buffer of that
+    /// size to allocate and fault in).
     fn check_at_zero(&mut self, direction: Direction, pattern: Pattern, buf: &[u8]) -> Check {
+        if buf.len() > EXPECTED_MAX_BYTES {
+            return pattern_check(direction, pattern, 0, buf);
+        }
         let index = match self.expected.iter().position(|(p, e)| *p == pattern && e.len() == buf.len()) {
             Some(i) => i,
             None => {
@@ -242,7 +253,9 @@ impl Verifier {
             self.h2d_content = Some(content);
             return content.crc;
         }
-        if let Some(old) = self.h2d_content.take() {
+        // Keep the old content as the spare, in a buffer of its own, up to the size whose second
+        // buffer costs less than generating again (faulting in a large one costs more).
+        if let Some(old) = self.h2d_content.take().filter(|_| buf.len() <= EXPECTED_MAX_BYTES) {
             let mut spare = match self.spare.take() {
                 Some((_, b)) if b.len() == buf.len() => b,
                 _ => AlignedBuf::new(buf.len()),
@@ -352,10 +365,7 @@ impl Verifier {
                     // the same bytes as the device held already.
                     return Ok(Check::Unchecked);
                 }
-                let back = self.read_back_into_scratch(engine, buf.len(), deadline)?;
-                let result = self.check_at_zero(Direction::H2d, pattern, &back);
-                self.scratch = Some(back);
-                Ok(result)
+                self.read_back_memory(engine, pattern, buf.len(), deadline)
             }
             DataModel::Loopback => {
                 self.sent += buf.len() as u64;
@@ -369,6 +379,28 @@ impl Verifier {
             }
             DataModel::Opaque => Ok(Check::Unchecked),
         }
+    }
+
+    /// Read the region `[0, len)` back and compare it with `pattern`: whole, through the cache
+    /// of expected contents, up to [`EXPECTED_MAX_BYTES`]; in pieces of that size above, so a
+    /// large region needs no second buffer of its size.
+    fn read_back_memory(&mut self, engine: &mut dyn Engine, pattern: Pattern, len: usize, deadline: Duration) -> Result<Check, EngineError> {
+        if len <= EXPECTED_MAX_BYTES {
+            let back = self.read_back_into_scratch(engine, len, deadline)?;
+            let result = self.check_at_zero(Direction::H2d, pattern, &back);
+            self.scratch = Some(back);
+            return Ok(result);
+        }
+        let mut piece = AlignedBuf::new(EXPECTED_MAX_BYTES);
+        for offset in (0..len).step_by(EXPECTED_MAX_BYTES) {
+            let part = &mut piece[..EXPECTED_MAX_BYTES.min(len - offset)];
+            part.fill(POISON);
+            engine.transfer(Io::D2h(part), offset as u64, deadline)?;
+            if let failed @ Check::Failed(_) = pattern_check(Direction::H2d, pattern, offset as u64, part) {
+                return Ok(failed);
+            }
+        }
+        Ok(Check::Passed)
     }
 
     /// Read `len` bytes back from device offset 0 into the kept scratch buffer (taken out of
