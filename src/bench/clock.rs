@@ -91,15 +91,15 @@ fn tsc_is_invariant() -> bool {
     false
 }
 
-/// Median of `pairs` back-to-back differences of `read`, in its units.
-fn pair_cost(read: impl Fn() -> u64, pairs: usize) -> u64 {
-    let mut costs: Vec<u64> = (0..pairs)
+/// Median of `pairs` back-to-back differences of `read`.
+fn pair_cost<T: PartialOrd + Copy>(read: impl Fn() -> T, difference: impl Fn(T, T) -> T, pairs: usize) -> T {
+    let mut costs: Vec<T> = (0..pairs)
         .map(|_| {
             let t0 = read();
-            read().wrapping_sub(t0)
+            difference(read(), t0)
         })
         .collect();
-    costs.sort_unstable();
+    costs.sort_unstable_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     costs[costs.len() / 2]
 }
 
@@ -110,29 +110,29 @@ impl HostClock {
             return Self::monotonic();
         }
         let (raw0, ticks0) = (monotonic_raw_ns(), read_tsc());
-        let cost_ticks = pair_cost(read_tsc, TIMESTAMP_PAIRS);
+        // The calibration window: back-to-back TSC reads, as long as the overhead loop below.
+        pair_cost(read_tsc, u64::wrapping_sub, TIMESTAMP_PAIRS);
         let (raw1, ticks1) = (monotonic_raw_ns(), read_tsc());
         let hz = ticks1.wrapping_sub(ticks0) as f64 / ((raw1 - raw0) as f64 / 1e9);
         if !(hz.is_finite() && hz > 1e6) {
             return Self::monotonic();
         }
-        HostClock {
-            info: ClockInfo { source: ClockSource::Tsc, tsc_hz: Some(hz), tsc_hz_run: None, timestamp_overhead_ns: cost_ticks as f64 * 1e9 / hz },
-            origin_ticks: ticks0,
-            ns_per_tick: 1e9 / hz,
-            origin_raw_ns: raw0,
-        }
+        let info = ClockInfo { source: ClockSource::Tsc, tsc_hz: Some(hz), tsc_hz_run: None, timestamp_overhead_ns: 0.0 };
+        HostClock { info, origin_ticks: ticks0, ns_per_tick: 1e9 / hz, origin_raw_ns: raw0 }.timed()
+    }
+
+    /// This clock with its own cost measured: two back-to-back [`Self::now_ns`], as every
+    /// interval the procedure takes is.
+    fn timed(mut self) -> Self {
+        self.info.timestamp_overhead_ns = pair_cost(|| self.now_ns(), |t1, t0| t1 - t0, TIMESTAMP_PAIRS);
+        self
     }
 
     /// The portable clock: no calibration, its own cost still measured.
     pub fn monotonic() -> Self {
         let origin = monotonic_raw_ns();
-        HostClock {
-            info: ClockInfo { source: ClockSource::MonotonicRaw, tsc_hz: None, tsc_hz_run: None, timestamp_overhead_ns: pair_cost(monotonic_raw_ns, TIMESTAMP_PAIRS) as f64 },
-            origin_ticks: origin,
-            ns_per_tick: 1.0,
-            origin_raw_ns: origin,
-        }
+        let info = ClockInfo { source: ClockSource::MonotonicRaw, tsc_hz: None, tsc_hz_run: None, timestamp_overhead_ns: 0.0 };
+        HostClock { info, origin_ticks: origin, ns_per_tick: 1.0, origin_raw_ns: origin }.timed()
     }
 
     pub fn info(&self) -> ClockInfo {
