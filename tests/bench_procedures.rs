@@ -40,6 +40,8 @@ fn a_steady_engine_is_stable_after_the_minimum_samples() {
     let s = p.summary.as_ref().unwrap();
     assert!((s.time_ns.median - expected_ns).abs() < 1e-6);
     assert!((s.median_mbps - 1_048_576.0 / expected_ns * 1e3).abs() < 1e-9);
+    // Back to back on the virtual clock (nothing between transfers): sustained = median.
+    assert!((s.sustained_mbps - s.median_mbps).abs() < 1e-6, "{} vs {}", s.sustained_mbps, s.median_mbps);
     assert_eq!(s.time_ns.cov, 0.0);
     assert!((p.convergence.engine_ns - 12.0 * expected_ns).abs() < 1e-3);
     assert_eq!(s.median_ci_mbps, Some((s.median_mbps, s.median_mbps)), "identical times: a zero-width interval");
@@ -319,3 +321,19 @@ fn a_fit_that_describes_nothing_is_rejected_with_its_reason() {
     assert!(!text.contains("N½ -"), "{text}");
 }
 
+
+#[test]
+fn sustained_rate_counts_the_untimed_read_backs_between_writes() {
+    // A memory device reads back h2d writes 4, 8, … between timed writes: each read-back takes
+    // as long as a write on this engine, and the sustained rate includes them.
+    let mut engine = TestEngine::new(DataModel::Memory, 7);
+    let r = run(&mut engine, &options(&[Mode::H2d], &[1 << 20]));
+    let p = &r.points[0];
+    let s = p.summary.as_ref().unwrap();
+    let n = p.samples.len() as f64;
+    // Timed writes are 3 ..= n + 2; among them the read-back ones (4, 8, 16 …) add a transfer each.
+    let read_backs = (3..=p.samples.len() as u64 + 2).filter(|&w| pcieperf::bench::verify::reads_back(w) && w != p.samples.len() as u64 + 2).count() as f64;
+    let expected = s.median_mbps * n / (n + read_backs);
+    assert!(read_backs >= 1.0);
+    assert!((s.sustained_mbps - expected).abs() < 1e-6 * expected, "{} vs {expected}", s.sustained_mbps);
+}

@@ -356,9 +356,6 @@ impl<'a> PointRunner<'a> {
                 self.stop_reason = "stable";
                 break None;
             }
-            if self.samples.is_empty() {
-                continue; // a figure needs one timed transfer, however long (warm-up is cut short)
-            }
             if self.engine_ns >= budget_ns {
                 self.stop_reason = "duration";
                 break None;
