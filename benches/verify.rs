@@ -29,7 +29,7 @@ fn main() {
         lfsr.fill(0, &mut source);
         target.copy_from_slice(&source);
         let name = pcieperf::units::format_size(size as u64);
-        let mut memcpy = |target: &mut AlignedBuf, source: &AlignedBuf| target.copy_from_slice(black_box(source));
+        let memcpy = |target: &mut AlignedBuf, source: &AlignedBuf| target.copy_from_slice(black_box(source));
         let goal = "≥ 0.5";
 
         let mut fill_buf = AlignedBuf::new(size);
