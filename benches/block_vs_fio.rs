@@ -8,9 +8,18 @@
 //! the like-for-like column) and, to show what a distinct page per I/O costs, with the whole
 //! file-sized buffer, page-aligned (zero copy) and as a plain `Vec` (bounce slots).
 //!
+//! A second table is the whole `pcieperf dma` command against fio on a 1 MiB region written as
+//! 128 KiB I/Os at queue depth 8 (fio time-based over the region, pcieperf for the same time),
+//! with pcieperf's default verification and with `--verify none`: pcieperf's per-transfer
+//! median and its sustained rate (bytes over the wall time from the first timed transfer's
+//! start to the last one's end, verification work between included) against fio's rate.
+//!
 //! `cargo bench --bench block_vs_fio` runs the comparison (file of 256 MiB under Cargo's target
 //! tmpdir, on the machine's disk; `BLOCK_VS_FIO_MIB` and `BLOCK_VS_FIO_QD` override size and
-//! queue depth). Under `cargo test` it runs once on a small file as a smoke test.
+//! queue depth; `BLOCK_VS_FIO_ONLY=region` runs only the second table). Under `cargo test` it
+//! runs once on a small file as a smoke test.
+
+mod common;
 
 use std::path::Path;
 use std::process::Command;
@@ -115,6 +124,63 @@ fn fio_mbps(path: &Path, write: bool, bs: u64, qd: usize, size: u64) -> Option<f
     Some(bytes_per_s / 1e6)
 }
 
+/// fio writing `region` bytes of `path` over and over for `seconds`, as 128 KiB I/Os at QD 8.
+fn fio_region_write_mbps(path: &Path, region: u64, seconds: u64) -> Option<f64> {
+    let output = Command::new("fio")
+        .args(["--name=peer", "--ioengine=io_uring", "--direct=1", "--output-format=json", "--rw=write", "--bs=128k", "--iodepth=8", "--time_based"])
+        .arg(format!("--filename={}", path.display()))
+        .arg(format!("--size={region}"))
+        .arg(format!("--runtime={seconds}"))
+        .output()
+        .ok()?;
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
+    Some(json["jobs"][0]["write"]["bw_bytes"].as_f64()? / 1e6)
+}
+
+/// `pcieperf dma` h2d on the region: (median MB/s, sustained MB/s, samples).
+fn pcieperf_region_write(path: &Path, region: u64, seconds: u64, verify: &str) -> (f64, f64, u64) {
+    let output = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
+        .args(["dma", "--dir", "h2d", "--io-size", "128KiB", "--queue-depth", "8", "--json", "--verify", verify])
+        .arg(format!("--target=block:{}", path.display()))
+        .arg(format!("--sizes={region}"))
+        .arg(format!("--duration={seconds}s"))
+        .output()
+        .expect("run pcieperf");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("pcieperf --json");
+    let point = &json["points"][0];
+    let summary = &point["summary"];
+    (summary["median_mbps"].as_f64().unwrap(), summary["sustained_mbps"].as_f64().unwrap(), point["samples"].as_array().unwrap().len() as u64)
+}
+
+/// The row: a 1 MiB region as 128 KiB writes at QD 8, whole commands, interleaved.
+fn region_writes(dir: &Path, repeats: usize) {
+    let region = MIB;
+    let path = dir.join("region");
+    std::fs::write(&path, vec![0u8; region as usize]).unwrap();
+    let seconds = if common::full() { 3 } else { 1 };
+    println!();
+    println!("1 MiB region, 128 KiB writes at QD 8: whole commands, fio --time_based for {seconds} s, pcieperf dma --duration {seconds}s (it may stop earlier, when its median is stable)");
+    common::header();
+    for verify in ["lfsr", "none"] {
+        let (mut median_ratios, mut sustained_ratios, mut fio, mut ours, mut sustained, mut samples) = (vec![], vec![], vec![], vec![], vec![], 0);
+        for _ in 0..repeats {
+            let Some(peer) = fio_region_write_mbps(&path, region, seconds) else { return };
+            let (median, rate, n) = pcieperf_region_write(&path, region, seconds, verify);
+            median_ratios.push(median / peer);
+            sustained_ratios.push(rate / peer);
+            fio.push(peer);
+            ours.push(median);
+            sustained.push(rate);
+            samples += n;
+        }
+        let fio = format!("fio {:.0} MB/s", median(fio));
+        let what = |figure: &str| format!("block h2d 1 MiB region, 128 KiB I/Os, QD 8, `--verify {verify}`: {figure} ({} samples per run)", samples / repeats as u64);
+        let goal = if verify == "lfsr" { "≥ 0.97" } else { "" };
+        common::Row { what: what("median"), ours: format!("{:.0} MB/s", median(ours)), peer: fio.clone(), ratio: common::Ratio::Rate, ratios: median_ratios, goal: goal.into() }.print();
+        common::Row { what: what("sustained"), ours: format!("{:.0} MB/s", median(sustained)), peer: fio, ratio: common::Ratio::Rate, ratios: sustained_ratios, goal: goal.into() }.print();
+    }
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -150,7 +216,9 @@ fn main() {
     );
     // Vec last: in the smoke test it runs last and leaves the whole pattern in the file.
     let buffers = [Buffer::Reused, Buffer::Aligned, Buffer::Vec];
-    for &write in &[false, true] {
+    // BLOCK_VS_FIO_ONLY=region runs only the second table.
+    let region_only = std::env::var("BLOCK_VS_FIO_ONLY").is_ok_and(|v| v == "region");
+    for &write in if region_only { &[][..] } else { &[false, true][..] } {
         for &bs in block_sizes {
             let mut ours: Vec<Ours> = buffers.iter().map(|&b| Ours::new(&path, write, bs, qd, b, size)).collect();
             let mut theirs = Vec::new();
@@ -189,7 +257,10 @@ fn main() {
             println!("{line}");
         }
     }
-    if !full {
+    if have_fio {
+        region_writes(dir.path(), if full { 7 } else { 1 });
+    }
+    if !full && !region_only {
         // Smoke test: the last write left the pattern in the file.
         let back = std::fs::read(&path).unwrap();
         assert_eq!(Pattern::lfsr(1).check(0, &back), None, "the engine's writes did not reach the file");

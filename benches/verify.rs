@@ -1,46 +1,70 @@
-//! Verification must not limit the rate: the host-side work the DMA procedure does per d2h
-//! transfer (poison the buffer, then check it) and the pattern generator and CRC32 underneath,
-//! against memcpy of the same buffer in the same run.
-//! Run: `cargo bench --bench verify`; compare the throughputs criterion prints.
+//! Host-side work of verification against memcpy of the same page-aligned buffer, in the same
+//! run: generating the LFSR pattern (`Pattern::fill`), checking it (`Pattern::check`), both, the
+//! CRC32, and what the DMA procedure does per d2h transfer of a generator device (poison the
+//! buffer; the device's write, modelled by a copy; the check). The memcpy baseline copies
+//! between two page-aligned buffers, as the DMA buffers are.
+//!
+//! `cargo bench --bench verify` prints one Markdown row per figure: ratio = our rate / memcpy's
+//! rate (above 1: faster than copying the buffer once), median and min–max over interleaved
+//! repeats. Under `cargo test` it runs once on small buffers as a smoke test.
+
+mod common;
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use common::{compare_rate, full, header, repeats};
 use pcieperf::bench::verify::{Check, Verifier, VerifyKind, POISON};
 use pcieperf::engine::pattern::{crc32, Pattern};
-use pcieperf::engine::DataModel;
+use pcieperf::engine::{AlignedBuf, DataModel};
 
-const SIZES: [usize; 2] = [64 << 10, 4 << 20];
+fn main() {
+    let sizes: &[usize] = if full() { &[64 << 10, 1 << 20, 16 << 20] } else { &[64 << 10] };
+    let repeats = repeats(9);
+    let lfsr = Pattern::lfsr(1);
+    println!("verification work vs memcpy of the same page-aligned buffer (GB/s = 10^9 B/s)");
+    header();
+    for &size in sizes {
+        let mut source = AlignedBuf::new(size);
+        let mut target = AlignedBuf::new(size);
+        lfsr.fill(0, &mut source);
+        target.copy_from_slice(&source);
+        let name = pcieperf::units::format_size(size as u64);
+        let memcpy = |target: &mut AlignedBuf, source: &AlignedBuf| target.copy_from_slice(black_box(source));
+        let goal = "≥ 0.5";
 
-fn verify_against_memcpy(c: &mut Criterion) {
-    let mut group = c.benchmark_group("verify");
-    for size in SIZES {
-        let lfsr = Pattern::lfsr(1);
-        let mut data = vec![0u8; size];
-        lfsr.fill(0, &mut data);
-        let mut copy = vec![0u8; size];
-        group.throughput(Throughput::Bytes(size as u64));
-        group.bench_with_input(BenchmarkId::new("memcpy", size), &data, |b, data| {
-            b.iter(|| copy.copy_from_slice(black_box(data)))
-        });
-        // What the procedure does per d2h transfer of a generator device: poison, (the device
-        // fills the buffer: modelled by a copy), check against the cached expected pattern.
+        let mut fill_buf = AlignedBuf::new(size);
+        compare_rate(&format!("LFSR generate {name}"), "memcpy", size as u64, repeats, &mut || lfsr.fill(0, black_box(&mut fill_buf)), &mut || memcpy(&mut target, &source), goal).print();
+        compare_rate(&format!("LFSR check {name}"), "memcpy", size as u64, repeats, &mut || assert!(lfsr.check(0, black_box(&source)).is_none()), &mut || memcpy(&mut target, &source), goal).print();
+        compare_rate(
+            &format!("LFSR generate + check {name}"),
+            "memcpy",
+            size as u64,
+            repeats,
+            &mut || {
+                lfsr.fill(0, black_box(&mut fill_buf));
+                assert!(lfsr.check(0, black_box(&fill_buf)).is_none());
+            },
+            &mut || memcpy(&mut target, &source),
+            goal,
+        )
+        .print();
+        compare_rate(&format!("CRC32 {name}"), "memcpy", size as u64, repeats, &mut || { black_box(crc32(black_box(&source))); }, &mut || memcpy(&mut target, &source), "").print();
+        // Per d2h transfer of a generator device: poison, the device's write (a copy), the check.
         let mut verifier = Verifier::new(VerifyKind::Lfsr, 1, DataModel::Generator);
-        group.bench_with_input(BenchmarkId::new("procedure_d2h_poison_copy_check", size), &data, |b, data| {
-            b.iter(|| {
-                copy.fill(POISON);
-                copy.copy_from_slice(black_box(data));
-                assert_eq!(verifier.after_d2h(black_box(&copy)), Check::Passed);
-            })
-        });
-        group.bench_with_input(BenchmarkId::new("crc32", size), &data, |b, data| b.iter(|| crc32(black_box(data))));
-        // Regenerating the LFSR on every check (what the cache avoids): serial, about 1 GB/s.
-        group.bench_with_input(BenchmarkId::new("lfsr_regenerate_and_check", size), &data, |b, data| {
-            b.iter(|| assert!(lfsr.check(0, black_box(data)).is_none()))
-        });
+        let mut d2h = AlignedBuf::new(size);
+        compare_rate(
+            &format!("d2h step: poison + copy + check {name}"),
+            "memcpy",
+            size as u64,
+            repeats,
+            &mut || {
+                d2h.fill(POISON);
+                d2h.copy_from_slice(black_box(&source));
+                assert_eq!(verifier.after_d2h(black_box(&d2h)), Check::Passed);
+            },
+            &mut || memcpy(&mut target, &source),
+            "≥ 0.3",
+        )
+        .print();
     }
-    group.finish();
 }
-
-criterion_group!(benches, verify_against_memcpy);
-criterion_main!(benches);

@@ -40,6 +40,8 @@ fn a_steady_engine_is_stable_after_the_minimum_samples() {
     let s = p.summary.as_ref().unwrap();
     assert!((s.time_ns.median - expected_ns).abs() < 1e-6);
     assert!((s.median_mbps - 1_048_576.0 / expected_ns * 1e3).abs() < 1e-9);
+    // Back to back on the virtual clock (nothing between transfers): sustained = median.
+    assert!((s.sustained_mbps - s.median_mbps).abs() < 1e-6, "{} vs {}", s.sustained_mbps, s.median_mbps);
     assert_eq!(s.time_ns.cov, 0.0);
     assert!((p.convergence.engine_ns - 12.0 * expected_ns).abs() < 1e-3);
     assert_eq!(s.median_ci_mbps, Some((s.median_mbps, s.median_mbps)), "identical times: a zero-width interval");
@@ -148,7 +150,9 @@ fn verification_passes_for_every_data_model_and_both_directions() {
             o.verify = kind;
             let r = run(&mut engine, &o);
             assert_eq!(r.verification.failed, 0, "{model:?} {kind:?}: {:?}", r.verification.first_failure);
-            assert!(r.verification.passed >= 3 * 2 * 7, "{model:?}: {:?}", r.verification);
+            // Memory reads back h2d writes 1 and 4 of each point's 7 (the others are unchecked).
+            let h2d_checked = if model == DataModel::Memory { 2 } else { 7 };
+            assert!(r.verification.passed >= 2 * (7 + h2d_checked + 7), "{model:?}: {:?}", r.verification);
         }
     }
 }
@@ -168,6 +172,22 @@ fn corrupt_d2h_data_is_caught_at_its_offset() {
         assert_eq!(r.exit_code(), 1);
         assert!(r.findings.iter().any(|f| f.cause == Cause::VerificationFailed));
     }
+}
+
+#[test]
+fn a_memory_write_that_never_lands_is_caught_by_a_later_read_back() {
+    let mut engine = TestEngine::new(DataModel::Memory, 7);
+    engine.jitter = 0.5; // never stable: runs until a read-back after the drop
+    engine.drop_writes_from = Some(20);
+    let mut o = options(&[Mode::H2d], &[8192]);
+    o.stop.max_samples = 200;
+    let r = run(&mut engine, &o);
+    let failure = r.verification.first_failure.as_ref().expect("a dropped write must be caught");
+    assert_eq!((failure.check.as_str(), failure.offset), ("pattern", Some(0)));
+    // 202 writes (2 warm-up): read back 1, 4, 8, … 64, 128, 192; the rest unchecked.
+    assert_eq!(r.verification.passed + r.verification.failed, 8, "{:?}", r.verification);
+    assert_eq!(r.verification.unchecked, 202 - 8);
+    assert!(r.verification.failed >= 1);
 }
 
 #[test]
@@ -301,3 +321,19 @@ fn a_fit_that_describes_nothing_is_rejected_with_its_reason() {
     assert!(!text.contains("N½ -"), "{text}");
 }
 
+
+#[test]
+fn sustained_rate_counts_the_untimed_read_backs_between_writes() {
+    // A memory device reads back h2d writes 4, 8, … between timed writes: each read-back takes
+    // as long as a write on this engine, and the sustained rate includes them.
+    let mut engine = TestEngine::new(DataModel::Memory, 7);
+    let r = run(&mut engine, &options(&[Mode::H2d], &[1 << 20]));
+    let p = &r.points[0];
+    let s = p.summary.as_ref().unwrap();
+    let n = p.samples.len() as f64;
+    // Timed writes are 3 ..= n + 2; among them the read-back ones (4, 8, 16 …) add a transfer each.
+    let read_backs = (3..=p.samples.len() as u64 + 2).filter(|&w| pcieperf::bench::verify::reads_back(w) && w != p.samples.len() as u64 + 2).count() as f64;
+    let expected = s.median_mbps * n / (n + read_backs);
+    assert!(read_backs >= 1.0);
+    assert!((s.sustained_mbps - expected).abs() < 1e-6 * expected, "{} vs {expected}", s.sustained_mbps);
+}

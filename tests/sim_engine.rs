@@ -81,6 +81,18 @@ fn data_follows_the_generator_model() {
 }
 
 #[test]
+fn unread_data_is_not_generated_and_takes_the_same_time() {
+    // `--verify none`: nobody reads d2h data, so the simulator spends no wall time producing it.
+    let mut quiet = SimEngine::open("sim", &OpenOptions { seed: 42, data_unread: true, ..OpenOptions::default() }).unwrap();
+    let mut busy = sim("sim", 42);
+    let (mut a, mut b) = (vec![0x77u8; 65536], vec![0x77u8; 65536]);
+    let (ta, tb) = (quiet.transfer(Io::D2h(&mut a), 0, LONG).unwrap(), busy.transfer(Io::D2h(&mut b), 0, LONG).unwrap());
+    assert!(a.iter().all(|&x| x == 0x77));
+    assert_eq!(Pattern::lfsr(42).check(0, &b), None);
+    assert_eq!((ta.start_ns, ta.end_ns), (tb.start_ns, tb.end_ns), "virtual time does not depend on the data");
+}
+
+#[test]
 fn clock_counters_and_info() {
     let mut engine = sim("sim", 1);
     let info = engine.info().clone();

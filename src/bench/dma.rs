@@ -205,6 +205,7 @@ pub fn measure(
         let changes = after.as_ref().map(|a| before.changes(a)).unwrap_or_default();
         LinkHealth { before, after, changes }
     });
+    results.conditions.host_clock = clock.finish();
     results.verification.method = verifier.method();
     results.complete = results.stopped.is_none();
     results.fits = predict::fits(&results.points, link.as_ref().ok());
@@ -266,11 +267,13 @@ fn conditions(info: &EngineInfo, link: &Result<crate::model::Conditions, String>
 }
 
 /// Host buffers for one point. The DMA buffers are page-aligned (huge pages from 2 MiB on), as
-/// fio's are, so engines that need alignment (O_DIRECT) move them without a bounce copy.
+/// fio's are, so engines that need alignment (O_DIRECT) move them without a bounce copy. The
+/// user buffer is page-aligned too, as an application's large buffers are: the copy to it then
+/// costs what the system's memcpy costs, not what a misaligned destination costs.
 struct Buffers {
     h2d: AlignedBuf,
     d2h: AlignedBuf,
-    user: Vec<u8>,
+    user: AlignedBuf,
 }
 
 /// One point being measured.
@@ -305,7 +308,7 @@ impl<'a> PointRunner<'a> {
         let buffers = Buffers {
             h2d: dma_buffer(mode != Mode::D2h),
             d2h: dma_buffer(mode != Mode::H2d),
-            user: if options.copy_to_user { vec![0u8; len] } else { Vec::new() },
+            user: dma_buffer(options.copy_to_user),
         };
         verifier.buffers_changed();
         PointRunner {
@@ -386,6 +389,7 @@ impl<'a> PointRunner<'a> {
         let deadline = self.options.deadline;
         let copy = self.options.copy_to_user;
         let crc_too = self.verifier.enabled();
+        let warming_up = self.warming_up();
         let (clock, engine, verifier) = (self.clock, &mut *self.engine, &mut *self.verifier);
         let Buffers { h2d, d2h, user } = &mut self.buffers;
         let mut copy_ns = None;
@@ -400,7 +404,7 @@ impl<'a> PointRunner<'a> {
                 }
                 let wall0 = clock.now_ns();
                 let t = engine.transfer(Io::H2d(h2d), 0, deadline)?;
-                let wall_ns = clock.now_ns() - wall0;
+                let wall_ns = clock.since_ns(wall0);
                 checks.push(verifier.after_h2d(engine, &t, h2d, false, deadline)?);
                 (vec![t], wall_ns)
             }
@@ -408,7 +412,7 @@ impl<'a> PointRunner<'a> {
                 verifier.before_d2h(engine, d2h, deadline)?;
                 let wall0 = clock.now_ns();
                 let t = engine.transfer(Io::D2h(d2h), 0, deadline)?;
-                let wall_ns = clock.now_ns() - wall0;
+                let wall_ns = clock.since_ns(wall0);
                 checks.push(copy_and_check_d2h(clock, verifier, d2h, user, copy, crc_too, &mut copy_ns));
                 (vec![t], wall_ns)
             }
@@ -418,7 +422,7 @@ impl<'a> PointRunner<'a> {
                 verifier.before_h2d(h2d, true);
                 let wall0 = clock.now_ns();
                 let (th, td) = engine.transfer_both(h2d, d2h, 0, deadline)?;
-                let wall_ns = clock.now_ns() - wall0;
+                let wall_ns = clock.since_ns(wall0);
                 checks.push(verifier.after_h2d(engine, &th, h2d, true, deadline)?);
                 checks.push(copy_and_check_d2h(clock, verifier, d2h, user, copy, crc_too, &mut copy_ns));
                 (vec![th, td], wall_ns)
@@ -428,7 +432,7 @@ impl<'a> PointRunner<'a> {
             self.tally.add(check);
         }
         self.steps += 1;
-        if self.steps <= self.options.warmup {
+        if warming_up {
             return Ok(None);
         }
         let start_ns = legs.iter().map(|t| t.start_ns).fold(f64::INFINITY, f64::min);
@@ -438,6 +442,16 @@ impl<'a> PointRunner<'a> {
         self.counters.extend(legs.into_iter().map(|t| t.device));
         self.samples.push(sample.clone());
         Ok(Some(sample))
+    }
+
+    /// Whether the next step is a warm-up step: the first `warmup` steps, cut short when they
+    /// have used a tenth of either budget (a 512 MiB transfer can take seconds).
+    fn warming_up(&self) -> bool {
+        let tenth = |budget: Duration| budget.as_secs_f64() * 1e9 / 10.0;
+        self.samples.is_empty()
+            && self.steps < self.options.warmup
+            && self.engine_ns < tenth(self.options.duration)
+            && self.wall_ns < tenth(self.options.wall_limit)
     }
 
     /// The point as measured so far.
@@ -458,7 +472,7 @@ impl<'a> PointRunner<'a> {
             mode: self.mode,
             size_bytes: self.size,
             bytes_per_step,
-            warmup: self.options.warmup.min(self.steps),
+            warmup: self.steps - self.samples.len(),
             convergence: Convergence {
                 converged: self.stop_reason == "stable",
                 stop_reason: if stopped.is_some() && self.stop_reason.is_empty() { "error" } else { self.stop_reason }.into(),
@@ -484,7 +498,7 @@ fn timed_copy(clock: &HostClock, from: &[u8], to: &mut [u8], crc_too: bool) -> f
     if crc_too {
         black_box(crc32(black_box(to)));
     }
-    clock.now_ns() - t0
+    clock.since_ns(t0)
 }
 
 /// Wall-clock guard of a simulated point: far above what a simulation needs (its budget is
@@ -528,9 +542,12 @@ pub fn summarise(samples: &[Sample], bytes_per_step: u64) -> Option<Summary> {
     let bytes = bytes_per_step as f64;
     let engine_median = median_of(samples.iter().map(|s| s.engine_ns).collect()).unwrap_or(time_ns.median);
     let device_median_ns = median_of(samples.iter().filter_map(|s| s.device_ns).collect());
+    let first_start_ns = samples.iter().map(|s| s.start_ns).fold(f64::INFINITY, f64::min);
+    let last_end_ns = samples.iter().map(|s| s.start_ns + s.engine_ns).fold(f64::NEG_INFINITY, f64::max);
     Some(Summary {
         median_mbps: mbps(bytes, time_ns.median),
         median_ci_mbps: time_ns.median_ci.map(|(fast, slow)| (mbps(bytes, slow), mbps(bytes, fast))),
+        sustained_mbps: mbps(bytes * samples.len() as f64, last_end_ns - first_start_ns),
         max_mbps: mbps(bytes, time_ns.min),
         p99_mbps: mbps(bytes, time_ns.p99),
         min_mbps: mbps(bytes, time_ns.max),

@@ -200,12 +200,17 @@ pub struct Point {
 pub struct Summary {
     /// Step time (engine clock, plus the copy with `--copy-to-user`), in ns.
     pub time_ns: Stats,
-    /// Rate at the median time, in MB/s (10^6 B/s): the headline figure.
+    /// Rate at the median time, in MB/s (10^6 B/s): the headline figure, per transfer.
     pub median_mbps: f64,
     /// 95 % confidence interval of that rate (order statistics of the times), low to high;
     /// `None` below 6 samples.
     #[serde(default, rename = "median_ci_MBps")]
     pub median_ci_mbps: Option<(f64, f64)>,
+    /// Bytes of every timed step over the engine-clock time from the first timed step's start
+    /// to the last one's end, everything between included (the untimed verification work
+    /// too), in MB/s: the rate fio reports.
+    #[serde(default)]
+    pub sustained_mbps: f64,
     /// Rate at the fastest step.
     pub max_mbps: f64,
     /// Rate at the p99 step time: 99 % of steps were at least this fast.

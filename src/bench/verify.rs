@@ -3,21 +3,28 @@
 //! - `Generator` (000 §5.1): the device fills d2h buffers with `Pattern::lfsr(seed)` at the
 //!   device offset, and reports the CRC32 of the h2d data it received; the host regenerates the
 //!   pattern and compares the CRC of what it sent.
-//! - `Memory`: h2d writes a pattern, a later d2h of the same region must return it. Consecutive
-//!   h2d transfers alternate between two seeds, so a write that never landed shows up.
+//! - `Memory`: h2d writes a pattern, a later d2h of the same region must return it. The h2d
+//!   writes numbered 1, 4, 8, … 64 and then every [`READBACK_EVERY`]th are read back and
+//!   compared (a read-back costs about as much as the write, so reading every write back would
+//!   halve the sustained rate); each of them first switches to the other of two seeds, so a
+//!   write that never landed shows up. The writes between repeat the bytes already on the
+//!   device and are counted unchecked.
 //! - `Loopback`: d2h returns the h2d bytes in order; the pattern is addressed by stream offset.
 //! - `Opaque`: the contents are unknown; only consistency between reads of the same region is
 //!   checked (the first read is the reference). h2d data cannot be checked at all.
 //!
-//! The host-side work happens between transfers, outside the timed interval; its cost against
-//! memcpy is measured by `benches/verify.rs`.
+//! The host-side work happens between transfers, outside the timed interval, and is kept small
+//! so it does not slow the transfers either: buffers are kept across transfers (the two
+//! patterns of `Memory` in two buffers swapped by pointer, not regenerated), read-back and
+//! priming buffers are page-aligned and reused. Its cost against memcpy is measured by
+//! `benches/verify.rs`; how much of it a run does per transfer is in `docs/performance.md`.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::engine::pattern::{crc32, Pattern, PatternKind};
-use crate::engine::{DataModel, Direction, Engine, EngineError, Io, Transfer};
+use crate::engine::{AlignedBuf, DataModel, Direction, Engine, EngineError, Io, Transfer};
 
 /// Which check the user asked for (`--verify`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,17 +97,55 @@ pub struct Verifier {
     received: u64,
     /// Opaque: the first read of each size.
     reference: Option<Vec<u8>>,
-    /// The h2d buffer content and its CRC, to refill only when it changes.
-    h2d_content: Option<(Pattern, u64, usize, u32)>,
-    /// Alternates Memory h2d transfers between two seeds.
+    /// The h2d buffer's content and its CRC, to refill only when it changes.
+    h2d_content: Option<Content>,
+    /// The previous h2d content in its own buffer, swapped back in when it is wanted again.
+    spare: Option<(Content, AlignedBuf)>,
+    /// Alternates Memory h2d read-back writes between two seeds.
     toggle: bool,
-    /// Expected d2h contents at offset 0, generated once and compared with memcmp: the LFSR is
-    /// serial (about 1 GB/s to regenerate), a comparison runs at memory speed.
-    expected: Vec<(Pattern, Vec<u8>)>,
+    /// Memory: h2d transfers prepared so far, and whether the current one is read back.
+    h2d_count: u64,
+    read_back: bool,
+    /// Read-back and priming buffer, kept across transfers.
+    scratch: Option<AlignedBuf>,
+    /// Expected d2h contents at offset 0, generated once and compared with memcmp (which runs
+    /// faster than generating and comparing at once).
+    expected: Vec<(Pattern, AlignedBuf)>,
+}
+
+/// What an h2d buffer holds: (pattern, stream offset, length) and the CRC32 of those bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Content {
+    pattern: Pattern,
+    offset: u64,
+    len: usize,
+    crc: u32,
+}
+
+/// Memory: h2d writes 1, 4, 8, … up to this one are read back, then every this-many-th. Not
+/// write 2: it is the first timed one when a large transfer cuts the warm-up short.
+pub const READBACK_EVERY: u64 = 64;
+
+/// Whether Memory reads back h2d write number `count` (from 1).
+pub fn reads_back(count: u64) -> bool {
+    count == 1 || (count.is_power_of_two() && count >= 4 && count <= READBACK_EVERY) || count % READBACK_EVERY == 0
+}
+
+/// A page-aligned buffer of `len` bytes in `slot`, reused while the length stays the same.
+fn kept(slot: &mut Option<AlignedBuf>, len: usize) -> &mut AlignedBuf {
+    if slot.as_ref().is_none_or(|b| b.len() != len) {
+        *slot = Some(AlignedBuf::new(len));
+    }
+    slot.as_mut().expect("just set")
 }
 
 /// Expected buffers kept at once (Memory alternates between two patterns).
 const EXPECTED_KEPT: usize = 2;
+
+/// Largest transfer whose expected contents are kept for memcmp. Up to here the buffers stay in
+/// the CPU caches, where memcmp is faster than generating and comparing; beyond, both run at
+/// memory speed and a kept copy only costs memory and page faults.
+pub const EXPECTED_MAX_BYTES: usize = 16 << 20;
 
 impl Verifier {
     pub fn new(kind: VerifyKind, seed: u64, model: DataModel) -> Self {
@@ -113,7 +158,11 @@ impl Verifier {
             received: 0,
             reference: None,
             h2d_content: None,
+            spare: None,
             toggle: false,
+            h2d_count: 0,
+            read_back: true,
+            scratch: None,
             expected: Vec::new(),
         }
     }
@@ -121,25 +170,33 @@ impl Verifier {
     /// New host buffers: forget what the old ones held.
     pub fn buffers_changed(&mut self) {
         self.h2d_content = None;
+        self.h2d_count = 0;
+        self.spare = None;
+        self.scratch = None;
         self.expected.clear();
     }
 
-    /// Compare `buf` with `pattern` at offset 0 through the cache of expected contents.
+    /// Compare `buf` with `pattern` at offset 0: through the cache of expected contents up to
+    /// [`EXPECTED_MAX_BYTES`], by generating while comparing above (no second buffer of that
+    /// size to allocate and fault in).
     fn check_at_zero(&mut self, direction: Direction, pattern: Pattern, buf: &[u8]) -> Check {
+        if buf.len() > EXPECTED_MAX_BYTES {
+            return pattern_check(direction, pattern, 0, buf);
+        }
         let index = match self.expected.iter().position(|(p, e)| *p == pattern && e.len() == buf.len()) {
             Some(i) => i,
             None => {
                 if self.expected.len() >= EXPECTED_KEPT {
                     self.expected.remove(0);
                 }
-                let mut data = vec![0u8; buf.len()];
+                let mut data = AlignedBuf::new(buf.len());
                 pattern.fill(0, &mut data);
                 self.expected.push((pattern, data));
                 self.expected.len() - 1
             }
         };
-        let expected = &self.expected[index].1;
-        if expected.as_slice() == buf {
+        let expected: &[u8] = &self.expected[index].1;
+        if expected == buf {
             return Check::Passed;
         }
         let i = expected.iter().zip(buf).position(|(e, a)| e != a).unwrap_or(0);
@@ -182,33 +239,56 @@ impl Verifier {
         Pattern { kind, seed }
     }
 
-    fn fill(&mut self, pattern: Pattern, offset: u64, buf: &mut [u8]) -> u32 {
-        if let Some((p, o, len, crc)) = self.h2d_content {
-            if p == pattern && o == offset && len == buf.len() {
-                return crc;
-            }
+    /// Make `buf` hold `pattern` at `offset`: nothing to do when it already does, a pointer
+    /// swap when the spare buffer does, else generate (keeping the old content as the spare).
+    fn fill(&mut self, pattern: Pattern, offset: u64, buf: &mut AlignedBuf) -> u32 {
+        let wanted = |c: &Content| c.pattern == pattern && c.offset == offset && c.len == buf.len();
+        if let Some(content) = self.h2d_content.filter(wanted) {
+            return content.crc;
+        }
+        if let Some((content, spare)) = self.spare.as_mut().filter(|(c, _)| wanted(c)) {
+            let content = *content;
+            std::mem::swap(buf, spare);
+            self.spare = self.h2d_content.take().map(|old| (old, self.spare.take().expect("matched").1));
+            self.h2d_content = Some(content);
+            return content.crc;
+        }
+        // Keep the old content as the spare, in a buffer of its own, up to the size whose second
+        // buffer costs less than generating again (faulting in a large one costs more).
+        if let Some(old) = self.h2d_content.take().filter(|_| buf.len() <= EXPECTED_MAX_BYTES) {
+            let mut spare = match self.spare.take() {
+                Some((_, b)) if b.len() == buf.len() => b,
+                _ => AlignedBuf::new(buf.len()),
+            };
+            std::mem::swap(buf, &mut spare);
+            self.spare = Some((old, spare));
         }
         pattern.fill(offset, buf);
-        let crc = crc32(buf);
-        self.h2d_content = Some((pattern, offset, buf.len(), crc));
-        crc
+        let content = Content { pattern, offset, len: buf.len(), crc: crc32(buf) };
+        self.h2d_content = Some(content);
+        content.crc
     }
 
-    /// Prepare an h2d transfer: fill `buf` with what the check will expect. `concurrent` is true
-    /// when a d2h of the same region runs at the same time (`both`).
-    pub fn before_h2d(&mut self, buf: &mut [u8], concurrent: bool) {
+    /// Prepare an h2d transfer: make `buf` hold what the check will expect. `concurrent` is
+    /// true when a d2h of the same region runs at the same time (`both`).
+    pub fn before_h2d(&mut self, buf: &mut AlignedBuf, concurrent: bool) {
         if !self.enabled() {
             return;
         }
         let pattern = match self.model {
             DataModel::Memory if concurrent => self.memory.map_or(self.pattern(self.seed), |m| m.0),
             DataModel::Memory => {
-                self.toggle = !self.toggle;
+                self.h2d_count += 1;
+                self.read_back = reads_back(self.h2d_count);
+                if self.read_back || self.h2d_content.is_none() {
+                    self.toggle = !self.toggle;
+                }
                 self.pattern(self.seed.wrapping_add(self.toggle as u64))
             }
             DataModel::Loopback => {
                 let pattern = self.pattern(self.seed);
                 pattern.fill(self.sent, buf);
+                self.h2d_content = None;
                 return;
             }
             // The device generates its own d2h data from `seed`: send something different.
@@ -227,9 +307,9 @@ impl Verifier {
         match self.model {
             DataModel::Memory if self.memory.is_none_or(|(_, l)| l < len) => {
                 let pattern = self.memory.map_or(self.pattern(self.seed), |m| m.0);
-                let mut data = vec![0u8; len];
-                pattern.fill(0, &mut data);
-                match engine.transfer(Io::H2d(&data), 0, deadline) {
+                let data = kept(&mut self.scratch, len);
+                pattern.fill(0, data);
+                match engine.transfer(Io::H2d(data), 0, deadline) {
                     Ok(_) => self.memory = Some((pattern, len)),
                     // Writing needs consent the user did not give: check reads for consistency only.
                     Err(EngineError::Unsupported(_) | EngineError::PermissionDenied { .. }) => self.model = DataModel::Opaque,
@@ -237,9 +317,10 @@ impl Verifier {
                 }
             }
             DataModel::Loopback if self.sent - self.received < len as u64 => {
-                let mut data = vec![0u8; len];
-                self.pattern(self.seed).fill(self.sent, &mut data);
-                engine.transfer(Io::H2d(&data), 0, deadline)?;
+                let pattern = self.pattern(self.seed);
+                let data = kept(&mut self.scratch, len);
+                pattern.fill(self.sent, data);
+                engine.transfer(Io::H2d(data), 0, deadline)?;
                 self.sent += len as u64;
             }
             _ => {}
@@ -263,7 +344,7 @@ impl Verifier {
         match self.model {
             DataModel::Generator => {
                 let Some(device_crc) = transfer.device.crc32 else { return Ok(Check::Unchecked) };
-                let host_crc = self.h2d_content.map_or_else(|| crc32(buf), |c| c.3);
+                let host_crc = self.h2d_content.map_or_else(|| crc32(buf), |c| c.crc);
                 Ok(if device_crc == host_crc {
                     Check::Passed
                 } else {
@@ -277,26 +358,59 @@ impl Verifier {
                 })
             }
             DataModel::Memory => {
-                let pattern = self.h2d_content.map_or(self.pattern(self.seed), |c| c.0);
+                let pattern = self.h2d_content.map_or(self.pattern(self.seed), |c| c.pattern);
                 self.memory = Some((pattern, buf.len()));
-                if concurrent {
-                    return Ok(Check::Unchecked); // same pattern as before: the concurrent d2h read is the check
+                if concurrent || !self.read_back {
+                    // Concurrent: the d2h read of the same pattern is the check. Not read back:
+                    // the same bytes as the device held already.
+                    return Ok(Check::Unchecked);
                 }
-                let mut back = vec![POISON; buf.len()];
-                engine.transfer(Io::D2h(&mut back), 0, deadline)?;
-                Ok(self.check_at_zero(Direction::H2d, pattern, &back))
+                self.read_back_memory(engine, pattern, buf.len(), deadline)
             }
             DataModel::Loopback => {
                 self.sent += buf.len() as u64;
                 if concurrent {
                     return Ok(Check::Unchecked); // checked when the bytes come back d2h
                 }
-                let mut back = vec![POISON; buf.len()];
-                engine.transfer(Io::D2h(&mut back), 0, deadline)?;
-                Ok(self.after_d2h(&back))
+                let back = self.read_back_into_scratch(engine, buf.len(), deadline)?;
+                let result = self.after_d2h(&back);
+                self.scratch = Some(back);
+                Ok(result)
             }
             DataModel::Opaque => Ok(Check::Unchecked),
         }
+    }
+
+    /// Read the region `[0, len)` back and compare it with `pattern`: whole, through the cache
+    /// of expected contents, up to [`EXPECTED_MAX_BYTES`]; in pieces of that size above, so a
+    /// large region needs no second buffer of its size.
+    fn read_back_memory(&mut self, engine: &mut dyn Engine, pattern: Pattern, len: usize, deadline: Duration) -> Result<Check, EngineError> {
+        if len <= EXPECTED_MAX_BYTES {
+            let back = self.read_back_into_scratch(engine, len, deadline)?;
+            let result = self.check_at_zero(Direction::H2d, pattern, &back);
+            self.scratch = Some(back);
+            return Ok(result);
+        }
+        let mut piece = AlignedBuf::new(EXPECTED_MAX_BYTES);
+        for offset in (0..len).step_by(EXPECTED_MAX_BYTES) {
+            let part = &mut piece[..EXPECTED_MAX_BYTES.min(len - offset)];
+            part.fill(POISON);
+            engine.transfer(Io::D2h(part), offset as u64, deadline)?;
+            if let failed @ Check::Failed(_) = pattern_check(Direction::H2d, pattern, offset as u64, part) {
+                return Ok(failed);
+            }
+        }
+        Ok(Check::Passed)
+    }
+
+    /// Read `len` bytes back from device offset 0 into the kept scratch buffer (taken out of
+    /// `self` so the check can borrow `self`; the caller puts it back).
+    fn read_back_into_scratch(&mut self, engine: &mut dyn Engine, len: usize, deadline: Duration) -> Result<AlignedBuf, EngineError> {
+        kept(&mut self.scratch, len);
+        let mut back = self.scratch.take().expect("kept");
+        back.fill(POISON);
+        engine.transfer(Io::D2h(&mut back), 0, deadline)?;
+        Ok(back)
     }
 
     /// Check the data a d2h transfer returned.

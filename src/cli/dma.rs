@@ -107,6 +107,7 @@ impl MeasureArgs {
     pub fn open(&self, target: &str, scratch: bool) -> anyhow::Result<Box<dyn Engine>> {
         let mut options = self.engine.open_options(self.seed);
         options.destructive |= scratch;
+        options.data_unread = self.verify == VerifyKind::None;
         Ok(engine::open(target, &options)?)
     }
 
@@ -176,6 +177,7 @@ impl EngineArgs {
             card_addr: self.card_addr,
             channels: self.channels,
             device_clock_hz: self.device_clock,
+            data_unread: false,
         }
     }
 }

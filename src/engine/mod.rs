@@ -259,6 +259,8 @@ pub struct OpenOptions {
     pub channels: usize,
     /// Frequency of the device's counter when the engine cannot tell (`xdma` AXI clock; default 250 MHz).
     pub device_clock_hz: Option<f64>,
+    /// Nobody reads the d2h data (`--verify none`): a simulated engine need not produce it.
+    pub data_unread: bool,
 }
 
 /// A target found on this machine, and whether `pcieperf run` may use it unasked.

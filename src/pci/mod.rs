@@ -20,7 +20,7 @@ pub mod sysfs;
 pub mod topology;
 pub mod walk;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 pub use address::{Bdf, Selector};
@@ -61,6 +61,9 @@ pub struct Machine {
     /// Devices that could not be read at all, and similar machine-level notes.
     pub notes: Vec<String>,
     pub live: bool,
+    /// (domain, secondary bus) → the bridge that opens that bus: finds a dump device's parent
+    /// without scanning every device at every hop.
+    bridge_to_bus: HashMap<(u32, u8), Bdf>,
 }
 
 impl Machine {
@@ -82,7 +85,19 @@ impl Machine {
                 }
             }
         }
+        machine.index_bridges();
         Ok(machine)
+    }
+
+    /// Index the bridges by the bus they open; the first in address order wins, as a scan would
+    /// find it.
+    fn index_bridges(&mut self) {
+        for d in self.devices.values() {
+            // A secondary bus at or below the bridge's own is unconfigured, not a parent.
+            if let Some((_, secondary, _)) = d.config.bridge_buses().filter(|&(_, secondary, _)| secondary > d.bdf.bus) {
+                self.bridge_to_bus.entry((d.bdf.domain, secondary)).or_insert(d.bdf);
+            }
+        }
     }
 
     /// The bridge above `bdf`: from sysfs, else the type 1 header whose secondary bus is
@@ -95,11 +110,7 @@ impl Machine {
         if self.live {
             return None;
         }
-        self.devices.values().find(|d| {
-            // A secondary bus at or below the bridge's own is unconfigured, not a parent.
-            d.bdf.domain == bdf.domain
-                && d.config.bridge_buses().is_some_and(|(_, secondary, _)| secondary == bdf.bus && secondary > d.bdf.bus)
-        })
+        self.bridge_to_bus.get(&(bdf.domain, bdf.bus)).and_then(|parent| self.devices.get(parent))
     }
 
     /// `bdf`'s upstream bridges, nearest first (bounded: a cycle in bad input ends the walk).

@@ -22,7 +22,7 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, Strin
 }
 
 /// Conditions that vary from run to run without changing what was measured: listed last.
-const INCIDENTAL: &[&str] = &["start_time_utc", "host_clock.tsc_hz"];
+const INCIDENTAL: &[&str] = &["start_time_utc", "host_clock.tsc_hz", "host_clock.tsc_hz_run", "host_clock.timestamp_overhead_ns"];
 
 /// Conditions (by dotted JSON path, e.g. `link.link.width`) whose values differ between the
 /// runs, with both values; incidental ones (start time, TSC calibration) last.

@@ -31,6 +31,7 @@ pub const COLUMNS: &[&str] = &[
     "copy_median_ns",
     "verify_passed",
     "verify_failed",
+    "sustained_MBps",
 ];
 
 fn field(text: &str) -> String {
@@ -80,6 +81,7 @@ pub fn render(results: &Results) -> String {
             opt(s.and_then(|s| s.copy_median_ns)),
             p.verification.passed.to_string(),
             p.verification.failed.to_string(),
+            opt(s.map(|s| s.sustained_mbps)),
         ];
         out.push_str(&row.join(","));
         out.push('\n');

@@ -33,10 +33,12 @@ pub fn conditions(results: &Results) -> String {
         Some(l) => format!("{}\n             from {}", l.summary(), l.source),
         None => format!("unknown: {}", c.link_unknown.as_deref().unwrap_or("the engine does not report it")),
     };
-    let clock = match c.host_clock.tsc_hz {
-        Some(hz) => format!("TSC at {:.3} GHz, calibrated against CLOCK_MONOTONIC_RAW", hz / 1e9),
-        None => "CLOCK_MONOTONIC_RAW".into(),
+    let clock = match (c.host_clock.tsc_hz, c.host_clock.tsc_hz_run) {
+        (Some(hz), Some(run)) => format!("TSC at {:.3} GHz, calibrated against CLOCK_MONOTONIC_RAW (over the run: {:+.0} ppm)", hz / 1e9, (run / hz - 1.0) * 1e6),
+        (Some(hz), None) => format!("TSC at {:.3} GHz, calibrated against CLOCK_MONOTONIC_RAW", hz / 1e9),
+        (None, _) => "CLOCK_MONOTONIC_RAW".into(),
     };
+    let clock = format!("{clock}, {:.0} ns per timestamp pair (subtracted)", c.host_clock.timestamp_overhead_ns);
     let _ = writeln!(out, "link:        {link}");
     for assumption in c.link.iter().flat_map(|l| &l.assumed) {
         let _ = writeln!(out, "             assumed: {assumption}");
@@ -66,6 +68,7 @@ pub fn points_table(results: &Results) -> String {
         ("size", Align::Right),
         (rate_header.as_str(), Align::Right),
         ("95% CI", Align::Right),
+        ("sustained", Align::Right),
         ("spread min/p99/max", Align::Right),
         ("model MB/s", Align::Right),
         ("% of model", Align::Right),
@@ -91,6 +94,7 @@ pub fn points_table(results: &Results) -> String {
             format_size(p.size_bytes),
             s.map_or_else(|| p.error.as_ref().map_or_else(dash, |_| "NO RESULT".into()), |s| rate(s.median_mbps)),
             s.and_then(|s| s.median_ci_mbps).map_or_else(|| "<6 samples".into(), |(lo, hi)| format!("{}–{}", rate(lo), rate(hi))),
+            s.map_or_else(dash, |s| rate(s.sustained_mbps)),
             s.map_or_else(dash, |s| format!("{}/{}/{}", rate(s.min_mbps), rate(s.p99_mbps), rate(s.max_mbps))),
             c.map_or_else(|| "no link info".into(), |c| rate(c.mbps)),
             c.and_then(|c| c.percent_reached).map_or_else(dash, |v| format!("{v:.1}")),

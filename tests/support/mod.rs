@@ -35,6 +35,8 @@ pub struct TestEngine {
     pub corrupt_crc: bool,
     /// Refuse h2d writes, as an engine opened without consent to destroy data does.
     pub refuse_writes: bool,
+    /// Memory: from this transfer on, writes are acknowledged but never land.
+    pub drop_writes_from: Option<usize>,
     /// After this many transfers, stop answering.
     pub hang_after: Option<usize>,
     /// After this many transfers, raise this flag (as Ctrl-C would).
@@ -81,6 +83,7 @@ impl TestEngine {
             corrupt_d2h_at: None,
             corrupt_crc: false,
             refuse_writes: false,
+            drop_writes_from: None,
             hang_after: None,
             cancel_after: None,
             transfers: 0,
@@ -135,6 +138,7 @@ impl TestEngine {
         match io {
             Io::H2d(buf) => match model {
                 DataModel::Generator => counters.crc32 = Some(crc32(buf) ^ u32::from(self.corrupt_crc)),
+                DataModel::Memory if self.drop_writes_from.is_some_and(|n| self.transfers >= n) => {}
                 DataModel::Memory => {
                     let end = offset as usize + buf.len();
                     if self.memory.len() < end {

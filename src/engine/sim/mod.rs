@@ -70,6 +70,8 @@ pub struct SimEngine {
     info: EngineInfo,
     config: SimConfig,
     pattern: Pattern,
+    /// Whether d2h buffers get the pattern: not when nobody reads them (`--verify none`).
+    write_data: bool,
     rng: SimRng,
     now_ns: f64,
     /// End of the last data movement (for ASPM L1 entry).
@@ -83,7 +85,9 @@ impl SimEngine {
     /// Open `sim[:ARGUMENT]`; `target` is kept as written for the description.
     pub fn open(target: &str, options: &OpenOptions) -> Result<Self, EngineError> {
         let argument = target.split_once(':').map_or("", |(_, a)| a);
-        Ok(SimEngine::new(target, SimConfig::parse(argument)?, options.seed))
+        let mut engine = SimEngine::new(target, SimConfig::parse(argument)?, options.seed);
+        engine.write_data = !options.data_unread;
+        Ok(engine)
     }
 
     pub fn new(target: &str, config: SimConfig, seed: u64) -> Self {
@@ -113,6 +117,7 @@ impl SimEngine {
         SimEngine {
             info,
             pattern: Pattern::lfsr(seed),
+            write_data: true,
             rng,
             now_ns: 0.0,
             idle_since_ns: 0.0,
@@ -345,7 +350,8 @@ impl Engine for SimEngine {
         let mut transfer = self.finish(direction, bytes, start_ns, data_start_ns, out);
         self.within(start_ns, transfer.end_ns, deadline, &format!("{} transfer of {bytes} bytes", direction.name()))?;
         match &mut io {
-            Io::D2h(buf) => self.pattern.fill(device_offset, buf),
+            Io::D2h(buf) if self.write_data => self.pattern.fill(device_offset, buf),
+            Io::D2h(_) => {}
             Io::H2d(buf) => transfer.device.crc32 = Some(crc32(buf)),
         }
         self.idle_since_ns = data_start_ns + transfer.device.device_ns.unwrap_or(0.0);
@@ -377,7 +383,9 @@ impl Engine for SimEngine {
         let end_ns = to_device.end_ns.max(from_device.end_ns);
         self.within(start_ns, end_ns, deadline, "concurrent h2d+d2h transfer")?;
         to_device.device.crc32 = Some(crc32(h2d));
-        self.pattern.fill(device_offset, d2h);
+        if self.write_data {
+            self.pattern.fill(device_offset, d2h);
+        }
         self.idle_since_ns = data_start_ns + out_h2d.busy_ns.max(out_d2h.busy_ns);
         self.now_ns = end_ns;
         Ok((to_device, from_device))

@@ -1,0 +1,160 @@
+//! The measuring procedure's own costs, each against a peer in the same run:
+//!
+//! - one timestamp pair of the host clock (TSC) against a pair of `std::time::Instant` reads
+//!   (CLOCK_MONOTONIC through the vDSO), and the cost the clock measures of itself at start
+//!   (`conditions.host_clock.timestamp_overhead_ns`);
+//! - the clock's calibration at start against the wall time of a whole 1 MiB simulated `dma`
+//!   point (the calibration used to be a 20 ms spin, half of such a run);
+//! - the copy to user space the procedure times with `--copy-to-user` (into a page-aligned user
+//!   buffer, with its CRC32) against memcpy + CRC32 between two page-aligned buffers here;
+//! - the wall time of simulated `dma` points against the link time they simulate.
+//!
+//! `cargo bench --bench procedure` prints Markdown rows (median and min–max over interleaved
+//! repeats); under `cargo test` it runs once, quickly.
+
+mod common;
+
+use std::hint::black_box;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use common::{compare_rate, full, header, ns_per_call, repeats, spread, Ratio, Row};
+use pcieperf::bench::clock::HostClock;
+use pcieperf::bench::dma::{measure, DmaOptions, Quiet};
+use pcieperf::bench::results::{Mode, Point};
+use pcieperf::engine::pattern::crc32;
+use pcieperf::engine::sim::SimEngine;
+use pcieperf::engine::{AlignedBuf, OpenOptions};
+use pcieperf::units::format_size;
+
+/// One point of `pcieperf dma` on the simulated endpoint.
+fn sim_point(mode: Mode, size: u64, copy_to_user: bool) -> Point {
+    let mut engine = SimEngine::open("sim", &OpenOptions::default()).expect("sim");
+    let mut options = DmaOptions::new(vec![mode], vec![size]);
+    options.copy_to_user = copy_to_user;
+    options.duration = Duration::from_millis(if full() { 200 } else { 20 });
+    let results = measure(&mut engine, &options, &AtomicBool::new(false), &mut Quiet).expect("valid");
+    results.points.into_iter().next().expect("one point")
+}
+
+fn timestamps(repeats: usize) {
+    let clock = HostClock::new();
+    let pairs = 1000;
+    let mut ours_pair = || {
+        for _ in 0..pairs {
+            let t0 = clock.now_ns();
+            black_box(clock.now_ns() - t0);
+        }
+    };
+    let mut instant_pair = || {
+        for _ in 0..pairs {
+            let t0 = Instant::now();
+            black_box(t0.elapsed());
+        }
+    };
+    let min_ns = if full() { 20e6 } else { 1e6 };
+    let (mut ours, mut peer, mut ratios, mut self_measured) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..repeats {
+        let a = ns_per_call(&mut ours_pair, min_ns) / pairs as f64;
+        let b = ns_per_call(&mut instant_pair, min_ns) / pairs as f64;
+        ours.push(a);
+        peer.push(b);
+        ratios.push(a / b);
+        self_measured.push(HostClock::new().info().timestamp_overhead_ns);
+    }
+    let (self_median, self_min, self_max) = spread(self_measured);
+    Row {
+        what: format!("timestamp pair (host clock, {:?}); measured by the clock itself at start: {self_median:.1} ns ({self_min:.1}–{self_max:.1})", clock.info().source),
+        ours: format!("{:.1} ns", spread(ours).0),
+        peer: format!("`Instant` pair {:.1} ns", spread(peer).0),
+        ratio: Ratio::Time,
+        ratios,
+        goal: "≤ 25 ns".into(),
+    }
+    .print();
+}
+
+fn calibration(repeats: usize) {
+    let (mut ours, mut peer, mut ratios) = (vec![], vec![], vec![]);
+    for _ in 0..repeats {
+        let start = Instant::now();
+        black_box(HostClock::new());
+        let a = start.elapsed().as_secs_f64();
+        let b = sim_point(Mode::D2h, 1 << 20, false).convergence.wall_ns / 1e9;
+        ours.push(a);
+        peer.push(b);
+        ratios.push(a / b);
+    }
+    Row {
+        what: "host clock calibration at start (no fixed spin)".into(),
+        ours: format!("{:.3} ms", spread(ours).0 * 1e3),
+        peer: format!("1 MiB simulated d2h point {:.2} ms", spread(peer).0 * 1e3),
+        ratio: Ratio::Time,
+        ratios,
+        goal: "small".into(),
+    }
+    .print();
+}
+
+fn copy_to_user(repeats: usize) {
+    for size in [16u64 << 10, 64 << 10, 256 << 10] {
+        let (mut ours, mut peer, mut ratios) = (vec![], vec![], vec![]);
+        let (source, mut target) = (AlignedBuf::new(size as usize), AlignedBuf::new(size as usize));
+        for _ in 0..repeats {
+            let point = sim_point(Mode::D2h, size, true);
+            let a = point.summary.and_then(|s| s.copy_median_ns).expect("copy timed");
+            let b = ns_per_call(
+                &mut || {
+                    target.copy_from_slice(black_box(&source));
+                    black_box(crc32(&target));
+                },
+                1e6,
+            );
+            ours.push(a);
+            peer.push(b);
+            ratios.push(b / a);
+        }
+        let gbps = |ns: Vec<f64>| size as f64 / spread(ns).0;
+        Row {
+            what: format!("`--copy-to-user` copy + CRC32, {} (as the procedure reports it)", format_size(size)),
+            ours: format!("{:.2} GB/s", gbps(ours)),
+            peer: format!("memcpy + CRC32, aligned {:.2} GB/s", gbps(peer)),
+            ratio: Ratio::Rate,
+            ratios,
+            goal: "≈ 1".into(),
+        }
+        .print();
+    }
+}
+
+fn simulated_dma(repeats: usize) {
+    for (mode, size) in [(Mode::D2h, 1u64 << 20), (Mode::D2h, 16 << 20), (Mode::H2d, 16 << 20)] {
+        let (mut ours, mut peer, mut ratios) = (vec![], vec![], vec![]);
+        for _ in 0..repeats {
+            let point = sim_point(mode, size, false);
+            ours.push(point.convergence.wall_ns);
+            peer.push(point.convergence.engine_ns);
+            ratios.push(point.convergence.wall_ns / point.convergence.engine_ns);
+        }
+        Row {
+            what: format!("simulated `dma` {} {} point, verified: wall time", mode.name(), format_size(size)),
+            ours: format!("{:.1} ms", spread(ours).0 / 1e6),
+            peer: format!("simulated link time {:.1} ms", spread(peer).0 / 1e6),
+            ratio: Ratio::Time,
+            ratios,
+            goal: "≤ 1".into(),
+        }
+        .print();
+    }
+}
+
+fn main() {
+    let repeats = repeats(9);
+    println!("the procedure's own costs against their peers");
+    header();
+    timestamps(repeats);
+    calibration(repeats);
+    copy_to_user(repeats);
+    simulated_dma(repeats);
+    let _ = compare_rate; // shared helper, used by other benches
+}
