@@ -115,7 +115,7 @@ fn every_human_view_says_simulated_when_it_is() {
     let table = csv::render(&sim);
     assert!(table.starts_with("simulated,"));
     assert!(table.lines().skip(1).all(|l| l.starts_with("true,")));
-    assert!(metrics::render(&sim).contains("simulated=\"true\""));
+    assert!(metrics::render(&sim, std::time::SystemTime::now()).contains("simulated=\"true\""));
 
     let real = sample_run(false, 1000.0);
     assert!(!text::render(&real).to_lowercase().contains("simulated"));
@@ -175,11 +175,12 @@ fn comparison_lists_differing_conditions_first_then_ratios() {
 #[test]
 fn metrics_are_prometheus_text() {
     let r = sample_run(true, 1000.0);
-    let m = metrics::render(&r);
-    assert!(m.contains("# TYPE pcieperf_throughput_mbps gauge"));
-    let line = m.lines().find(|l| l.starts_with("pcieperf_throughput_mbps{") && l.contains("mode=\"d2h\",size_bytes=\"4096\"")).unwrap();
+    let m = metrics::render(&r, std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000));
+    assert!(m.contains("# TYPE pcieperf_throughput_bytes_per_second gauge"));
+    let line = m.lines().find(|l| l.starts_with("pcieperf_throughput_bytes_per_second{") && l.contains("mode=\"d2h\",size_bytes=\"4096\"")).unwrap();
     let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-    assert_eq!(value, r.points[0].summary.as_ref().unwrap().median_mbps);
+    assert_eq!(value, r.points[0].summary.as_ref().unwrap().median_mbps * 1e6);
+    assert!(m.contains("pcieperf_run_timestamp_seconds{target=\"test\",simulated=\"true\"} 1700000000"));
     assert!(m.contains("pcieperf_run_complete{target=\"test\",simulated=\"true\"} 1"));
 }
 

@@ -243,7 +243,7 @@ pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
         }
     }
     let views: [(Option<&Path>, &str, fn(&Results) -> String); 2] =
-        [(outputs.html, "HTML report", html::render), (outputs.metrics, "metrics", metrics::render)];
+        [(outputs.html, "HTML report", html::render), (outputs.metrics, "metrics", metrics::render_now)];
     for (path, what, render) in views {
         if let Some(Err(message)) = path.map(|path| output::write_or_keep(path, &render(results), what)) {
             failures.push(message);

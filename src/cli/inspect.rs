@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::engine::{self, Candidate};
+use crate::error::InvalidInput;
 use crate::pci::filter::IdFilter;
 use crate::pci::lspci::{self, Naming};
 use crate::pci::report::Style;
@@ -85,11 +86,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     let style = Style { verbose: args.verbose, naming: Naming::from_count(args.numeric), domains: inspection.domains };
     if let Some(path) = &args.metrics {
         let text = crate::report::metrics::inspection(&inspection, std::time::SystemTime::now());
-        if path.as_os_str() == "-" {
-            write!(out, "{text}")?;
-        } else {
-            crate::report::json::write_atomic(path, &text)?;
-        }
+        crate::report::output::write_or_keep(path, &text, "metrics").map_err(InvalidInput::new)?;
     } else if args.json {
         // Measurement targets exist only on the live machine, not in a dump from elsewhere.
         let targets = if args.dump.is_none() && args.sysfs_root.is_none() { engine::detect() } else { Vec::new() };

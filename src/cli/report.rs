@@ -37,7 +37,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     }
     let results = &runs[0];
     let mut failed = false;
-    for (path, what, text) in [(&args.html, "HTML report", html::render(results)), (&args.metrics, "metrics", metrics::render(results))] {
+    // The run's time is when its results were written: the file's modification time.
+    let written = std::fs::metadata(&args.files[0]).and_then(|m| m.modified()).unwrap_or_else(|_| std::time::SystemTime::now());
+    for (path, what, text) in [(&args.html, "HTML report", html::render(results)), (&args.metrics, "metrics", metrics::render(results, written))] {
         let Some(path) = path else { continue };
         match output::write_or_keep(path, &text, what) {
             Ok(()) if !output::is_stdout(path) => eprintln!("{what} ({}) written to {}", results.label(), path.display()),
