@@ -9,6 +9,7 @@ mod inspect;
 mod model;
 mod report;
 mod run;
+mod serve;
 mod values;
 
 use clap::{Parser, Subcommand};
@@ -39,6 +40,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Show a saved results document again (text, CSV, HTML), or compare two runs.
     Report(report::ReportArgs),
+    /// Prometheus exporter: link health per scrape and the last results of runs, on /metrics.
+    Serve(serve::ServeArgs),
 }
 
 /// Run the command line and return the process exit code.
@@ -61,6 +64,7 @@ pub fn main() -> i32 {
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     let code = match result {
         Ok(code) => code,

@@ -15,41 +15,94 @@ fn label_value(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// `name="value",…` from pairs, values escaped.
-pub fn labels(pairs: &[(&str, String)]) -> String {
-    pairs.iter().map(|(k, v)| format!("{k}=\"{}\"", label_value(v))).collect::<Vec<_>>().join(",")
+/// One sample: its labels and value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
 }
 
-/// Metric families written one after another, each with its HELP and TYPE once.
-#[derive(Default)]
-pub struct Exposition {
-    text: String,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Gauge,
     Counter,
 }
 
-impl Exposition {
-    /// One family; nothing is written when it has no samples (an empty family is noise).
-    pub fn family(&mut self, name: &str, kind: Kind, help: &str, samples: impl IntoIterator<Item = (String, f64)>) {
-        let samples: Vec<(String, f64)> = samples.into_iter().collect();
-        if samples.is_empty() {
-            return;
-        }
+/// A metric family: what a file writes under one HELP/TYPE and what the exporter serves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub help: &'static str,
+    pub samples: Vec<Sample>,
+}
+
+/// Families built one after another; a family without samples is left out (noise).
+#[derive(Default)]
+struct Families(Vec<Family>);
+
+impl Families {
+    fn add(&mut self, name: &'static str, kind: Kind, help: &'static str, samples: impl IntoIterator<Item = Sample>) {
         debug_assert_eq!(kind == Kind::Counter, name.ends_with("_total"), "{name}: counters and only counters end in _total");
-        let kind = if kind == Kind::Counter { "counter" } else { "gauge" };
-        let _ = writeln!(self.text, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for (labels, value) in samples {
-            let value = if value.is_nan() { "NaN".to_string() } else { format!("{value}") };
-            let _ = writeln!(self.text, "{name}{{{labels}}} {value}");
+        let samples: Vec<Sample> = samples.into_iter().collect();
+        if !samples.is_empty() {
+            self.0.push(Family { name, kind, help, samples });
         }
     }
+}
 
-    pub fn finish(self) -> String {
-        self.text
+/// Prometheus text exposition format 0.0.4 (what the textfile collector and promtool read).
+pub fn text(families: &[Family]) -> String {
+    let mut out = String::new();
+    for family in families {
+        let kind = if family.kind == Kind::Counter { "counter" } else { "gauge" };
+        let _ = writeln!(out, "# HELP {} {}\n# TYPE {} {kind}", family.name, family.help, family.name);
+        for sample in &family.samples {
+            let labels: Vec<String> = sample.labels.iter().map(|(k, v)| format!("{k}=\"{}\"", label_value(v))).collect();
+            let value = if sample.value.is_nan() { "NaN".to_string() } else { format!("{}", sample.value) };
+            let _ = writeln!(out, "{}{{{}}} {value}", family.name, labels.join(","));
+        }
+    }
+    out
+}
+
+/// The same families through the `prometheus-client` crate's OpenMetrics encoder (what
+/// `pcieperf serve` answers a scrape with).
+pub fn openmetrics(families: Vec<Family>) -> Result<String, std::fmt::Error> {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(Collector(families)));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry)?;
+    Ok(out)
+}
+
+/// OpenMetrics' media type, for the exporter's Content-Type.
+pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Debug)]
+struct Collector(Vec<Family>);
+
+impl prometheus_client::collector::Collector for Collector {
+    fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::{counter::ConstCounter, gauge::ConstGauge, MetricType};
+        for family in &self.0 {
+            // OpenMetrics names a counter family without `_total`; the encoder adds it to samples.
+            let (name, kind) = match family.kind {
+                Kind::Counter => (family.name.trim_end_matches("_total"), MetricType::Counter),
+                Kind::Gauge => (family.name, MetricType::Gauge),
+            };
+            let mut metric = encoder.encode_descriptor(name, family.help, None, kind)?;
+            for sample in &family.samples {
+                let labels: Vec<(&str, &str)> = sample.labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let sample_encoder = metric.encode_family(&labels)?;
+                match family.kind {
+                    Kind::Counter => ConstCounter::new(sample.value.max(0.0)).encode(sample_encoder)?,
+                    Kind::Gauge => ConstGauge::new(sample.value).encode(sample_encoder)?,
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -60,27 +113,37 @@ fn unix_seconds(at: SystemTime) -> f64 {
 /// The metrics text of a run whose results were written at `written` (now, for a run that just
 /// ended; the results file's modification time, for `report`).
 pub fn render(results: &Results, written: SystemTime) -> String {
-    let base = [("target", results.conditions.target.clone()), ("simulated", results.simulated.to_string())];
-    let with = |extra: &[(&str, String)]| labels(&[&base[..], extra].concat());
-    let per_point = |f: &dyn Fn(&Point) -> Option<f64>| -> Vec<(String, f64)> {
-        results.points.iter().filter_map(|p| Some((with(&[("mode", p.mode.name().to_string()), ("size_bytes", p.size_bytes.to_string())]), f(p)?))).collect()
+    text(&run_families(results, written))
+}
+
+/// A run's families.
+pub fn run_families(results: &Results, written: SystemTime) -> Vec<Family> {
+    let base = vec![("target", results.conditions.target.clone()), ("simulated", results.simulated.to_string())];
+    let with = |extra: &[(&'static str, String)]| [&base[..], extra].concat();
+    let per_point = |f: &dyn Fn(&Point) -> Option<f64>| -> Vec<Sample> {
+        results
+            .points
+            .iter()
+            .filter_map(|p| Some(Sample { labels: with(&[("mode", p.mode.name().to_string()), ("size_bytes", p.size_bytes.to_string())]), value: f(p)? }))
+            .collect()
     };
-    let per_fit = |f: &dyn Fn(&crate::bench::results::Fit) -> Option<f64>| -> Vec<(String, f64)> {
-        results.fits.iter().filter_map(|fit| Some((with(&[("mode", fit.mode.name().to_string())]), f(fit)?))).collect()
+    let per_fit = |f: &dyn Fn(&crate::bench::results::Fit) -> Option<f64>| -> Vec<Sample> {
+        results.fits.iter().filter_map(|fit| Some(Sample { labels: with(&[("mode", fit.mode.name().to_string())]), value: f(fit)? })).collect()
     };
-    let mut out = Exposition::default();
+    let once = |value: f64| [Sample { labels: with(&[]), value }];
+    let mut out = Families::default();
     use Kind::*;
-    out.family("pcieperf_throughput_bytes_per_second", Gauge, "Median measured throughput.", per_point(&|p| Some(p.summary.as_ref()?.median_mbps * 1e6)));
-    out.family("pcieperf_ceiling_bytes_per_second", Gauge, "Model ceiling for the same link, conditions and size.", per_point(&|p| Some(p.ceiling.as_ref()?.mbps * 1e6)));
-    out.family("pcieperf_ceiling_ratio", Gauge, "Measured median divided by the model ceiling.", per_point(&|p| Some(p.ceiling.as_ref()?.percent_reached? / 100.0)));
-    out.family("pcieperf_stalls_over_threshold_total", Counter, "Transfers slower than the stall threshold.", per_point(&|p| Some(p.stalls.over_threshold as f64)));
-    out.family("pcieperf_max_stall_seconds", Gauge, "Longest stall.", per_point(&|p| Some(p.stalls.max_stall_ns / 1e9)));
-    out.family("pcieperf_fit_per_transfer_seconds", Gauge, "Fitted per-transfer cost m of T(N) = N/(B*f) + m.", per_fit(&|f| Some(f.m_us / 1e6)));
-    out.family("pcieperf_fit_efficiency_ratio", Gauge, "Fitted efficiency f of T(N) = N/(B*f) + m.", per_fit(&|f| f.f));
-    out.family("pcieperf_verify_failures_total", Counter, "Transfers that failed data verification.", [(with(&[]), results.verification.failed as f64)]);
-    out.family("pcieperf_run_complete", Gauge, "1 when the run finished, 0 when it stopped early.", [(with(&[]), f64::from(u8::from(results.complete)))]);
-    out.family("pcieperf_run_timestamp_seconds", Gauge, "When the run's results were written, Unix time.", [(with(&[]), unix_seconds(written))]);
-    out.finish()
+    out.add("pcieperf_throughput_bytes_per_second", Gauge, "Median measured throughput.", per_point(&|p| Some(p.summary.as_ref()?.median_mbps * 1e6)));
+    out.add("pcieperf_ceiling_bytes_per_second", Gauge, "Model ceiling for the same link, conditions and size.", per_point(&|p| Some(p.ceiling.as_ref()?.mbps * 1e6)));
+    out.add("pcieperf_ceiling_ratio", Gauge, "Measured median divided by the model ceiling.", per_point(&|p| Some(p.ceiling.as_ref()?.percent_reached? / 100.0)));
+    out.add("pcieperf_stalls_over_threshold_total", Counter, "Transfers slower than the stall threshold.", per_point(&|p| Some(p.stalls.over_threshold as f64)));
+    out.add("pcieperf_max_stall_seconds", Gauge, "Longest stall.", per_point(&|p| Some(p.stalls.max_stall_ns / 1e9)));
+    out.add("pcieperf_fit_per_transfer_seconds", Gauge, "Fitted per-transfer cost m of T(N) = N/(B*f) + m.", per_fit(&|f| Some(f.m_us / 1e6)));
+    out.add("pcieperf_fit_efficiency_ratio", Gauge, "Fitted efficiency f of T(N) = N/(B*f) + m.", per_fit(&|f| f.f));
+    out.add("pcieperf_verify_failures_total", Counter, "Transfers that failed data verification.", once(results.verification.failed as f64));
+    out.add("pcieperf_run_complete", Gauge, "1 when the run finished, 0 when it stopped early.", once(f64::from(u8::from(results.complete))));
+    out.add("pcieperf_run_timestamp_seconds", Gauge, "When the run's results were written, Unix time.", once(unix_seconds(written)));
+    out.0
 }
 
 /// The metrics text of a run that just ended.
@@ -92,22 +155,27 @@ fn device_labels(d: &DeviceReport) -> Vec<(&'static str, String)> {
     vec![("device", d.bdf.to_string()), ("name", d.name.clone())]
 }
 
+/// Link health of every inspected device as text (`inspect --metrics`).
+pub fn inspection(inspection: &Inspection, at: SystemTime) -> String {
+    text(&inspection_families(inspection, at))
+}
+
 /// Link health of every inspected device: what a fleet alerts on ("this GPU trained at x8",
 /// "AER correctables rising").
-pub fn inspection(inspection: &Inspection, at: SystemTime) -> String {
-    let mut out = Exposition::default();
+pub fn inspection_families(inspection: &Inspection, at: SystemTime) -> Vec<Family> {
+    let mut out = Families::default();
     use Kind::*;
-    let each = |f: &dyn Fn(&DeviceReport) -> Option<f64>| -> Vec<(String, f64)> {
-        inspection.devices.iter().filter_map(|d| Some((labels(&device_labels(d)), f(d)?))).collect()
+    let each = |f: &dyn Fn(&DeviceReport) -> Option<f64>| -> Vec<Sample> {
+        inspection.devices.iter().filter_map(|d| Some(Sample { labels: device_labels(d), value: f(d)? })).collect()
     };
     let gts = |v: Option<f64>| v.map(|g| g * 1e9);
-    out.family("pcieperf_pcie_link_speed_transfers_per_second", Gauge, "Current link speed (LnkSta), transfers/s per lane.", each(&|d| gts(d.link_status.speed_gts)));
-    out.family("pcieperf_pcie_link_width_lanes", Gauge, "Current link width (LnkSta).", each(&|d| d.link_status.width.map(f64::from)));
-    out.family("pcieperf_pcie_link_capable_speed_transfers_per_second", Gauge, "Highest supported link speed (LnkCap2/LnkCap).", each(&|d| gts(d.link_capable.speed_gts)));
-    out.family("pcieperf_pcie_link_capable_width_lanes", Gauge, "Maximum link width (LnkCap).", each(&|d| d.link_capable.width.map(f64::from)));
-    out.family("pcieperf_pcie_max_payload_bytes", Gauge, "MaxPayload configured (DevCtl).", each(&|d| d.max_payload_bytes.map(f64::from)));
-    out.family("pcieperf_pcie_max_read_request_bytes", Gauge, "MaxReadReq configured (DevCtl).", each(&|d| d.max_read_request_bytes.map(f64::from)));
-    out.family(
+    out.add("pcieperf_pcie_link_speed_transfers_per_second", Gauge, "Current link speed (LnkSta), transfers/s per lane.", each(&|d| gts(d.link_status.speed_gts)));
+    out.add("pcieperf_pcie_link_width_lanes", Gauge, "Current link width (LnkSta).", each(&|d| d.link_status.width.map(f64::from)));
+    out.add("pcieperf_pcie_link_capable_speed_transfers_per_second", Gauge, "Highest supported link speed (LnkCap2/LnkCap).", each(&|d| gts(d.link_capable.speed_gts)));
+    out.add("pcieperf_pcie_link_capable_width_lanes", Gauge, "Maximum link width (LnkCap).", each(&|d| d.link_capable.width.map(f64::from)));
+    out.add("pcieperf_pcie_max_payload_bytes", Gauge, "MaxPayload configured (DevCtl).", each(&|d| d.max_payload_bytes.map(f64::from)));
+    out.add("pcieperf_pcie_max_read_request_bytes", Gauge, "MaxReadReq configured (DevCtl).", each(&|d| d.max_read_request_bytes.map(f64::from)));
+    out.add(
         "pcieperf_pcie_ceiling_write_bytes_per_second",
         Gauge,
         "Model write ceiling at 4 MiB transfers on the path as trained.",
@@ -118,13 +186,13 @@ pub fn inspection(inspection: &Inspection, at: SystemTime) -> String {
         let Some(counters) = &d.aer.counters else { continue };
         for (severity, map) in [("correctable", &counters.correctable), ("nonfatal", &counters.nonfatal), ("fatal", &counters.fatal)] {
             for (kind, count) in map.iter().filter(|(k, _)| !k.starts_with("TOTAL_")) {
-                let mut l = device_labels(d);
-                l.extend([("severity", severity.to_string()), ("type", kind.clone())]);
-                aer.push((labels(&l), *count as f64));
+                let mut labels = device_labels(d);
+                labels.extend([("severity", severity.to_string()), ("type", kind.clone())]);
+                aer.push(Sample { labels, value: *count as f64 });
             }
         }
     }
-    out.family("pcieperf_pcie_aer_errors_total", Counter, "AER errors the kernel counted (aer_dev_*), by severity and type.", aer);
+    out.add("pcieperf_pcie_aer_errors_total", Counter, "AER errors the kernel counted (aer_dev_*), by severity and type.", aer);
     let mut warnings = Vec::new();
     for d in &inspection.devices {
         let mut causes: std::collections::BTreeMap<&str, u32> = Default::default();
@@ -132,13 +200,14 @@ pub fn inspection(inspection: &Inspection, at: SystemTime) -> String {
             *causes.entry(w.code).or_default() += 1;
         }
         for (cause, count) in causes {
-            let mut l = device_labels(d);
-            l.push(("cause", cause.to_string()));
-            warnings.push((labels(&l), f64::from(count)));
+            let mut labels = device_labels(d);
+            labels.push(("cause", cause.to_string()));
+            warnings.push(Sample { labels, value: f64::from(count) });
         }
     }
-    out.family("pcieperf_pcie_warnings", Gauge, "pcieperf inspect warnings now, by cause (see docs/inspect.md).", warnings);
-    out.family("pcieperf_inspect_devices", Gauge, "Devices inspected.", [(labels(&[("source", inspection.source.clone())]), inspection.devices.len() as f64)]);
-    out.family("pcieperf_inspect_timestamp_seconds", Gauge, "When the devices were read, Unix time.", [(labels(&[("source", inspection.source.clone())]), unix_seconds(at))]);
-    out.finish()
+    out.add("pcieperf_pcie_warnings", Gauge, "pcieperf inspect warnings now, by cause (see docs/inspect.md).", warnings);
+    let source = || vec![("source", inspection.source.clone())];
+    out.add("pcieperf_inspect_devices", Gauge, "Devices inspected.", [Sample { labels: source(), value: inspection.devices.len() as f64 }]);
+    out.add("pcieperf_inspect_timestamp_seconds", Gauge, "When the devices were read, Unix time.", [Sample { labels: source(), value: unix_seconds(at) }]);
+    out.0
 }
