@@ -75,11 +75,11 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     let options = InspectOptions { source, pci_ids: args.pci_ids.clone(), selector: args.select, ids: args.ids };
     let inspection = pci::inspect(&options)?;
     for note in &inspection.notes {
-        eprintln!("pcieperf: note: {note}");
+        super::note(note);
     }
     if (args.select.is_some() || args.ids.is_some()) && inspection.devices.is_empty() {
         // As lspci: a selector that matches nothing prints nothing and is not an error.
-        eprintln!("pcieperf: note: no PCI device matches -s/-d");
+        super::note("no PCI device matches -s/-d");
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
@@ -106,7 +106,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     let limited = inspection.devices.iter().filter(|d| !d.unavailable.is_empty()).count();
     if limited > 0 && !args.json && args.hex == 0 {
         let fix = if args.dump.is_some() { "a longer dump (lspci -xxxx as root)" } else { "root" };
-        eprintln!("pcieperf: note: {limited} device(s) only partly decoded; {fix} is needed for MaxPayload, ASPM and AER (-v lists what is missing)");
+        super::note(format!("{limited} device(s) only partly decoded; {fix} is needed for MaxPayload, ASPM and AER (-v lists what is missing)"));
     }
     let warned = inspection.devices.iter().any(|d| !d.warnings.is_empty());
     Ok(if args.strict && warned { 1 } else { 0 })

@@ -8,6 +8,13 @@ use crate::error::invalid;
 use crate::report::{compare, csv, html, json, metrics, output, text};
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  pcieperf report run.json                          the summary again
+  pcieperf report run.json --csv > run.csv
+  pcieperf report run.json --html run.html --metrics run.prom
+  pcieperf report before.json after.json            differing conditions first, then B/A per size
+
+Exit codes: 0 success, 2 a file that is not a results document.")]
 pub struct ReportArgs {
     /// One results document to show, or two to compare (A then B); `-` reads standard input.
     #[arg(required = true, num_args = 1..=2)]
