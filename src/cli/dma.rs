@@ -150,19 +150,10 @@ pub fn resolve_target(target: &str) -> String {
     target.to_string()
 }
 
-/// `dma --help`'s list of engines and their arguments.
+/// `dma --help`: the engine table (name, argument, what it is, the flags it reads), examples
+/// and exit codes.
 fn engines_help() -> String {
-    // One engine a line: split at the commas outside brackets.
-    let mut engines = vec![String::new()];
-    let mut depth = 0;
-    for c in engine::TARGET_HELP.chars() {
-        depth += i32::from(matches!(c, '(' | '[')) - i32::from(matches!(c, ')' | ']'));
-        match c {
-            ',' if depth == 0 => engines.push(String::new()),
-            _ => engines.last_mut().expect("one").push(c),
-        }
-    }
-    let engines: Vec<String> = engines.iter().map(|e| format!("  {}", e.trim())).collect();
+    let engines = engine::registry::engines_help();
     format!(
         "Targets (--target ENGINE:ARGUMENT):\n{}\n  /dev/nvme0n1 (a path to a block device) is read as block:/dev/nvme0n1\n\n\
 Examples:
@@ -173,7 +164,7 @@ Examples:
 
 Exit codes: 0 success, 1 engine error or verification failure, 2 bad input, 130 interrupted
 (the results file is still written, marked \"complete\": false).",
-        engines.join("\n")
+        engines
     )
 }
 
