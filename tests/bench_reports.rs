@@ -43,8 +43,8 @@ fn the_json_document_round_trips_and_carries_its_conditions() {
     let p = &v["points"][0];
     assert!(p["samples"].as_array().unwrap().len() >= 5);
     assert!(p["samples"][0]["engine_ns"].as_f64().unwrap() > 0.0);
-    assert!(p["summary"]["median_mbps"].as_f64().unwrap() > 0.0);
-    assert!(p["ceiling"]["mbps"].as_f64().unwrap() > 0.0);
+    assert!(p["summary"]["median_MBps"].as_f64().unwrap() > 0.0);
+    assert!(p["ceiling"]["MBps"].as_f64().unwrap() > 0.0);
     assert_eq!(v["fits"].as_array().unwrap().len(), 2);
     // No /proc/interrupts line names the in-memory engine: the host total is counted.
     if std::path::Path::new("/proc/interrupts").exists() {

@@ -35,10 +35,13 @@ pub struct DemoArgs {
     pub json: bool,
 }
 
+/// `pcieperf demo --json`, named as every pcieperf document is.
+pub const SCHEMA: &str = "pcieperf.demo/1";
+
 #[derive(Serialize)]
 struct DemoOutput<'a> {
-    tool: &'static str,
-    version: &'static str,
+    schema: &'static str,
+    pcieperf_version: &'static str,
     simulated: bool,
     engine: &'a EngineInfo,
     seed: u64,
@@ -60,7 +63,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     })?;
     let report = run_demo(mmio, &conditions, &options)?;
     if args.json {
-        let output = DemoOutput { tool: "pcieperf demo", version: env!("CARGO_PKG_VERSION"), simulated: info.simulated, engine: &info, seed: args.seed, demo: &report };
+        let output = DemoOutput { schema: SCHEMA, pcieperf_version: env!("CARGO_PKG_VERSION"), simulated: info.simulated, engine: &info, seed: args.seed, demo: &report };
         println!("{}", serde_json::to_string_pretty(&output)?);
     } else {
         print!("{}", render(&info, &report));

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 
 pub use address::{Bdf, Selector};
 pub use device::Device;
-pub use report::{Ceiling, DeviceReport, Inspection, LinkCeiling, LinkState, SCHEMA, SCHEMA_VERSION};
+pub use report::{Ceiling, DeviceReport, Inspection, LinkCeiling, LinkState, SCHEMA};
 
 use crate::error::InvalidInput;
 
@@ -144,7 +144,6 @@ pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
         .collect();
     Ok(Inspection {
         schema: SCHEMA,
-        version: SCHEMA_VERSION,
         source: match &options.source {
             Source::Sysfs(root) => format!("sysfs:{}", root.display()),
             Source::Dump(path) => format!("dump:{}", path.display()),

@@ -1,5 +1,6 @@
 //! The per-device report: what was decoded, what limits the device, what it could deliver. Its
-//! JSON form is versioned (`SCHEMA`, `SCHEMA_VERSION`) and documented in docs/inspect.md.
+//! JSON form is versioned (`SCHEMA`, `pcieperf.<kind>/<major>` as every pcieperf document) and
+//! documented in docs/inspect.md.
 
 use serde::Serialize;
 
@@ -20,8 +21,7 @@ use super::conditions;
 use super::topology::{Bandwidth, Hop};
 use super::Machine;
 
-pub const SCHEMA: &str = "pcieperf.inspect";
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA: &str = "pcieperf.inspect/1";
 
 /// Transfer size at which the ceiling is quoted: large enough that per-transfer costs vanish.
 pub const CEILING_TRANSFER_BYTES: u64 = 4 << 20;
@@ -30,7 +30,6 @@ pub const CEILING_TRANSFER_BYTES: u64 = 4 << 20;
 #[derive(Debug, Clone, Serialize)]
 pub struct Inspection {
     pub schema: &'static str,
-    pub version: u32,
     pub source: String,
     pub pci_ids: Option<String>,
     /// Live scan as root (full config space readable).
