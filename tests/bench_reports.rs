@@ -136,7 +136,17 @@ fn csv_has_one_row_per_point_with_every_column() {
     }
     let median_col = header.iter().position(|h| *h == "median_MBps").unwrap();
     let first: f64 = lines[1].split(',').nth(median_col).unwrap().parse().unwrap();
-    assert_eq!(first, r.points[0].summary.as_ref().unwrap().median_mbps);
+    assert!((first - r.points[0].summary.as_ref().unwrap().median_mbps).abs() <= 0.005);
+    // Numbers rounded to what they mean: at most 4 decimals, and times in whole nanoseconds.
+    for line in &lines[1..] {
+        for (name, value) in header.iter().zip(line.split(',')) {
+            let decimals = value.split_once('.').map_or(0, |(_, d)| d.len());
+            assert!(decimals <= 4, "{name} = {value}");
+            if name.ends_with("_ns") || name.ends_with("_ns_spent") {
+                assert_eq!(decimals, 0, "{name} = {value}");
+            }
+        }
+    }
 }
 
 #[test]
