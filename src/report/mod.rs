@@ -10,5 +10,6 @@ pub mod html;
 pub mod json;
 pub mod metrics;
 pub mod output;
+pub mod plot;
 pub mod progress;
 pub mod text;
