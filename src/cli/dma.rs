@@ -108,7 +108,7 @@ impl MeasureArgs {
     pub fn open(&self, target: &str, scratch: bool) -> anyhow::Result<Box<dyn Engine>> {
         let mut options = self.engine.open_options(self.seed);
         options.destructive |= scratch;
-        Ok(engine::open(target, &options)?)
+        Ok(engine::open(&resolve_target(target), &options)?)
     }
 
     /// Where a finished run goes besides the terminal.
