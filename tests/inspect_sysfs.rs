@@ -9,7 +9,7 @@ use pcieperf::model::{read_throughput, write_throughput, Link, LinkParams};
 use pcieperf::pci::{inspect, inspect_device, inspect_machine, InspectOptions, Source};
 
 fn options(tree: &Tree) -> InspectOptions {
-    InspectOptions { source: Source::Sysfs(tree.root().to_path_buf()), pci_ids: Some("/nonexistent".into()), selector: None }
+    InspectOptions { source: Source::Sysfs(tree.root().to_path_buf()), pci_ids: Some("/nonexistent".into()), selector: None, ids: None }
 }
 
 fn codes(report: &pcieperf::pci::DeviceReport) -> Vec<&'static str> {

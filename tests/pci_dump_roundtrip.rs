@@ -20,8 +20,8 @@ fn this_machines_lspci_dumps_parse_with_and_without_verbose_text() {
         eprintln!("no /sys/bus/pci/devices here: nothing to compare");
         return;
     }
-    let plain = dump::parse(&lspci(&["-D", "-xxx"])).expect("lspci -xxx output parses");
-    let verbose = dump::parse(&lspci(&["-D", "-vvxxx"])).expect("lspci -vvxxx output parses");
+    let plain = dump::parse(&lspci(&["-D", "-xxx"])).expect("lspci -xxx output parses").devices;
+    let verbose = dump::parse(&lspci(&["-D", "-vvxxx"])).expect("lspci -vvxxx output parses").devices;
     let listed = lspci(&["-D", "-n"]).lines().filter(|l| !l.is_empty()).count();
     assert_eq!(plain.len(), listed, "one device per line of lspci -n");
     let contents = |devices: &[dump::DumpDevice]| devices.iter().map(|d| (d.bdf, d.config.clone())).collect::<Vec<_>>();
@@ -43,7 +43,7 @@ fn lspci_reads_back_what_we_write() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ours.dump");
     std::fs::write(&path, dump::write(&devices)).unwrap();
-    let back = dump::parse(&lspci(&["-D", "-xxx", "-F", path.to_str().unwrap()])).unwrap();
+    let back = dump::parse(&lspci(&["-D", "-xxx", "-F", path.to_str().unwrap()])).unwrap().devices;
     assert_eq!(back.len(), devices.len());
     for ((bdf, bytes), read) in devices.iter().zip(&back) {
         assert_eq!((*bdf, *bytes), (read.bdf, read.config.bytes()));

@@ -72,11 +72,11 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("fuzz.dump");
         std::fs::write(&path, dump::write(&refs)).unwrap();
-        let options = InspectOptions { source: Source::Dump(path), pci_ids: Some("/nonexistent".into()), selector: None };
+        let options = InspectOptions { source: Source::Dump(path), pci_ids: Some("/nonexistent".into()), selector: None, ids: None };
         let reports = pcieperf::pci::inspect_machine(&options).unwrap();
         prop_assert_eq!(reports.len(), devices.len());
         for report in &reports {
-            let _ = pcieperf::pci::report::render_verbose(report, true);
+            let _ = pcieperf::pci::report::render_verbose(report, pcieperf::pci::report::Style { verbose: 3, ..Default::default() });
             serde_json::to_string(report).unwrap();
         }
     }

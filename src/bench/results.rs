@@ -201,6 +201,7 @@ pub struct Summary {
     /// Step time (engine clock, plus the copy with `--copy-to-user`), in ns.
     pub time_ns: Stats,
     /// Rate at the median time, in MB/s (10^6 B/s): the headline figure, per transfer.
+    #[serde(rename = "median_MBps", alias = "median_mbps")]
     pub median_mbps: f64,
     /// 95 % confidence interval of that rate (order statistics of the times), low to high;
     /// `None` below 6 samples.
@@ -209,13 +210,16 @@ pub struct Summary {
     /// Bytes of every timed step over the engine-clock time from the first timed step's start
     /// to the last one's end, everything between included (the untimed verification work
     /// too), in MB/s: the rate fio reports.
-    #[serde(default)]
+    #[serde(default, rename = "sustained_MBps", alias = "sustained_mbps")]
     pub sustained_mbps: f64,
     /// Rate at the fastest step.
+    #[serde(rename = "max_MBps", alias = "max_mbps")]
     pub max_mbps: f64,
     /// Rate at the p99 step time: 99 % of steps were at least this fast.
+    #[serde(rename = "p99_MBps", alias = "p99_mbps")]
     pub p99_mbps: f64,
     /// Rate at the slowest step.
+    #[serde(rename = "min_MBps", alias = "min_mbps")]
     pub min_mbps: f64,
     /// Median of the host clock around the engine calls, in ns.
     pub wall_median_ns: f64,
@@ -227,6 +231,7 @@ pub struct Summary {
     /// Median copy time, in ns (`--copy-to-user`).
     pub copy_median_ns: Option<f64>,
     /// Rate at the median engine time, without the copy, in MB/s.
+    #[serde(rename = "transfer_only_median_MBps", alias = "transfer_only_median_mbps")]
     pub transfer_only_median_mbps: f64,
 }
 
@@ -249,6 +254,7 @@ pub struct Convergence {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ceiling {
     /// In MB/s; for `both` the sum of the two directions.
+    #[serde(rename = "MBps", alias = "mbps")]
     pub mbps: f64,
     pub limit: Limit,
     /// Measured median as a percentage of the ceiling.
@@ -262,12 +268,14 @@ pub struct Ceiling {
 pub struct Fit {
     pub mode: Mode,
     /// B: the link's rate after encoding (×2 for `both`), when the link is known.
+    #[serde(rename = "bus_MBps", alias = "bus_mbps")]
     pub bus_mbps: Option<f64>,
     /// f: fraction of B reached by large transfers; `None` without a known B.
     pub f: Option<f64>,
     /// m: fixed cost per transfer, in µs.
     pub m_us: f64,
     /// B·f: the asymptotic rate, in MB/s.
+    #[serde(rename = "asymptotic_MBps", alias = "asymptotic_mbps")]
     pub asymptotic_mbps: f64,
     /// N½: the size reaching half the asymptotic rate, in bytes.
     pub n_half_bytes: f64,

@@ -8,6 +8,12 @@ use crate::engine::{open, EngineInfo, OpenOptions};
 use crate::table::{Align, Table};
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  pcieperf demo                                  document 001's demo on its simulated board
+  pcieperf demo --target sim:gen5x16 --write
+  pcieperf demo --target sim:doc001 --json
+
+Document 001 is named on docs/sources.md. Exit codes: 0 success, 1 engine error, 2 bad input.")]
 pub struct DemoArgs {
     /// Target with the performance-demo endpoint's registers (see `pcieperf dma --help` for syntax).
     #[arg(long, default_value = "sim:doc001")]
@@ -29,10 +35,13 @@ pub struct DemoArgs {
     pub json: bool,
 }
 
+/// `pcieperf demo --json`, named as every pcieperf document is.
+pub const SCHEMA: &str = "pcieperf.demo/1";
+
 #[derive(Serialize)]
 struct DemoOutput<'a> {
-    tool: &'static str,
-    version: &'static str,
+    schema: &'static str,
+    pcieperf_version: &'static str,
     simulated: bool,
     engine: &'a EngineInfo,
     seed: u64,
@@ -54,7 +63,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     })?;
     let report = run_demo(mmio, &conditions, &options)?;
     if args.json {
-        let output = DemoOutput { tool: "pcieperf demo", version: env!("CARGO_PKG_VERSION"), simulated: info.simulated, engine: &info, seed: args.seed, demo: &report };
+        let output = DemoOutput { schema: SCHEMA, pcieperf_version: env!("CARGO_PKG_VERSION"), simulated: info.simulated, engine: &info, seed: args.seed, demo: &report };
         println!("{}", serde_json::to_string_pretty(&output)?);
     } else {
         print!("{}", render(&info, &report));

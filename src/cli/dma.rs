@@ -17,6 +17,7 @@ use crate::units;
 use super::values::named;
 
 #[derive(Debug, Args)]
+#[command(after_help = engines_help())]
 pub struct DmaArgs {
     /// Target, written ENGINE[:ARGUMENT] (default: a usable device found on this machine, else
     /// the simulated endpoint `sim`).
@@ -108,7 +109,7 @@ impl MeasureArgs {
         let mut options = self.engine.open_options(self.seed);
         options.destructive |= scratch;
         options.data_unread = self.verify == VerifyKind::None;
-        Ok(engine::open(target, &options)?)
+        Ok(engine::open(&resolve_target(target), &options)?)
     }
 
     /// Where a finished run goes besides the terminal.
@@ -136,6 +137,36 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("invalid duration '{text}': must be more than 0 and at most a day"));
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+/// A bare path to a block device (`/dev/nvme0n1`) means the `block:` engine on it, as a user
+/// coming from fio writes it; said in a note so the spelling is learnt.
+pub fn resolve_target(target: &str) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    let is_block_device = std::fs::metadata(target).is_ok_and(|m| m.file_type().is_block_device());
+    if target.starts_with('/') && (is_block_device || target.starts_with("/dev/nvme") || target.starts_with("/dev/sd")) {
+        super::note(format!("--target {target} is read as block:{target} (the block-device engine)"));
+        return format!("block:{target}");
+    }
+    target.to_string()
+}
+
+/// `dma --help`: the engine table (name, argument, what it is, the flags it reads), examples
+/// and exit codes.
+fn engines_help() -> String {
+    let engines = engine::registry::engines_help();
+    format!(
+        "Targets (--target ENGINE:ARGUMENT):\n{}\n  /dev/nvme0n1 (a path to a block device) is read as block:/dev/nvme0n1\n\n\
+Examples:
+  pcieperf dma --target sim:gen3x8 --dir both --sizes 4KiB..64MiB --out run.json
+  pcieperf dma --target /dev/nvme0n1 --dir d2h --sizes 1MiB      # reads only, O_DIRECT
+  pcieperf dma --target xdma:/dev/xdma0 --dir h2d --channels 2
+  pcieperf dma --target block:/tmp/file --dir both --json > run.json
+
+Exit codes: 0 success, 1 engine error or verification failure, 2 bad input, 130 interrupted
+(the results file is still written, marked \"complete\": false).",
+        engines
+    )
 }
 
 /// How to open hardware targets; shared by `dma` and `run`. Zero means the engine's default.
@@ -245,7 +276,7 @@ pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
         }
     }
     let views: [(Option<&Path>, &str, fn(&Results) -> String); 2] =
-        [(outputs.html, "HTML report", html::render), (outputs.metrics, "metrics", metrics::render)];
+        [(outputs.html, "HTML report", html::render), (outputs.metrics, "metrics", metrics::render_now)];
     for (path, what, render) in views {
         if let Some(Err(message)) = path.map(|path| output::write_or_keep(path, &render(results), what)) {
             failures.push(message);
@@ -309,7 +340,7 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     outputs.check(&choice.target)?;
     let mut engine = args.measure.open(&choice.target, scratch.is_some())?;
     let quiet = args.json || args.csv;
-    let mut progress = TerminalProgress::new(quiet, engine.info().simulated);
+    let mut progress = TerminalProgress::new(quiet || super::quiet(), engine.info().simulated);
     let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
     emit(&results, &outputs)
 }

@@ -9,9 +9,12 @@ mod inspect;
 mod model;
 mod report;
 mod run;
+mod serve;
 mod values;
 
-use clap::{Parser, Subcommand};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::error::InvalidInput;
 
@@ -19,10 +22,62 @@ use crate::error::InvalidInput;
 ///
 /// Rates are in MB/s = 10^6 bytes/s unless a command says otherwise.
 #[derive(Debug, Parser)]
-#[command(name = "pcieperf", version, about, long_about = None, propagate_version = true)]
+#[command(name = "pcieperf", version, about, long_about = None, propagate_version = true, arg_required_else_help = true)]
+#[command(after_help = "Examples:
+  pcieperf run                                  measure this machine's device, or the simulator
+  pcieperf inspect -F examples/gen3x8-nic-at-x4.lspci -v
+  pcieperf model --link gen4x16 --sizes 64..4MiB:x4
+  pcieperf --generate complete-bash > ~/.local/share/bash-completion/completions/pcieperf
+
+Exit codes: 0 success, 1 a failure (engine error, verification failure, --strict warnings),
+2 bad input, 130 interrupted (partial results are still written).
+Documents 000-003 cited in output are named on docs/sources.md.")]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    /// Print only results and errors: no notes, progress or "written to" lines on standard error.
+    #[arg(short = 'q', long, global = true)]
+    pub quiet: bool,
+    /// Print shell completions or the man page to standard output and exit.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub generate: Option<Generate>,
+}
+
+/// What `--generate` prints.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Generate {
+    CompleteBash,
+    CompleteZsh,
+    CompleteFish,
+    Man,
+}
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Whether `--quiet` was given.
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// A note on standard error (`pcieperf: note: …`), unless `--quiet`.
+pub fn note(text: impl std::fmt::Display) {
+    if !quiet() {
+        eprintln!("pcieperf: note: {text}");
+    }
+}
+
+/// Completions (clap_complete) or the man page (clap_mangen) of the whole command line.
+fn generate(what: Generate) -> std::io::Result<()> {
+    let mut command = Cli::command();
+    let mut out = std::io::stdout().lock();
+    let shell = match what {
+        Generate::CompleteBash => clap_complete::Shell::Bash,
+        Generate::CompleteZsh => clap_complete::Shell::Zsh,
+        Generate::CompleteFish => clap_complete::Shell::Fish,
+        Generate::Man => return clap_mangen::Man::new(command).render(&mut out),
+    };
+    clap_complete::generate(shell, &mut command, "pcieperf", &mut out);
+    Ok(())
 }
 
 #[derive(Debug, Subcommand)]
@@ -39,6 +94,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Show a saved results document again (text, CSV, HTML), or compare two runs.
     Report(report::ReportArgs),
+    /// Prometheus exporter: link health per scrape and the last results of runs, on /metrics.
+    Serve(serve::ServeArgs),
 }
 
 /// Run the command line and return the process exit code.
@@ -54,13 +111,28 @@ pub fn main() -> i32 {
             return if error.use_stderr() { 2 } else { 0 };
         }
     };
+    QUIET.store(cli.quiet, Ordering::Relaxed);
+    if let Some(what) = cli.generate {
+        return match generate(what) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("pcieperf: {e}");
+                1
+            }
+        };
+    }
     let result = match cli.command {
-        Command::Model(args) => model::run(args),
-        Command::Inspect(args) => inspect::run(args),
-        Command::Dma(args) => dma::run(args),
-        Command::Demo(args) => demo::run(args),
-        Command::Run(args) => run::run(args),
-        Command::Report(args) => report::run(args),
+        Some(Command::Model(args)) => model::run(args),
+        Some(Command::Inspect(args)) => inspect::run(args),
+        Some(Command::Dma(args)) => dma::run(args),
+        Some(Command::Demo(args)) => demo::run(args),
+        Some(Command::Run(args)) => run::run(args),
+        Some(Command::Report(args)) => report::run(args),
+        Some(Command::Serve(args)) => serve::run(args),
+        None => {
+            let _ = Cli::command().print_help();
+            return 2;
+        }
     };
     let code = match result {
         Ok(code) => code,

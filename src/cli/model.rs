@@ -23,6 +23,13 @@ const DEFAULT_SIZES: &str = "64..4MiB:x4";
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
+#[command(after_help = "Examples:
+  pcieperf model --link gen4x16 --sizes 64..4MiB:x4
+  pcieperf model --gen 3 --width 8 --explain 4KiB
+  pcieperf model fit --point 1MB=983 --point 2MB=992.8 --bus-MBps 2000
+  pcieperf model status 0x90412100
+
+Exit codes: 0 success, 2 bad input (a link, size or value outside what the spec allows).")]
 pub struct ModelArgs {
     #[command(subcommand)]
     command: Option<ModelCommand>,

@@ -8,6 +8,14 @@ use crate::error::invalid;
 use crate::report::{compare, csv, html, json, metrics, output, text};
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  pcieperf report run.json                          the summary again
+  pcieperf report run.json --csv > run.csv
+  pcieperf report run.json --html run.html --metrics run.prom
+  pcieperf report before.json after.json            differing conditions first, then B/A per size
+  pcieperf report before.json after.json --html cmp.html --json   the comparison as a page and JSON
+
+Exit codes: 0 success, 2 a file that is not a results document.")]
 pub struct ReportArgs {
     /// One results document to show, or two to compare (A then B); `-` reads standard input.
     #[arg(required = true, num_args = 1..=2)]
@@ -21,6 +29,10 @@ pub struct ReportArgs {
     /// Write a Prometheus text exposition of the run to this file (`-`: standard output).
     #[arg(long)]
     pub metrics: Option<PathBuf>,
+    /// Print JSON: the results document, or for two files the comparison
+    /// (schema pcieperf.comparison/1).
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
@@ -28,16 +40,29 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     output::check_all(&outputs, &args.files)?;
     let runs = args.files.iter().map(|f| json::read(f)).collect::<anyhow::Result<Vec<_>>>()?;
     if let [a, b] = runs.as_slice() {
-        if args.csv || !outputs.is_empty() {
-            return invalid("--csv, --html and --metrics take one results document, not two");
+        if args.csv || args.metrics.is_some() {
+            return invalid("--csv and --metrics take one results document, not two");
         }
         let name = |i: usize| args.files[i].display().to_string();
-        print!("{}", compare::render(a, b, (&name(0), &name(1))));
+        let comparison = compare::compare(a, b, (&name(0), &name(1)));
+        if let Some(path) = &args.html {
+            output::write_or_keep(path, &html::render_comparison(&comparison), "comparison page").map_err(crate::error::InvalidInput::new)?;
+            if !super::quiet() {
+                eprintln!("comparison page written to {}", path.display());
+            }
+        }
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&comparison)?);
+        } else if args.html.is_none() {
+            print!("{}", compare::render(a, b, (&name(0), &name(1))));
+        }
         return Ok(0);
     }
     let results = &runs[0];
     let mut failed = false;
-    for (path, what, text) in [(&args.html, "HTML report", html::render(results)), (&args.metrics, "metrics", metrics::render(results))] {
+    // The run's time is when its results were written: the file's modification time.
+    let written = std::fs::metadata(&args.files[0]).and_then(|m| m.modified()).unwrap_or_else(|_| std::time::SystemTime::now());
+    for (path, what, text) in [(&args.html, "HTML report", html::render(results)), (&args.metrics, "metrics", metrics::render(results, written))] {
         let Some(path) = path else { continue };
         match output::write_or_keep(path, &text, what) {
             Ok(()) if !output::is_stdout(path) => eprintln!("{what} ({}) written to {}", results.label(), path.display()),
@@ -48,7 +73,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    if args.csv {
+    if args.json {
+        print!("{}", json::to_string(results));
+    } else if args.csv {
         print!("{}", csv::render(results));
     } else if outputs.is_empty() {
         print!("{}", text::render(results));

@@ -16,6 +16,14 @@ use crate::bench::run as plan;
 use crate::report::progress::TerminalProgress;
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  pcieperf run                          a usable device of this machine, else the simulator (labelled)
+  pcieperf run --quick                  a first look in seconds
+  pcieperf run --target /dev/nvme0n1    an NVMe drive, reads only
+  pcieperf run --target xdma:/dev/xdma0 --out run.json
+
+Exit codes: 0 success, 1 engine error or verification failure, 2 bad input, 130 interrupted
+(the results file is still written, marked \"complete\": false).")]
 pub struct RunArgs {
     /// Target, written ENGINE[:ARGUMENT] (default: a usable device found on this machine, else
     /// the simulated endpoint `sim`).
@@ -58,10 +66,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let machine = machine::inspect_for(&info, &InspectOptions::default(), candidates);
     notes.extend(machine.lines());
     notes.extend(plan::fit_to_engine(&mut options, &info));
-    if !args.json {
+    if !args.json && !super::quiet() {
         eprintln!("pcieperf run: {} on {}{}", info.description, target, if info.simulated { " (simulated)" } else { "" });
     }
-    let mut progress = TerminalProgress::new(args.json, info.simulated);
+    let mut progress = TerminalProgress::new(args.json || super::quiet(), info.simulated);
     let mut results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
     results.conditions.machine = Some(machine);
     emit(&results, &args.measure.outputs(args.json, false, Some(&out), notes))

@@ -91,37 +91,53 @@ impl Selector {
     }
 }
 
+/// One field of a filter as pciutils parses it (`parse_hex_field`): empty or `*` is "any"; hex
+/// digits of any count whose value stays within `max`.
+pub(crate) fn filter_field(field: Option<&str>, max: u32) -> Result<Option<u32>, ()> {
+    let Some(field) = field.filter(|f| !f.is_empty() && *f != "*") else { return Ok(None) };
+    let mut value: u64 = 0;
+    for c in field.chars() {
+        value = value * 16 + u64::from(c.to_digit(16).ok_or(())?);
+        if value > u64::from(max) {
+            return Err(());
+        }
+    }
+    Ok(Some(value as u32))
+}
+
+/// Split as pciutils' `split_to_fields` does: at most `count` fields, absent ones `None`.
+pub(crate) fn split_fields(text: &str, separator: char, count: usize) -> Option<Vec<Option<&str>>> {
+    let parts: Vec<&str> = text.split(separator).collect();
+    (parts.len() <= count).then(|| (0..count).map(|i| parts.get(i).copied()).collect())
+}
+
 impl FromStr for Selector {
     type Err = InvalidInput;
 
+    /// `[[[domain]:][bus]:][device][.[function]]`, parsed exactly as lspci's `-s` (pciutils
+    /// `pci_filter_parse_slot`), with lspci's messages.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || InvalidInput::new(format!("invalid device selector '{text}': expected [[domain:]bus:][device][.function] such as 01:00.0 or 3:"));
-        let (slot, function) = match text.split_once('.') {
-            Some((slot, function)) => (slot, Some(function)),
-            None => (text, None),
-        };
-        let function = match function {
-            None | Some("") => None,
-            Some(f) if f.len() == 1 && (b'0'..=b'7').contains(&f.as_bytes()[0]) => Some(f.as_bytes()[0] - b'0'),
-            Some(_) => return Err(bad()),
-        };
-        let optional = |field: &str, digits: usize, max: u32| -> Result<Option<u32>, InvalidInput> {
-            if field.is_empty() || field == "*" {
-                return Ok(None);
-            }
-            match hex_field(field, digits) {
-                Some(v) if v <= max => Ok(Some(v)),
-                _ => Err(bad()),
-            }
-        };
-        let parts: Vec<&str> = slot.split(':').collect();
-        let (domain, bus, device) = match parts.as_slice() {
-            [device] => (None, None, optional(device, 2, 0x1f)?),
-            [bus, device] => (None, optional(bus, 2, 0xff)?, optional(device, 2, 0x1f)?),
-            [domain, bus, device] => (optional(domain, 8, u32::MAX)?, optional(bus, 2, 0xff)?, optional(device, 2, 0x1f)?),
-            _ => return Err(bad()),
-        };
-        Ok(Selector { domain, bus: bus.map(|b| b as u8), device: device.map(|d| d as u8), function })
+        let bad = |why: &str| InvalidInput::new(format!("-s {text}: {why} (expected [[[domain]:][bus]:][device][.[function]] such as 01:00.0, 0000:01:00.0 or 3:)"));
+        if text.len() >= 64 {
+            return Err(bad("Expression too long"));
+        }
+        let fields = split_fields(text, ':', 3).ok_or_else(|| bad("Too many fields"))?;
+        let mut i = 0;
+        let mut selector = Selector::default();
+        if fields[2].is_some() {
+            selector.domain = filter_field(fields[0], 0x7fff_ffff).map_err(|_| bad("Invalid domain number"))?;
+            i += 1;
+        }
+        if fields[i + 1].is_some() {
+            selector.bus = filter_field(fields[i], 0xff).map_err(|_| bad("Invalid bus number"))?.map(|b| b as u8);
+            i += 1;
+        }
+        if let Some(slot) = fields[i].filter(|f| !f.is_empty() && *f != "*") {
+            let parts = split_fields(slot, '.', 2).ok_or_else(|| bad("Invalid slot/function number"))?;
+            selector.device = filter_field(parts[0], 0x1f).map_err(|_| bad("Invalid slot number"))?.map(|d| d as u8);
+            selector.function = filter_field(parts[1], 7).map_err(|_| bad("Invalid function number"))?.map(|f| f as u8);
+        }
+        Ok(selector)
     }
 }
 
@@ -148,7 +164,12 @@ mod tests {
         for no in ["04:", "03:00.0", "1:03:00.1"] {
             assert!(!no.parse::<Selector>().unwrap().matches(&bdf), "{no}");
         }
-        assert!("03:00.9".parse::<Selector>().is_err());
-        assert!("a:b:c:d".parse::<Selector>().is_err());
+        for (bad, why) in [("03:00.9", "Invalid function number"), ("a:b:c:d", "Too many fields"), ("zz:", "Invalid bus number"), ("02:20", "Invalid slot number")] {
+            assert!(bad.parse::<Selector>().unwrap_err().0.contains(why), "{bad}");
+        }
+        // As lspci: two fields are bus:device, three are domain:bus:device; any count of digits.
+        assert_eq!("0002:".parse::<Selector>().unwrap().bus, Some(2));
+        assert_eq!("1::".parse::<Selector>().unwrap().domain, Some(1));
+        assert_eq!("000003.1".parse::<Selector>().unwrap().device, Some(3));
     }
 }

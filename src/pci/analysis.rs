@@ -159,6 +159,8 @@ fn aspm_check(device: &Device, warnings: &mut Vec<Warning>) {
     }
 }
 
+use super::caps::aer::{names, CORRECTABLE_BITS, UNCORRECTABLE_BITS};
+
 fn aer_checks(device: &Device, warnings: &mut Vec<Warning>) {
     let counters = device.attributes.as_ref().and_then(|a| a.aer.as_ref());
     let correctable = counters.map_or(0, |c| c.total_correctable());
@@ -170,11 +172,15 @@ fn aer_checks(device: &Device, warnings: &mut Vec<Warning>) {
         warnings.push(warn("aer_uncorrectable_errors", format!("{uncorrectable} uncorrectable errors counted (aer_dev_nonfatal, aer_dev_fatal)")));
     }
     if let Some(aer) = &device.aer {
-        if !aer.correctable_errors.is_empty() && correctable == 0 {
-            warnings.push(warn("aer_correctable_errors", format!("AER correctable error status set: {}", aer.correctable_errors.join(" "))));
+        // A bit the device's mask register masks is not reported by the device (PCIe Base Spec
+        // §7.8.4.3, §7.8.4.6): its status may be set, but no one is told; no warning either.
+        let correctable_unmasked = names(aer.correctable_status & !aer.correctable_mask, &CORRECTABLE_BITS);
+        let uncorrectable_unmasked = names(aer.uncorrectable_status & !aer.uncorrectable_mask, &UNCORRECTABLE_BITS);
+        if !correctable_unmasked.is_empty() && correctable == 0 {
+            warnings.push(warn("aer_correctable_errors", format!("AER correctable error status set: {}", correctable_unmasked.join(" "))));
         }
-        if !aer.uncorrectable_errors.is_empty() && uncorrectable == 0 {
-            warnings.push(warn("aer_uncorrectable_errors", format!("AER uncorrectable error status set: {}", aer.uncorrectable_errors.join(" "))));
+        if !uncorrectable_unmasked.is_empty() && uncorrectable == 0 {
+            warnings.push(warn("aer_uncorrectable_errors", format!("AER uncorrectable error status set: {}", uncorrectable_unmasked.join(" "))));
         }
     }
 }

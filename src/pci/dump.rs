@@ -1,9 +1,25 @@
 //! `lspci -x/-xxx/-xxxx` hex dumps (the format `lspci -F FILE` reads): a device line starting
-//! with its address, then rows `OFF: xx xx …`, several devices per file. Lines lspci's verbose
-//! output adds (indented by a tab) are skipped so a pasted `lspci -vvxxx` works too.
+//! with its address, then rows `OFF: xx xx …`, several devices per file.
 //!
-//! Stricter than lspci on purpose: a malformed row, a gap, a duplicated address or a length other
-//! than 64, 128, 256 or 4096 bytes is an error naming the line, not a silently short device.
+//! Read as pciutils' dump reader (`lib/dump.c`) reads them, so that pcieperf and `lspci -F` see
+//! the same bytes in the same file:
+//! - a device line is `bus:dev.func ` or `domain:bus:dev.func ` (4–6 hex digits of domain, two
+//!   of bus and device, one decimal digit of function) followed by a space;
+//! - a row is 2–8 hex digits, `: `, then bytes of two hex digits separated by single spaces; a
+//!   row's offset is where its bytes go, so rows may come in any order or be missing (missing
+//!   bytes read as `ff`, as a failed config read does); the device's length is one past the
+//!   highest byte given;
+//! - a blank line ends a device; every other line (lspci's verbose text, a device line a mail
+//!   client wrapped, a signature) is ignored.
+//!
+//! pciutils refuses a malformed row and bytes beyond 4096; so does pcieperf (naming the line).
+//! What lspci passes over silently gets a warning here, so a damaged paste is visible: ignored
+//! lines, missing rows, unusual lengths, duplicated addresses, out-of-range device numbers. Two
+//! limits of lspci's reader are lifted with a warning: lines longer than 253 characters and a
+//! last line without a newline (lspci stops with "line too long or unterminated").
+
+use std::io::Read;
+use std::path::Path;
 
 use crate::error::InvalidInput;
 
@@ -19,112 +35,208 @@ pub struct DumpDevice {
     pub line: usize,
 }
 
+/// A whole dump: its devices in file order and what was odd about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dump {
+    pub devices: Vec<DumpDevice>,
+    pub warnings: Vec<String>,
+}
+
+/// Largest dump read: far above any real machine's (4 KiB per function, 64 Ki functions per
+/// domain as text is about 800 MiB only for a full domain; real dumps are under 10 MiB).
+pub const MAX_DUMP_BYTES: u64 = 256 << 20;
+
+/// Config space lengths lspci writes: -x (64; 128 for a CardBus bridge), -xxx (256), -xxxx (4096).
 const LENGTHS: [usize; 4] = [64, 128, 256, 4096];
+const MAX_CONFIG_BYTES: usize = 4096;
+/// pciutils reads lines with `fgets` into 256 bytes: 253 characters plus newline fit.
+const LSPCI_MAX_LINE: usize = 253;
+/// Ignored lines named one by one before the rest are only counted.
+const SHOWN_IGNORED: usize = 5;
 
 fn error(line: usize, message: impl std::fmt::Display) -> InvalidInput {
     InvalidInput::new(format!("dump line {line}: {message}"))
 }
 
-/// `[domain:]bus:dev.func` at the start of a line, followed by a space or the end of the line.
-fn device_line(text: &str) -> Option<&str> {
-    let address = text.split(' ').next()?;
-    let shape_ok = address.contains('.') && address.matches(':').count() >= 1 && address.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.');
-    shape_ok.then_some(address)
+/// Whether `text` starts with `shape`, where `#` is any hex digit (pciutils' `dump_validate`).
+fn shaped(text: &str, shape: &str) -> bool {
+    text.len() >= shape.len() && text.bytes().zip(shape.bytes()).all(|(t, s)| if s == b'#' { t.is_ascii_hexdigit() } else { t == s })
 }
 
-/// `OFF: ` at the start of a line: 1–8 hex digits, a colon and a space (or nothing) after it.
-fn row_offset(text: &str) -> Option<(&str, &str)> {
-    let (offset, rest) = text.split_once(':')?;
-    let shape_ok = !offset.is_empty() && offset.len() <= 8 && offset.bytes().all(|b| b.is_ascii_hexdigit());
-    (shape_ok && (rest.is_empty() || rest.starts_with(' '))).then_some((offset, rest))
+/// The address of a device line, as pciutils accepts it (see the module documentation).
+fn device_line(text: &str) -> Option<Bdf> {
+    let domain_digits = [0usize, 4, 5, 6].into_iter().find(|&n| {
+        let domain = if n == 0 { String::new() } else { "#".repeat(n) + ":" };
+        shaped(text, &format!("{domain}##:##.# "))
+    })?;
+    let start = if domain_digits == 0 { 0 } else { domain_digits + 1 };
+    let hex = |range: std::ops::Range<usize>| u32::from_str_radix(&text[range], 16).ok();
+    let domain = if domain_digits == 0 { 0 } else { hex(0..domain_digits)? };
+    let function = text.as_bytes()[start + 6];
+    // pciutils reads the function with %d: a hex letter there makes the line text, not a device.
+    function.is_ascii_digit().then_some(())?;
+    Some(Bdf { domain, bus: hex(start..start + 2)? as u8, device: hex(start + 3..start + 5)? as u8, function: function - b'0' })
 }
 
+/// A row's offset and the text after `OFF: `, when the line has the shape of a row.
+fn row(text: &str) -> Option<(usize, &str)> {
+    let digits = (2..=8).find(|&n| shaped(text, &("#".repeat(n) + ": ")))?;
+    Some((usize::from_str_radix(&text[..digits], 16).ok()?, &text[digits + 2..]))
+}
+
+/// A device being read: 4096 bytes preset to `ff` (an unreadable byte), which were given, and
+/// one past the highest.
 struct Building {
     bdf: Bdf,
     line: usize,
     bytes: Vec<u8>,
-    last_line: usize,
+    given: Vec<bool>,
+    len: usize,
 }
 
 impl Building {
-    fn finish(self) -> Result<DumpDevice, InvalidInput> {
-        if !LENGTHS.contains(&self.bytes.len()) {
-            return Err(error(
-                self.last_line,
-                format!(
-                    "device {} (line {}) has {} bytes of config space; a dump holds 64, 128, 256 or 4096 (lspci -x, -xxx, -xxxx) — truncated?",
-                    self.bdf,
-                    self.line,
-                    self.bytes.len()
-                ),
+    fn new(bdf: Bdf, line: usize) -> Self {
+        Building { bdf, line, bytes: vec![0xff; MAX_CONFIG_BYTES], given: vec![false; MAX_CONFIG_BYTES], len: 0 }
+    }
+
+    /// Store a row's bytes from `offset` on, exactly as pciutils does (single spaces between
+    /// bytes, one trailing space allowed).
+    fn store_row(&mut self, mut offset: usize, mut rest: &str, number: usize) -> Result<(), InvalidInput> {
+        loop {
+            let b = rest.as_bytes();
+            let is_byte = b.len() >= 2 && b[0].is_ascii_hexdigit() && b[1].is_ascii_hexdigit() && (b.len() == 2 || b[2] == b' ');
+            if !is_byte {
+                break;
+            }
+            if offset >= MAX_CONFIG_BYTES {
+                return Err(error(number, format!("byte at offset 0x{offset:x}: config space holds at most 4096 bytes (lspci refuses this dump too)")));
+            }
+            self.bytes[offset] = u8::from_str_radix(&rest[..2], 16).expect("two hex digits");
+            self.given[offset] = true;
+            offset += 1;
+            self.len = self.len.max(offset);
+            rest = rest.get(3..).unwrap_or("");
+        }
+        if !rest.is_empty() {
+            let shown: String = rest.chars().take(12).collect();
+            return Err(error(number, format!("malformed row at '{shown}': expected bytes of two hex digits separated by single spaces (lspci refuses this dump too)")));
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, warnings: &mut Vec<String>) -> DumpDevice {
+        let (bdf, line, len) = (self.bdf, self.line, self.len);
+        if let Some(first) = self.given[..len].iter().position(|g| !g) {
+            let missing = self.given[..len].iter().filter(|g| !**g).count();
+            warnings.push(format!("device {bdf} (line {line}): {missing} byte(s) below 0x{len:x} missing from offset 0x{first:x} on, read as ff (as lspci reads them)"));
+        }
+        if !LENGTHS.contains(&len) {
+            warnings.push(format!(
+                "device {bdf} (line {line}): {len} bytes of config space, not 64, 256 or 4096 (lspci -x, -xxx, -xxxx); fields beyond byte {len} are unavailable — truncated paste?"
             ));
         }
-        Ok(DumpDevice { bdf: self.bdf, config: ConfigSpace::new(self.bytes), line: self.line })
+        self.bytes.truncate(len);
+        DumpDevice { bdf, config: ConfigSpace::new(self.bytes), line }
     }
 }
 
-/// Parse a whole dump. Errors name the 1-based line.
-pub fn parse(text: &str) -> Result<Vec<DumpDevice>, InvalidInput> {
-    let mut devices: Vec<DumpDevice> = Vec::new();
+/// Lines pciutils passes over, collected for one warning.
+#[derive(Default)]
+struct Ignored {
+    shown: Vec<String>,
+    count: usize,
+}
+
+impl Ignored {
+    fn add(&mut self, number: usize, line: &str, why: &str) {
+        self.count += 1;
+        if self.shown.len() < SHOWN_IGNORED {
+            let text: String = line.chars().take(40).collect();
+            self.shown.push(format!("line {number} '{text}' ({why})"));
+        }
+    }
+
+    fn warning(&self) -> Option<String> {
+        (self.count > 0).then(|| {
+            let more = if self.count > self.shown.len() { format!("; {} more", self.count - self.shown.len()) } else { String::new() };
+            format!("{} line(s) ignored as lspci ignores them: {}{more}", self.count, self.shown.join("; "))
+        })
+    }
+}
+
+/// Parse a whole dump. Errors name the 1-based line; oddities lspci passes over are warnings.
+pub fn parse(text: &str) -> Result<Dump, InvalidInput> {
+    let mut dump = Dump::default();
+    let mut ignored = Ignored::default();
+    let mut long_lines = Vec::new();
     let mut current: Option<Building> = None;
-    for (index, raw) in text.lines().enumerate() {
+    let finish = |building: Option<Building>, dump: &mut Dump| {
+        if let Some(done) = building {
+            let device = done.finish(&mut dump.warnings);
+            dump.devices.push(device);
+        }
+    };
+    for (index, raw) in text.split_inclusive('\n').enumerate() {
         let number = index + 1;
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        if line.trim().is_empty() {
-            if let Some(done) = current.take() {
-                devices.push(done.finish()?);
-            }
-            continue;
+        if !raw.ends_with('\n') {
+            dump.warnings.push(format!("line {number}, the last, has no newline (lspci refuses such a dump: \"line too long or unterminated\")"));
         }
-        if line.starts_with(char::is_whitespace) {
-            continue; // lspci -v text
+        let line = raw.strip_suffix('\n').unwrap_or(raw);
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.chars().count() > LSPCI_MAX_LINE {
+            long_lines.push(number);
         }
-        if let Some((offset, rest)) = row_offset(line) {
-            let building = current.as_mut().ok_or_else(|| error(number, "hex row before any device address line"))?;
-            let offset = usize::from_str_radix(offset, 16).map_err(|_| error(number, "bad offset"))?;
-            if offset != building.bytes.len() {
-                return Err(error(number, format!("row at offset 0x{offset:x} but 0x{:x} bytes read so far: rows must be contiguous", building.bytes.len())));
+        if let Some(bdf) = device_line(line) {
+            finish(current.take(), &mut dump);
+            if bdf.device > 0x1f || bdf.function > 7 {
+                dump.warnings.push(format!("line {number}: device {bdf} is outside 00–1f.0–7; read as lspci reads it"));
             }
-            parse_row(rest, number, &mut building.bytes)?;
-            building.last_line = number;
-            continue;
+            if let Some(previous) = dump.devices.iter().find(|d| d.bdf == bdf) {
+                dump.warnings.push(format!("line {number}: device {bdf} appears again (first at line {}); lspci lists both, pcieperf keeps the first", previous.line));
+            }
+            current = Some(Building::new(bdf, number));
+        } else if line.is_empty() {
+            finish(current.take(), &mut dump);
+        } else if let Some((offset, rest)) = row(line) {
+            match current.as_mut() {
+                Some(building) => building.store_row(offset, rest, number)?,
+                None => ignored.add(number, line, "a row outside any device: after a blank line or before the first address"),
+            }
+        } else if !line.starts_with(char::is_whitespace) {
+            // Indented lines are lspci's verbose text, expected in `lspci -vvxxx` output.
+            let why = if device_like(line) { "an address without the space lspci needs after it" } else { "neither a device address nor a row" };
+            ignored.add(number, line, why);
         }
-        if let Some(address) = device_line(line) {
-            let bdf: Bdf = address.parse().map_err(|e: InvalidInput| error(number, e.0))?;
-            if let Some(done) = current.take() {
-                devices.push(done.finish()?);
-            }
-            if let Some(previous) = devices.iter().find(|d| d.bdf == bdf) {
-                return Err(error(number, format!("device {bdf} appears twice (first at line {})", previous.line)));
-            }
-            current = Some(Building { bdf, line: number, bytes: Vec::new(), last_line: number });
-            continue;
-        }
-        let shown: String = line.chars().take(40).collect();
-        return Err(error(number, format!("expected a device address (01:00.0 …) or a hex row (00: 86 80 …), found '{shown}'")));
     }
-    if let Some(done) = current.take() {
-        devices.push(done.finish()?);
+    finish(current.take(), &mut dump);
+    dump.warnings.extend(ignored.warning());
+    if !long_lines.is_empty() {
+        dump.warnings.push(format!("line(s) {long_lines:?} are longer than {LSPCI_MAX_LINE} characters (lspci refuses such a dump: \"line too long\")"));
     }
-    Ok(devices)
+    Ok(dump)
 }
 
-fn parse_row(rest: &str, number: usize, bytes: &mut Vec<u8>) -> Result<(), InvalidInput> {
-    let tokens: Vec<&str> = rest.split_whitespace().collect();
-    if tokens.is_empty() {
-        return Err(error(number, "hex row without bytes"));
+/// A line that is an address with nothing after it: a device line whose text a mail client
+/// wrapped onto the next line, or stripped.
+fn device_like(line: &str) -> bool {
+    device_line(&format!("{line} ")).is_some()
+}
+
+/// Read a dump from `path`, or standard input for `-`, up to [`MAX_DUMP_BYTES`].
+pub fn read(path: &Path) -> Result<Dump, InvalidInput> {
+    let name = if path == Path::new("-") { "standard input".to_string() } else { path.display().to_string() };
+    let cannot = |e: std::io::Error| InvalidInput::new(format!("cannot read dump {name}: {e}"));
+    let mut bytes = Vec::new();
+    if path == Path::new("-") {
+        std::io::stdin().lock().take(MAX_DUMP_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    } else {
+        std::fs::File::open(path).map_err(cannot)?.take(MAX_DUMP_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
     }
-    for token in tokens {
-        if token.len() != 2 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
-            let shown: String = token.chars().take(12).collect();
-            return Err(error(number, format!("'{shown}' is not a byte: expected two hex digits")));
-        }
-        if bytes.len() >= 4096 {
-            return Err(error(number, "more than 4096 bytes of config space"));
-        }
-        bytes.push(u8::from_str_radix(token, 16).map_err(|_| error(number, "bad hex"))?);
+    if bytes.len() as u64 > MAX_DUMP_BYTES {
+        return Err(InvalidInput::new(format!("dump {name} is larger than the {} MiB limit for dumps: not an lspci dump?", MAX_DUMP_BYTES >> 20)));
     }
-    Ok(())
+    // Device names in verbose text may be in any encoding; only addresses and rows matter.
+    parse(&String::from_utf8_lossy(&bytes))
 }
 
 /// Write devices in `lspci -xxxx` form (what `lspci -F` reads back).
@@ -132,9 +244,19 @@ pub fn write(devices: &[(Bdf, &[u8])]) -> String {
     let mut out = String::new();
     for (bdf, bytes) in devices {
         out += &format!("{bdf} Device\n");
-        for (row, chunk) in bytes.chunks(16).enumerate() {
-            let hex: Vec<String> = chunk.iter().map(|b| format!("{b:02x}")).collect();
-            out += &format!("{:02x}: {}\n", row * 16, hex.join(" "));
+        out += &hex_rows(bytes);
+        out += "\n";
+    }
+    out
+}
+
+/// Config bytes as lspci's `-x` prints them: `OFF: xx xx …`, 16 to a row.
+pub fn hex_rows(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for (row, chunk) in bytes.chunks(16).enumerate() {
+        out += &format!("{:02x}:", row * 16);
+        for b in chunk {
+            out += &format!(" {b:02x}");
         }
         out += "\n";
     }
@@ -152,25 +274,41 @@ mod tests {
     #[test]
     fn reads_several_devices_and_skips_verbose_text() {
         let text = format!("00:00.0 Host bridge: Intel\n\tControl: I/O-\n{}\n0000:01:00.0 VGA\n{}", rows(64), rows(256));
-        let devices = parse(&text).unwrap();
-        assert_eq!(devices.len(), 2);
-        assert_eq!(devices[1].bdf.to_string(), "0000:01:00.0");
-        assert_eq!(devices[1].config.len(), 256);
-        let again = parse(&write(&[(devices[1].bdf, devices[1].config.bytes())])).unwrap();
-        assert_eq!(again[0].config, devices[1].config);
+        let dump = parse(&text).unwrap();
+        assert_eq!(dump.devices.len(), 2);
+        assert!(dump.warnings.is_empty(), "{:?}", dump.warnings);
+        assert_eq!(dump.devices[1].bdf.to_string(), "0000:01:00.0");
+        assert_eq!(dump.devices[1].config.len(), 256);
+        let again = parse(&write(&[(dump.devices[1].bdf, dump.devices[1].config.bytes())])).unwrap();
+        assert_eq!(again.devices[0].config, dump.devices[1].config);
     }
 
     #[test]
-    fn errors_name_the_line() {
+    fn reads_what_lspci_reads_and_warns() {
+        let gap = format!("00:00.0 x\n{}30: 00\n", rows(32));
+        let dump = parse(&gap).unwrap();
+        assert_eq!(dump.devices[0].config.len(), 0x31);
+        assert_eq!(dump.devices[0].config.bytes()[0x20], 0xff);
+        assert!(dump.warnings.iter().any(|w| w.contains("missing from offset 0x20")), "{:?}", dump.warnings);
+        assert!(dump.warnings.iter().any(|w| w.contains("49 bytes")), "{:?}", dump.warnings);
+        let wrapped = format!("00:1f.3 Audio device: Intel Corporation (rev\n21)\n{}", rows(64));
+        let dump = parse(&wrapped).unwrap();
+        assert_eq!(dump.devices[0].config.len(), 64);
+        assert!(dump.warnings[0].contains("line 2 '21)'"), "{:?}", dump.warnings);
+        let duplicate = format!("00:00.0 x\n{}\n00:00.0 y\n{}", rows(64), rows(64));
+        assert!(parse(&duplicate).unwrap().warnings[0].contains("appears again"));
+        assert!(parse("00: 00 11\n").unwrap().warnings[0].contains("outside any device"));
+        assert!(parse("00:00.0\n00: 00\n").unwrap().warnings[0].contains("without the space"));
+        assert!(parse(&format!("00:00.0 x\n{}", rows(64).trim_end())).unwrap().warnings[0].contains("no newline"));
+    }
+
+    #[test]
+    fn refuses_what_lspci_refuses() {
         let bad_hex = format!("00:00.0 x\n{}30: zz 00\n", rows(48));
         assert!(parse(&bad_hex).unwrap_err().0.contains("line 5"));
-        let truncated = format!("00:00.0 x\n{}", rows(48));
-        assert!(parse(&truncated).unwrap_err().0.contains("48 bytes"));
-        let duplicate = format!("00:00.0 x\n{}\n00:00.0 y\n{}", rows(64), rows(64));
-        assert!(parse(&duplicate).unwrap_err().0.contains("appears twice"));
-        assert!(parse("00: 00 11\n").unwrap_err().0.contains("before any device"));
-        assert!(parse("hello\n").unwrap_err().0.contains("line 1"));
         let odd = format!("00:00.0 x\n{}40: 0\n", rows(64));
         assert!(parse(&odd).unwrap_err().0.contains("line 6"));
+        assert!(parse("00:00.0 x\n1000: 00\n").unwrap_err().0.contains("4096"));
+        assert!(parse("00:00.0 x\n00:  00\n").unwrap_err().0.contains("malformed"));
     }
 }

@@ -14,7 +14,9 @@ pub mod device;
 pub mod dump;
 pub mod emulated;
 pub mod health;
+pub mod filter;
 pub mod ids;
+pub mod lspci;
 pub mod report;
 pub mod sysfs;
 pub mod topology;
@@ -25,7 +27,7 @@ use std::path::PathBuf;
 
 pub use address::{Bdf, Selector};
 pub use device::Device;
-pub use report::{Ceiling, DeviceReport, Inspection, LinkCeiling, LinkState, SCHEMA, SCHEMA_VERSION};
+pub use report::{Ceiling, DeviceReport, Inspection, LinkCeiling, LinkState, SCHEMA};
 
 use crate::error::InvalidInput;
 
@@ -46,11 +48,13 @@ pub struct InspectOptions {
     pub pci_ids: Option<PathBuf>,
     /// Only report devices matching this (the path analysis still sees every device).
     pub selector: Option<Selector>,
+    /// Only report devices with these IDs (lspci's `-d`).
+    pub ids: Option<filter::IdFilter>,
 }
 
 impl Default for InspectOptions {
     fn default() -> Self {
-        InspectOptions { source: Source::Sysfs(sysfs::default_root()), pci_ids: None, selector: None }
+        InspectOptions { source: Source::Sysfs(sysfs::default_root()), pci_ids: None, selector: None, ids: None }
     }
 }
 
@@ -79,9 +83,15 @@ impl Machine {
                 }
             }
             Source::Dump(path) => {
-                let text = crate::bounded::read_to_string(path, crate::bounded::DUMP)?;
-                for d in dump::parse(&text)? {
-                    machine.devices.insert(d.bdf, Device::decode(d.bdf, d.config, None, None, Vec::new()));
+                let dump = dump::read(path)?;
+                if dump.devices.is_empty() {
+                    let oddities = dump.warnings.first().map_or(String::new(), |w| format!(" ({w})"));
+                    return Err(InvalidInput::new(format!("no device line (such as '01:00.0 …') in dump {}: lspci -F lists nothing from it either{oddities}", path.display())).into());
+                }
+                machine.notes = dump.warnings.iter().map(|w| format!("dump: {w}")).collect();
+                for d in dump.devices {
+                    // A duplicated address: lspci lists both copies, the first is kept here (warned).
+                    machine.devices.entry(d.bdf).or_insert_with(|| Device::decode(d.bdf, d.config, None, None, Vec::new()));
                 }
             }
         }
@@ -142,6 +152,7 @@ pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
         .devices
         .keys()
         .filter(|bdf| options.selector.is_none_or(|s| s.matches(bdf)))
+        .filter(|bdf| options.ids.is_none_or(|f| f.matches(&machine.devices[*bdf].config)))
         .map(|bdf| report::build(&machine, bdf, &names))
         .collect();
     let mut notes = machine.notes;
@@ -155,13 +166,13 @@ pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
     }
     Ok(Inspection {
         schema: SCHEMA,
-        version: SCHEMA_VERSION,
         source: match &options.source {
             Source::Sysfs(root) => format!("sysfs:{}", root.display()),
             Source::Dump(path) => format!("dump:{}", path.display()),
         },
         pci_ids: names.source.as_ref().map(|p| p.display().to_string()),
         privileged: machine.live && sysfs::is_root(),
+        domains: machine.devices.keys().any(|bdf| bdf.domain != 0),
         devices,
         notes,
     })

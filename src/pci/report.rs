@@ -1,5 +1,6 @@
 //! The per-device report: what was decoded, what limits the device, what it could deliver. Its
-//! JSON form is versioned (`SCHEMA`, `SCHEMA_VERSION`) and documented in docs/inspect.md.
+//! JSON form is versioned (`SCHEMA`, `pcieperf.<kind>/<major>` as every pcieperf document) and
+//! documented in docs/inspect.md.
 
 use serde::Serialize;
 
@@ -10,7 +11,9 @@ use super::address::Bdf;
 use super::analysis::{self, Context, Warning};
 use super::caps::aer::Aer;
 use super::caps::pcie::{speed_label, PcieCap};
+use super::caps;
 use super::config::Bar;
+use super::lspci::{self, Identity, Naming};
 use super::device::{CapListing, Device};
 use super::ids::PciIds;
 use super::sysfs::AerCounters;
@@ -18,8 +21,7 @@ use super::conditions;
 use super::topology::{Bandwidth, Hop};
 use super::Machine;
 
-pub const SCHEMA: &str = "pcieperf.inspect";
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA: &str = "pcieperf.inspect/1";
 
 /// Transfer size at which the ceiling is quoted: large enough that per-transfer costs vanish.
 pub const CEILING_TRANSFER_BYTES: u64 = 4 << 20;
@@ -28,13 +30,15 @@ pub const CEILING_TRANSFER_BYTES: u64 = 4 << 20;
 #[derive(Debug, Clone, Serialize)]
 pub struct Inspection {
     pub schema: &'static str,
-    pub version: u32,
     pub source: String,
     pub pci_ids: Option<String>,
     /// Live scan as root (full config space readable).
     pub privileged: bool,
     pub devices: Vec<DeviceReport>,
     pub notes: Vec<String>,
+    /// Some device of the source has a non-zero PCI domain: lspci then prints every domain.
+    #[serde(skip)]
+    pub domains: bool,
 }
 
 /// A link: speed in GT/s and width in lanes, and where the figures came from.
@@ -126,12 +130,26 @@ pub struct DeviceReport {
     pub msi: Option<super::caps::msi::Msi>,
     pub msix: Option<super::caps::msix::MsiX>,
     pub power_management: Option<super::caps::pm::PowerManagement>,
-    /// `-vv`: the raw registers, one line each.
+    pub revision: Option<u8>,
+    pub subsystem_vendor_id: Option<u16>,
+    pub subsystem_id: Option<u16>,
+    /// The bytes read, for lspci's lines and `-x` (the JSON carries decoded fields only).
     #[serde(skip)]
-    pub raw: Vec<String>,
-    /// `-v`: decoded capability lines in lspci's vocabulary.
+    pub config: super::config::ConfigSpace,
+    /// `Capabilities: [off] …` sections in lspci's order and vocabulary.
     #[serde(skip)]
+    pub capability_sections: Vec<CapabilitySection>,
+    #[serde(skip)]
+    pub subsystem_name: Option<String>,
+}
+
+/// One capability as `-v` lists it: its heading, its decoded fields (`-vv`) and raw registers
+/// (`-vvv`).
+#[derive(Debug, Clone)]
+pub struct CapabilitySection {
+    pub heading: String,
     pub details: Vec<String>,
+    pub raw: Vec<String>,
 }
 
 fn link_ceiling(conditions: &Conditions) -> LinkCeiling {
@@ -164,34 +182,30 @@ fn ceiling(conditions: &Conditions) -> Ceiling {
     }
 }
 
-fn details(device: &Device) -> (Vec<String>, Vec<String>) {
-    let mut lines = Vec::new();
-    let mut raw = Vec::new();
-    if let Some(p) = &device.pcie {
-        lines.extend(p.describe());
-        raw.extend(p.raw());
-    }
-    if let Some(a) = &device.aer {
-        lines.extend(a.describe());
-        raw.extend(a.raw());
-    }
-    if let Some(m) = &device.msi {
-        lines.extend(m.describe());
-        raw.extend(m.raw());
-    }
-    if let Some(m) = &device.msix {
-        lines.extend(m.describe());
-        raw.extend(m.raw());
-    }
-    if let Some(pm) = &device.pm {
-        lines.extend(pm.describe());
-    }
-    // The header; capability registers are listed above, decoded field by field.
-    for row in device.config.bytes()[..device.config.len().min(64)].chunks(16).enumerate() {
-        let hex: Vec<String> = row.1.iter().map(|b| format!("{b:02x}")).collect();
-        raw.push(format!("{:03x}: {}", row.0 * 16, hex.join(" ")));
-    }
-    (lines, raw)
+/// Each capability's section: lspci's heading (`[40]`, `[100 v2]`), the decoder's lines nested.
+fn capability_sections(device: &Device) -> Vec<CapabilitySection> {
+    let config = &device.config;
+    let standard = device.caps.caps.iter().map(|c| {
+        let (mut lines, raw) = match c.id {
+            caps::CAP_ID_EXP => device.pcie.as_ref().filter(|p| p.offset == c.offset).map(|p| (p.describe(), p.raw())).unwrap_or_default(),
+            caps::CAP_ID_MSI => device.msi.as_ref().map(|m| (m.describe(), m.raw())).unwrap_or_default(),
+            caps::CAP_ID_MSIX => device.msix.as_ref().map(|m| (m.describe(), m.raw())).unwrap_or_default(),
+            caps::CAP_ID_PM => device.pm.as_ref().map(|m| (m.describe(), Vec::new())).unwrap_or_default(),
+            caps::CAP_ID_VENDOR => (std::iter::once(lspci::vendor_capability_name(config, c.offset)).chain(lspci::virtio_details(config, c.offset)).collect(), Vec::new()),
+            _ => (Vec::new(), Vec::new()),
+        };
+        let name = if lines.is_empty() { caps::cap_name(c.id).to_string() } else { lines.remove(0) };
+        CapabilitySection { heading: format!("Capabilities: [{:02x}] {name}", c.offset), details: lines, raw }
+    });
+    let extended = device.ext_caps.caps.iter().map(|c| {
+        let (mut lines, raw) = match (c.id, &device.aer) {
+            (caps::EXT_CAP_ID_AER, Some(aer)) if aer.offset == c.offset => (aer.describe(), aer.raw()),
+            _ => (Vec::new(), Vec::new()),
+        };
+        let name = if lines.is_empty() { caps::ext_cap_name(c.id).to_string() } else { lines.remove(0) };
+        CapabilitySection { heading: format!("Capabilities: [{:03x} v{}] {name}", c.offset, c.version), details: lines, raw }
+    });
+    standard.chain(extended).collect()
 }
 
 /// Build the report for `bdf` (which must be in `machine`).
@@ -214,7 +228,7 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
     });
     let (vendor_id, device_id) = (device.config.vendor_id(), device.config.device_id());
     let class_code = device.config.class_code();
-    let (details, raw) = details(device);
+    let subsystem = lspci::subsystem_ids(&device.config, device.caps.find(caps::CAP_ID_SSVID));
     let attributes = device.attributes.as_ref();
     DeviceReport {
         bdf: *bdf,
@@ -253,8 +267,12 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
         msi: device.msi.clone(),
         msix: device.msix.clone(),
         power_management: device.pm.clone(),
-        raw,
-        details,
+        revision: device.config.revision(),
+        subsystem_vendor_id: subsystem.map(|s| s.0),
+        subsystem_id: subsystem.map(|s| s.1),
+        subsystem_name: subsystem.and_then(|(v, d)| names.vendor(v).map(|name| format!("{name} Device {d:04x}"))),
+        config: device.config.clone(),
+        capability_sections: capability_sections(device),
     }
 }
 
@@ -269,8 +287,8 @@ fn gbps(mbps: f64) -> String {
     format!("{:.1}", mbps / 1000.0)
 }
 
-/// The default view: one line per device.
-pub fn render_table(reports: &[DeviceReport]) -> String {
+/// The default view: one line per device, named as `-n`/`-nn` ask.
+pub fn render_table(reports: &[DeviceReport], naming: Naming) -> String {
     let mut table = Table::new(&[
         ("BDF", Align::Left),
         ("Device", Align::Left),
@@ -290,32 +308,54 @@ pub fn render_table(reports: &[DeviceReport]) -> String {
             let max = c.capable.as_ref().map_or("-".into(), |t| gbps(t.write_mbps));
             format!("{now}/{max}")
         });
-        let mut name = r.name.clone();
-        if name.chars().count() > 48 {
-            name = name.chars().take(47).collect::<String>() + "…";
+        let ids = format!("{:04x}:{:04x}", r.vendor_id.unwrap_or(0xffff), r.device_id.unwrap_or(0xffff));
+        let mut name = if naming.names { r.name.clone() } else { ids.clone() };
+        // Long names are cut so that the table fits 100 columns; -v shows them whole.
+        let room = if naming.numbers { 16 } else { 28 };
+        if name.chars().count() > room {
+            name = name.chars().take(room - 1).collect::<String>() + "…";
+        }
+        if naming.names && naming.numbers {
+            name += &format!(" [{ids}]");
         }
         table.row(vec![r.bdf.to_string(), name, link_text(&r.link_status), link_text(&r.link_capable), mps, ceiling, r.warnings.len().to_string()]);
     }
     table.render()
 }
 
-/// `-v` (and `-vv` with `raw`): every decoded field, the path, bandwidth, ceiling and warnings.
-pub fn render_verbose(report: &DeviceReport, raw: bool) -> String {
-    let mut out = format!("{} {}", report.bdf, report.name);
-    if let Some(class) = &report.class_name {
-        out += &format!(" [{class}]");
+/// How `-v` output looks: lspci's grades and naming.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Style {
+    /// `-v` count: 1 headings and pcieperf's analysis, 2 adds Control/Status and every decoded
+    /// capability field, 3 adds raw registers.
+    pub verbose: u8,
+    pub naming: Naming,
+    /// Print domains (some device of the source has a non-zero one, as lspci decides).
+    pub domains: bool,
+}
+
+impl DeviceReport {
+    pub fn identity(&self) -> Identity<'_> {
+        Identity { bdf: self.bdf, config: &self.config, name: &self.name, class_name: self.class_name.as_deref(), subsystem_name: self.subsystem_name.as_deref() }
     }
+}
+
+/// `-v/-vv/-vvv`: lspci's lines for the device (graded as lspci grades them), then pcieperf's
+/// analysis: link now and capable, path, bandwidth, ceiling, warnings.
+pub fn render_verbose(report: &DeviceReport, style: Style) -> String {
+    let id = report.identity();
+    let mut out = lspci::device_line(&id, style.naming, style.domains, true);
     out.push('\n');
     let mut line = |text: String| {
         out += "\t";
         out += &text;
         out.push('\n');
     };
-    if let (Some(v), Some(d)) = (report.vendor_id, report.device_id) {
-        line(format!("IDs: {v:04x}:{d:04x}{}", report.class_code.map_or(String::new(), |c| format!(", class {c:06x}"))));
+    if let (Some(v), Some(d)) = (report.subsystem_vendor_id, report.subsystem_id) {
+        line(lspci::subsystem_line(&id, (v, d), style.naming));
     }
-    if let Some(driver) = &report.driver {
-        line(format!("Driver: {driver}"));
+    if style.verbose >= 2 {
+        lspci::control_status(&report.config).into_iter().for_each(&mut line);
     }
     if let Some(emulator) = &report.emulated_by {
         line(format!("Emulated by: {emulator} (link nominal, not physical)"));
@@ -328,39 +368,38 @@ pub fn render_verbose(report: &DeviceReport, raw: bool) -> String {
         let kind = if bar.kind == "io" { "I/O ports".to_string() } else { format!("Memory ({}-bit, {}prefetchable)", if bar.is_64bit { 64 } else { 32 }, if bar.prefetchable { "" } else { "non-" }) };
         line(format!("Region {}: {kind} at {:x}{size}", bar.index, bar.address));
     }
-    if let Some((primary, secondary, subordinate)) = report.bridge_buses {
-        line(format!("Bus: primary={primary:02x}, secondary={secondary:02x}, subordinate={subordinate:02x}"));
+    lspci::bridge_lines(&report.config, style.verbose).into_iter().for_each(&mut line);
+    for section in &report.capability_sections {
+        line(section.heading.clone());
+        let nested = if style.verbose >= 2 { section.details.iter().chain(if style.verbose >= 3 { section.raw.as_slice() } else { &[] }).collect() } else { Vec::new() };
+        for detail in nested {
+            line(format!("\t{detail}"));
+        }
     }
-    for cap in &report.capabilities {
-        line(format!("Capabilities: [{:02x}] {}", cap.offset, cap.name));
+    if let Some(driver) = &report.driver {
+        line(format!("Kernel driver in use: {driver}"));
     }
-    for cap in &report.extended_capabilities {
-        line(format!("Capabilities: [{:03x}] {}", cap.offset, cap.name));
-    }
-    for detail in &report.details {
-        line(format!("  {detail}"));
-    }
-    line(format!("Link: now {} ({}), capable {} ({})", link_text(&report.link_status), report.link_status.source, link_text(&report.link_capable), report.link_capable.source));
+    line(format!("pcieperf: link now {} ({}), capable {} ({})", link_text(&report.link_status), report.link_status.source, link_text(&report.link_capable), report.link_capable.source));
     if let (Some(mps), Some(mrrs)) = (report.max_payload_bytes, report.max_read_request_bytes) {
         line(format!(
-            "MaxPayload {mps} bytes (supported {}, smallest supported on path {}), MaxReadReq {mrrs} bytes",
+            "pcieperf: MaxPayload {mps} bytes (supported {}, smallest supported on path {}), MaxReadReq {mrrs} bytes",
             report.max_payload_supported_bytes.unwrap_or(0),
             report.path_max_payload_supported_bytes.unwrap_or(0)
         ));
     }
     if let Some(counters) = &report.aer.counters {
-        line(format!("AER counters: correctable {}, uncorrectable {}", counters.total_correctable(), counters.total_uncorrectable()));
+        line(format!("pcieperf: AER counters: correctable {}, uncorrectable {}", counters.total_correctable(), counters.total_uncorrectable()));
     }
     if !report.path.is_empty() {
         let hops: Vec<String> = report.path.iter().map(|h| format!("{} ({} {})", h.bdf, h.port_type.unwrap_or("bridge"), link_text(&LinkState { speed_gts: h.speed_gts, width: h.width, source: "" }))).collect();
-        line(format!("Path to root: {}", hops.join(" → ")));
+        line(format!("pcieperf: path to root: {}", hops.join(" → ")));
     }
     if let Some(bw) = &report.bandwidth {
-        line(format!("Bandwidth: {}", bw.message));
+        line(format!("pcieperf: bandwidth: {}", bw.message));
     }
     if let Some(c) = &report.ceiling {
         line(format!(
-            "Ceiling ({} transfers, MPS {}, MRRS {}, RCB {}, {} tags; MB/s = 10^6 B/s): {}",
+            "pcieperf: ceiling ({} transfers, MPS {}, MRRS {}, RCB {}, {} tags; MB/s = 10^6 B/s): {}",
             crate::units::format_size(c.transfer_bytes),
             c.max_payload_bytes,
             c.max_read_request_bytes,
@@ -370,18 +409,13 @@ pub fn render_verbose(report: &DeviceReport, raw: bool) -> String {
         ));
     }
     for w in &report.warnings {
-        line(format!("Warning [{}]: {}", w.code, w.message));
+        line(format!("pcieperf: warning [{}]: {}", w.code, w.message));
     }
     for u in &report.unavailable {
-        line(format!("Unavailable: {u}"));
+        line(format!("pcieperf: unavailable: {u}"));
     }
     for n in &report.notes {
-        line(format!("Note: {n}"));
-    }
-    if raw {
-        for r in &report.raw {
-            line(format!("  {r}"));
-        }
+        line(format!("pcieperf: note: {n}"));
     }
     out
 }

@@ -1,54 +1,213 @@
-//! Prometheus text exposition of a run's summary, for fleet monitoring (node_exporter's
-//! textfile collector reads such files). Every series carries `simulated="true|false"`.
+//! Prometheus text exposition (format 0.0.4) of a run's summary and of an inspection's link
+//! health, for fleet monitoring: node_exporter's textfile collector reads these files, and
+//! `promtool check metrics` passes them (tested). Conventions: base units in names
+//! (`_bytes_per_second`, `_seconds`, `_bytes`), `_total` for counters, no sample timestamps (the
+//! textfile collector refuses them) but a `…_timestamp_seconds` gauge saying when the figures
+//! were taken. Every run series carries `simulated="true|false"`.
 
 use std::fmt::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::bench::results::Results;
+use crate::bench::results::{Point, Results};
+use crate::pci::{DeviceReport, Inspection};
 
 fn label_value(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// The metrics text.
-pub fn render(results: &Results) -> String {
-    let base = format!(
-        "target=\"{}\",simulated=\"{}\"",
-        label_value(&results.conditions.target),
-        results.simulated
-    );
+/// One sample: its labels and value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Gauge,
+    Counter,
+}
+
+/// A metric family: what a file writes under one HELP/TYPE and what the exporter serves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub help: &'static str,
+    pub samples: Vec<Sample>,
+}
+
+/// Families built one after another; a family without samples is left out (noise).
+#[derive(Default)]
+struct Families(Vec<Family>);
+
+impl Families {
+    fn add(&mut self, name: &'static str, kind: Kind, help: &'static str, samples: impl IntoIterator<Item = Sample>) {
+        debug_assert_eq!(kind == Kind::Counter, name.ends_with("_total"), "{name}: counters and only counters end in _total");
+        let samples: Vec<Sample> = samples.into_iter().collect();
+        if !samples.is_empty() {
+            self.0.push(Family { name, kind, help, samples });
+        }
+    }
+}
+
+/// Prometheus text exposition format 0.0.4 (what the textfile collector and promtool read).
+pub fn text(families: &[Family]) -> String {
     let mut out = String::new();
-    let mut family = |name: &str, help: &str, rows: Vec<(String, f64)>| {
-        if rows.is_empty() {
-            return;
+    for family in families {
+        let kind = if family.kind == Kind::Counter { "counter" } else { "gauge" };
+        let _ = writeln!(out, "# HELP {} {}\n# TYPE {} {kind}", family.name, family.help, family.name);
+        for sample in &family.samples {
+            let labels: Vec<String> = sample.labels.iter().map(|(k, v)| format!("{k}=\"{}\"", label_value(v))).collect();
+            let value = if sample.value.is_nan() { "NaN".to_string() } else { format!("{}", sample.value) };
+            let _ = writeln!(out, "{}{{{}}} {value}", family.name, labels.join(","));
         }
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-        for (labels, value) in rows {
-            let _ = writeln!(out, "{name}{{{base}{labels}}} {value}");
+    }
+    out
+}
+
+/// The same families through the `prometheus-client` crate's OpenMetrics encoder (what
+/// `pcieperf serve` answers a scrape with).
+pub fn openmetrics(families: Vec<Family>) -> Result<String, std::fmt::Error> {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(Collector(families)));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry)?;
+    Ok(out)
+}
+
+/// OpenMetrics' media type, for the exporter's Content-Type.
+pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Debug)]
+struct Collector(Vec<Family>);
+
+impl prometheus_client::collector::Collector for Collector {
+    fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::{counter::ConstCounter, gauge::ConstGauge, MetricType};
+        for family in &self.0 {
+            // OpenMetrics names a counter family without `_total`; the encoder adds it to samples.
+            let (name, kind) = match family.kind {
+                Kind::Counter => (family.name.trim_end_matches("_total"), MetricType::Counter),
+                Kind::Gauge => (family.name, MetricType::Gauge),
+            };
+            let mut metric = encoder.encode_descriptor(name, family.help, None, kind)?;
+            for sample in &family.samples {
+                let labels: Vec<(&str, &str)> = sample.labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let sample_encoder = metric.encode_family(&labels)?;
+                match family.kind {
+                    Kind::Counter => ConstCounter::new(sample.value.max(0.0)).encode(sample_encoder)?,
+                    Kind::Gauge => ConstGauge::new(sample.value).encode(sample_encoder)?,
+                }
+            }
         }
-    };
-    let per_point = |f: &dyn Fn(&crate::bench::results::Point) -> Option<f64>| -> Vec<(String, f64)> {
+        Ok(())
+    }
+}
+
+fn unix_seconds(at: SystemTime) -> f64 {
+    at.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64().floor())
+}
+
+/// The metrics text of a run whose results were written at `written` (now, for a run that just
+/// ended; the results file's modification time, for `report`).
+pub fn render(results: &Results, written: SystemTime) -> String {
+    text(&run_families(results, written))
+}
+
+/// A run's families.
+pub fn run_families(results: &Results, written: SystemTime) -> Vec<Family> {
+    let base = vec![("target", results.conditions.target.clone()), ("simulated", results.simulated.to_string())];
+    let with = |extra: &[(&'static str, String)]| [&base[..], extra].concat();
+    let per_point = |f: &dyn Fn(&Point) -> Option<f64>| -> Vec<Sample> {
         results
             .points
             .iter()
-            .filter_map(|p| Some((format!(",mode=\"{}\",size_bytes=\"{}\"", p.mode.name(), p.size_bytes), f(p)?)))
+            .filter_map(|p| Some(Sample { labels: with(&[("mode", p.mode.name().to_string()), ("size_bytes", p.size_bytes.to_string())]), value: f(p)? }))
             .collect()
     };
-    family("pcieperf_throughput_mbps", "Median throughput in MB/s (10^6 bytes/s).", per_point(&|p| Some(p.summary.as_ref()?.median_mbps)));
-    family("pcieperf_ceiling_mbps", "Model ceiling for the same link and size, in MB/s.", per_point(&|p| Some(p.ceiling.as_ref()?.mbps)));
-    family("pcieperf_ceiling_ratio", "Measured median divided by the model ceiling.", per_point(&|p| Some(p.ceiling.as_ref()?.percent_reached? / 100.0)));
-    family("pcieperf_stalls_over_threshold", "Stalls longer than the threshold.", per_point(&|p| Some(p.stalls.over_threshold as f64)));
-    family("pcieperf_max_stall_seconds", "Longest stall, in seconds.", per_point(&|p| Some(p.stalls.max_stall_ns / 1e9)));
-    family(
-        "pcieperf_fit_m_seconds",
-        "Fitted per-transfer cost m of T(N) = N/(B·f) + m, in seconds.",
-        results.fits.iter().map(|f| (format!(",mode=\"{}\"", f.mode.name()), f.m_us / 1e6)).collect(),
+    let per_fit = |f: &dyn Fn(&crate::bench::results::Fit) -> Option<f64>| -> Vec<Sample> {
+        results.fits.iter().filter_map(|fit| Some(Sample { labels: with(&[("mode", fit.mode.name().to_string())]), value: f(fit)? })).collect()
+    };
+    let once = |value: f64| [Sample { labels: with(&[]), value }];
+    let mut out = Families::default();
+    use Kind::*;
+    out.add("pcieperf_throughput_bytes_per_second", Gauge, "Median measured throughput.", per_point(&|p| Some(p.summary.as_ref()?.median_mbps * 1e6)));
+    out.add("pcieperf_ceiling_bytes_per_second", Gauge, "Model ceiling for the same link, conditions and size.", per_point(&|p| Some(p.ceiling.as_ref()?.mbps * 1e6)));
+    out.add("pcieperf_ceiling_ratio", Gauge, "Measured median divided by the model ceiling.", per_point(&|p| Some(p.ceiling.as_ref()?.percent_reached? / 100.0)));
+    out.add("pcieperf_stalls_over_threshold_total", Counter, "Transfers slower than the stall threshold.", per_point(&|p| Some(p.stalls.over_threshold as f64)));
+    out.add("pcieperf_max_stall_seconds", Gauge, "Longest stall.", per_point(&|p| Some(p.stalls.max_stall_ns / 1e9)));
+    out.add("pcieperf_fit_per_transfer_seconds", Gauge, "Fitted per-transfer cost m of T(N) = N/(B*f) + m.", per_fit(&|f| Some(f.m_us / 1e6)));
+    out.add("pcieperf_fit_efficiency_ratio", Gauge, "Fitted efficiency f of T(N) = N/(B*f) + m.", per_fit(&|f| f.f));
+    out.add("pcieperf_verify_failures_total", Counter, "Transfers that failed data verification.", once(results.verification.failed as f64));
+    out.add("pcieperf_run_complete", Gauge, "1 when the run finished, 0 when it stopped early.", once(f64::from(u8::from(results.complete))));
+    out.add("pcieperf_run_timestamp_seconds", Gauge, "When the run's results were written, Unix time.", once(unix_seconds(written)));
+    out.0
+}
+
+/// The metrics text of a run that just ended.
+pub fn render_now(results: &Results) -> String {
+    render(results, SystemTime::now())
+}
+
+fn device_labels(d: &DeviceReport) -> Vec<(&'static str, String)> {
+    vec![("device", d.bdf.to_string()), ("name", d.name.clone())]
+}
+
+/// Link health of every inspected device as text (`inspect --metrics`).
+pub fn inspection(inspection: &Inspection, at: SystemTime) -> String {
+    text(&inspection_families(inspection, at))
+}
+
+/// Link health of every inspected device: what a fleet alerts on ("this GPU trained at x8",
+/// "AER correctables rising").
+pub fn inspection_families(inspection: &Inspection, at: SystemTime) -> Vec<Family> {
+    let mut out = Families::default();
+    use Kind::*;
+    let each = |f: &dyn Fn(&DeviceReport) -> Option<f64>| -> Vec<Sample> {
+        inspection.devices.iter().filter_map(|d| Some(Sample { labels: device_labels(d), value: f(d)? })).collect()
+    };
+    let gts = |v: Option<f64>| v.map(|g| g * 1e9);
+    out.add("pcieperf_pcie_link_speed_transfers_per_second", Gauge, "Current link speed (LnkSta), transfers/s per lane.", each(&|d| gts(d.link_status.speed_gts)));
+    out.add("pcieperf_pcie_link_width_lanes", Gauge, "Current link width (LnkSta).", each(&|d| d.link_status.width.map(f64::from)));
+    out.add("pcieperf_pcie_link_capable_speed_transfers_per_second", Gauge, "Highest supported link speed (LnkCap2/LnkCap).", each(&|d| gts(d.link_capable.speed_gts)));
+    out.add("pcieperf_pcie_link_capable_width_lanes", Gauge, "Maximum link width (LnkCap).", each(&|d| d.link_capable.width.map(f64::from)));
+    out.add("pcieperf_pcie_max_payload_bytes", Gauge, "MaxPayload configured (DevCtl).", each(&|d| d.max_payload_bytes.map(f64::from)));
+    out.add("pcieperf_pcie_max_read_request_bytes", Gauge, "MaxReadReq configured (DevCtl).", each(&|d| d.max_read_request_bytes.map(f64::from)));
+    out.add(
+        "pcieperf_pcie_ceiling_write_bytes_per_second",
+        Gauge,
+        "Model write ceiling at 4 MiB transfers on the path as trained.",
+        each(&|d| Some(d.ceiling.as_ref()?.trained.as_ref()?.write_mbps * 1e6)),
     );
-    family(
-        "pcieperf_fit_f",
-        "Fitted efficiency f of T(N) = N/(B·f) + m.",
-        results.fits.iter().filter_map(|f| Some((format!(",mode=\"{}\"", f.mode.name()), f.f?))).collect(),
-    );
-    family("pcieperf_verify_failures", "Transfers that failed data verification.", vec![(String::new(), results.verification.failed as f64)]);
-    family("pcieperf_run_complete", "1 when the run finished, 0 when it stopped early.", vec![(String::new(), f64::from(u8::from(results.complete)))]);
-    out
+    let mut aer = Vec::new();
+    for d in &inspection.devices {
+        let Some(counters) = &d.aer.counters else { continue };
+        for (severity, map) in [("correctable", &counters.correctable), ("nonfatal", &counters.nonfatal), ("fatal", &counters.fatal)] {
+            for (kind, count) in map.iter().filter(|(k, _)| !k.starts_with("TOTAL_")) {
+                let mut labels = device_labels(d);
+                labels.extend([("severity", severity.to_string()), ("type", kind.clone())]);
+                aer.push(Sample { labels, value: *count as f64 });
+            }
+        }
+    }
+    out.add("pcieperf_pcie_aer_errors_total", Counter, "AER errors the kernel counted (aer_dev_*), by severity and type.", aer);
+    let mut warnings = Vec::new();
+    for d in &inspection.devices {
+        let mut causes: std::collections::BTreeMap<&str, u32> = Default::default();
+        for w in &d.warnings {
+            *causes.entry(w.code).or_default() += 1;
+        }
+        for (cause, count) in causes {
+            let mut labels = device_labels(d);
+            labels.push(("cause", cause.to_string()));
+            warnings.push(Sample { labels, value: f64::from(count) });
+        }
+    }
+    out.add("pcieperf_pcie_warnings", Gauge, "pcieperf inspect warnings now, by cause (see docs/inspect.md).", warnings);
+    let source = || vec![("source", inspection.source.clone())];
+    out.add("pcieperf_inspect_devices", Gauge, "Devices inspected.", [Sample { labels: source(), value: inspection.devices.len() as f64 }]);
+    out.add("pcieperf_inspect_timestamp_seconds", Gauge, "When the devices were read, Unix time.", [Sample { labels: source(), value: unix_seconds(at) }]);
+    out.0
 }

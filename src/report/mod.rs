@@ -5,9 +5,11 @@
 
 pub mod compare;
 pub mod csv;
+pub mod exporter;
 pub mod html;
 pub mod json;
 pub mod metrics;
 pub mod output;
+pub mod plot;
 pub mod progress;
 pub mod text;

@@ -12,6 +12,8 @@ pub const CAP_ID_PM: u16 = 0x01;
 pub const CAP_ID_MSI: u16 = 0x05;
 pub const CAP_ID_EXP: u16 = 0x10;
 pub const CAP_ID_MSIX: u16 = 0x11;
+pub const CAP_ID_VENDOR: u16 = 0x09;
+pub const CAP_ID_SSVID: u16 = 0x0d;
 pub const EXT_CAP_ID_AER: u16 = 0x01;
 
 /// `+`/`-` as lspci prints a flag.

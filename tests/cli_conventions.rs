@@ -1,0 +1,55 @@
+//! The command line as users of its ecosystem expect it: every command's --help has examples and
+//! exit codes, `dma --help` lists the engines, `--generate` prints completions (bash checks their
+//! syntax) and a man page, `--quiet` silences notes, a bare block-device path is a `block:` target.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn pcieperf() -> Command {
+    Command::cargo_bin("pcieperf").unwrap()
+}
+
+#[test]
+fn every_command_has_examples_and_exit_codes_in_its_help() {
+    for command in ["model", "inspect", "dma", "demo", "run", "report", "serve"] {
+        pcieperf().args([command, "--help"]).assert().success().stdout(predicate::str::contains("Examples:").and(predicate::str::contains("Exit codes")));
+    }
+    pcieperf().arg("--help").assert().success().stdout(predicate::str::contains("Exit codes").and(predicate::str::contains("docs/sources.md")));
+    let dma = pcieperf().args(["dma", "--help"]).assert().success().get_output().stdout.clone();
+    let dma = String::from_utf8(dma).unwrap();
+    for engine in ["  sim:", "  fault:", "  block:", "  xdma:", "  chardev:", "  xillybus:"] {
+        assert!(dma.lines().any(|l| l.starts_with(engine)), "dma --help lists {engine} on its own line:\n{dma}");
+    }
+}
+
+#[test]
+fn completions_and_man_page() {
+    let bash = pcieperf().args(["--generate", "complete-bash"]).assert().success().get_output().stdout.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("pcieperf.bash");
+    std::fs::write(&script, &bash).unwrap();
+    let syntax = std::process::Command::new("bash").arg("-n").arg(&script).status().unwrap();
+    assert!(syntax.success(), "the bash completion script has a syntax error");
+    assert!(String::from_utf8(bash).unwrap().contains("--dump"));
+    pcieperf().args(["--generate", "complete-zsh"]).assert().success().stdout(predicate::str::contains("#compdef pcieperf"));
+    pcieperf().args(["--generate", "complete-fish"]).assert().success().stdout(predicate::str::contains("complete -c pcieperf"));
+    pcieperf().args(["--generate", "man"]).assert().success().stdout(predicate::str::starts_with(".ie").and(predicate::str::contains(".TH pcieperf 1")).and(predicate::str::contains("inspect")));
+    pcieperf().args(["--generate", "bogus"]).assert().code(2);
+}
+
+#[test]
+fn quiet_leaves_only_results_and_errors() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/gen3x8-nic-at-x4.lspci");
+    pcieperf().args(["inspect", "-n", "-F", example]).assert().success().stderr(predicate::str::contains("note:"));
+    pcieperf().args(["--quiet", "inspect", "-n", "-F", example]).assert().success().stderr("").stdout(predicate::str::contains("8086:1572"));
+    pcieperf().args(["-q", "inspect", "-F", "/nonexistent"]).assert().code(2).stderr(predicate::str::contains("cannot read dump"));
+}
+
+#[test]
+fn a_block_device_path_is_a_block_target() {
+    pcieperf()
+        .args(["dma", "--target", "/dev/nvme-does-not-exist", "--sizes", "1MiB"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("read as block:/dev/nvme-does-not-exist"));
+}
