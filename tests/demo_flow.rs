@@ -53,7 +53,7 @@ fn recorded(engine: &SimEngine, swapped: bool) -> Vec<Access> {
         .mmio_log()
         .iter()
         .map(|a| {
-            let value = if swapped { a.value.swap_bytes() } else { a.value };
+            let value = if swapped { (a.value as u32).swap_bytes() } else { a.value as u32 };
             (a.kind, a.bar, a.offset, (a.kind == AccessKind::Write).then_some(value))
         })
         .collect()

@@ -149,6 +149,7 @@ impl EngineArgs {
             card_addr: self.card_addr,
             channels: self.channels,
             device_clock_hz: self.device_clock,
+            sysfs_root: None,
         }
     }
 }

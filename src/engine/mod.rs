@@ -13,6 +13,7 @@
 //! document 000 "Mem→FPGA" = XDMA H2C. `d2h` = device→host = 001 "Write" (DMA write) = 000
 //! "FPGA→Mem" = XDMA C2H.
 
+pub mod bar;
 pub mod block;
 pub mod detect;
 pub mod devfile;
@@ -20,6 +21,7 @@ pub mod fault;
 pub mod pattern;
 pub mod sim;
 pub mod stream;
+pub mod vfio;
 pub mod xdma;
 
 pub use devfile::AlignedBuf;
@@ -185,12 +187,134 @@ pub enum EngineError {
     InvalidInput(#[from] crate::error::InvalidInput),
 }
 
+/// Width of one CPU-initiated access: one load or store instruction, one TLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "u8", try_from = "u8")]
+pub enum Width {
+    B1,
+    B2,
+    B4,
+    B8,
+}
+
+impl Width {
+    pub const ALL: [Width; 4] = [Width::B1, Width::B2, Width::B4, Width::B8];
+
+    pub fn bytes(self) -> u64 {
+        match self {
+            Width::B1 => 1,
+            Width::B2 => 2,
+            Width::B4 => 4,
+            Width::B8 => 8,
+        }
+    }
+
+    pub fn from_bytes(bytes: u64) -> Option<Width> {
+        Width::ALL.into_iter().find(|w| w.bytes() == bytes)
+    }
+
+    /// The largest value an access of this width carries.
+    pub fn mask(self) -> u64 {
+        u64::MAX >> (64 - 8 * self.bytes())
+    }
+}
+
+impl From<Width> for u8 {
+    fn from(width: Width) -> u8 {
+        width.bytes() as u8
+    }
+}
+
+impl TryFrom<u8> for Width {
+    type Error = String;
+    fn try_from(bytes: u8) -> Result<Width, String> {
+        Width::from_bytes(bytes as u64).ok_or_else(|| format!("access width {bytes}: allowed 1, 2, 4 or 8 bytes"))
+    }
+}
+
+/// Check that an access of `bytes` at `offset` lies inside a region of `size_bytes` and is
+/// naturally aligned (an unaligned access would be split into two TLPs, or fault).
+pub fn check_access(bar: u8, offset: u64, bytes: u64, size_bytes: u64) -> Result<(), EngineError> {
+    let inside = offset.checked_add(bytes).is_some_and(|end| end <= size_bytes);
+    if !inside {
+        return Err(crate::error::InvalidInput::new(format!(
+            "BAR{bar}+{offset:#x}: a {bytes}-byte access does not fit in the BAR ({size_bytes:#x} bytes)"
+        ))
+        .into());
+    }
+    if bytes <= 8 && offset % bytes != 0 {
+        return Err(crate::error::InvalidInput::new(format!("BAR{bar}+{offset:#x}: a {bytes}-byte access must be {bytes}-byte aligned")).into());
+    }
+    Ok(())
+}
+
 /// CPU-initiated access to a device's registers (a memory BAR, or the simulator's).
+///
+/// Every access is exactly the width asked: one volatile load or store, never widened or split.
+/// Engines that reach registers only 32 bits at a time (`xdma`'s user BAR) implement `read32` and
+/// `write32` and refuse other widths.
 pub trait Mmio {
     fn read32(&mut self, bar: u8, offset: u64) -> Result<u32, EngineError>;
     fn write32(&mut self, bar: u8, offset: u64, value: u32) -> Result<(), EngineError>;
     /// Wait, in the engine's time (virtual for the simulator), e.g. while polling a register.
     fn sleep(&mut self, duration: Duration);
+
+    /// One read of exactly `width` bytes, zero-extended.
+    fn read(&mut self, bar: u8, offset: u64, width: Width) -> Result<u64, EngineError> {
+        match width {
+            Width::B4 => self.read32(bar, offset).map(u64::from),
+            _ => Err(EngineError::Unsupported(format!("this target reaches registers 32 bits at a time, not {} bytes", width.bytes()))),
+        }
+    }
+
+    /// One write of exactly `width` bytes (the low bytes of `value`).
+    fn write(&mut self, bar: u8, offset: u64, width: Width, value: u64) -> Result<(), EngineError> {
+        match width {
+            Width::B4 => self.write32(bar, offset, value as u32),
+            _ => Err(EngineError::Unsupported(format!("this target reaches registers 32 bits at a time, not {} bytes", width.bytes()))),
+        }
+    }
+
+    /// `data.len()` sequential one-byte stores from `offset`, then a store fence (document 000
+    /// Test 14). On a write-combining mapping the CPU merges them in 64-byte buffers: a full buffer
+    /// leaves as one 64-byte TLP, the rest in 8-byte chunks (`model::write_combining`).
+    fn write_combined(&mut self, bar: u8, offset: u64, data: &[u8]) -> Result<(), EngineError> {
+        let _ = (bar, offset, data);
+        Err(EngineError::Unsupported("this target has no write-combining mapping (bar:BDF,wc on a prefetchable BAR)".into()))
+    }
+
+    /// Size of BAR `bar` in bytes, when the engine knows it.
+    fn bar_bytes(&mut self, bar: u8) -> Option<u64> {
+        let _ = bar;
+        None
+    }
+
+    /// The BAR CPU-access tests use unless told otherwise (the simulator: its RAM BAR).
+    fn default_bar(&self) -> u8 {
+        0
+    }
+
+    /// Whether writing `bytes` at `offset` destroys nothing: a device profile names it scratch
+    /// (QEMU edu's liveness register, an ivshmem RAM BAR), or the device is simulated.
+    /// Other writes need the user's consent (`--destructive`).
+    fn is_scratch(&self, bar: u8, offset: u64, bytes: u64) -> bool {
+        let _ = (bar, offset, bytes);
+        false
+    }
+
+    /// Engines in virtual time (the simulator) read their clock here, charging what reading a
+    /// stopwatch costs on the host they simulate; real engines return None and procedures time
+    /// them with the host clock.
+    fn virtual_clock_ns(&mut self) -> Option<f64> {
+        None
+    }
+
+    /// Interrupts the engine counts itself, cumulative since it opened: the simulator's host timer,
+    /// the device's own through UIO or VFIO. None when it cannot count (read between tests, not
+    /// per access: for real devices it is a system call).
+    fn interrupts(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 /// The contract every engine implements.
@@ -240,6 +364,8 @@ pub struct OpenOptions {
     pub channels: usize,
     /// Frequency of the device's counter when the engine cannot tell (`xdma` AXI clock; default 250 MHz).
     pub device_clock_hz: Option<f64>,
+    /// Where sysfs is (`bar`, `vfio`); None = `/sys`.
+    pub sysfs_root: Option<std::path::PathBuf>,
 }
 
 /// A target found on this machine, and whether `pcieperf run` may use it unasked.
@@ -264,7 +390,8 @@ pub fn detect() -> Vec<Candidate> {
 /// Engines this build knows, with the argument each takes; shown when a target is unknown.
 pub const TARGET_HELP: &str = "sim[:PRESET|:genNxW,mps=..,...] (presets doc000, doc001, doc003, gen3x8, gen4x16, gen5x16), \
      fault:KIND[,KIND..][,skip=N][,chunk=BYTES]:TARGET, block:PATH[,sync], xdma:/dev/xdmaN, \
-     chardev:WRITE_PATH[,READ_PATH][,mmap[=SIZE]], xillybus:NAME|xillybus:/dev/xillybus_write_NAME";
+     chardev:WRITE_PATH[,READ_PATH][,mmap[=SIZE]], xillybus:NAME|xillybus:/dev/xillybus_write_NAME, \
+     bar:BDF[,bar=N][,via=sysfs|uio|vfio][,wc], vfio:BDF,personality=edu";
 
 /// Open a target written `ENGINE[:ARGUMENT]`.
 pub fn open(target: &str, options: &OpenOptions) -> Result<Box<dyn Engine>, EngineError> {
@@ -276,6 +403,8 @@ pub fn open(target: &str, options: &OpenOptions) -> Result<Box<dyn Engine>, Engi
         "xdma" => return Ok(Box::new(xdma::open(argument, options)?)),
         "chardev" => return Ok(Box::new(stream::open_chardev(argument)?)),
         "xillybus" => return Ok(Box::new(stream::open_xillybus(argument)?)),
+        "bar" => return Ok(Box::new(bar::BarEngine::open(argument, options)?)),
+        "vfio" => return Ok(Box::new(vfio::dma::open(argument, options)?)),
         _ => {}
     }
     Err(EngineError::UnknownTarget(target.to_string(), format!("no engine named '{kind}'; known: {TARGET_HELP}")))
