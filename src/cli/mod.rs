@@ -7,6 +7,7 @@ mod demo;
 mod dma;
 mod inspect;
 mod model;
+mod pio;
 mod report;
 mod run;
 
@@ -34,6 +35,9 @@ pub enum Command {
     Dma(dma::DmaArgs),
     /// Run the performance-demo register flow of document 001 §4 against a target.
     Demo(demo::DemoArgs),
+    /// CPU-initiated MMIO: document 000 §4's tests (single accesses, sequences, write combining,
+    /// stopwatch) against a BAR (bar:BDF) or the simulator.
+    Pio(pio::PioArgs),
     /// The main job: inspect, pick a target, measure both directions over a size sweep, summarise.
     Run(run::RunArgs),
     /// Show a saved results document again (text, CSV, HTML), or compare two runs.
@@ -55,6 +59,7 @@ pub fn main() -> i32 {
         Command::Inspect(args) => inspect::run(args),
         Command::Dma(args) => dma::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Pio(args) => pio::run(args),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
     };
