@@ -126,14 +126,13 @@ impl BarEngine {
         };
         let link = function.link_state();
         let description = format!(
-            "BAR{} of {}{} via {:?}{}",
+            "BAR{} of {}{} via {}{}",
             target.bar,
             function.bdf,
-            profile.map_or(String::new(), |p| format!(" ({})", p.name)),
-            target.via,
+            profile.map_or(String::new(), |p| format!(" ({}{})", p.name, if p.emulated { ", emulated: timings are the emulator's, not PCIe" } else { "" })),
+            format!("{:?}", target.via).to_lowercase(),
             if target.wc { ", write-combining" } else { "" }
-        )
-        .to_lowercase();
+        );
         let info = EngineInfo {
             kind: "bar".into(),
             target: format!("bar:{argument}"),
@@ -152,12 +151,23 @@ impl BarEngine {
         let mut engine = BarEngine { info, target, function, profile, regions: Default::default(), vfio, uio_event, notes, clock: HostClock::start() };
         let bar = engine.target.bar;
         engine.region(bar)?;
+        for note in &engine.notes {
+            eprintln!("pcieperf: note: {note}");
+        }
         engine.info.capacity_bytes = engine.regions[bar as usize].as_ref().map(Region::size_bytes);
         Ok(engine)
     }
 
     pub fn profile(&self) -> Option<Profile> {
         self.profile
+    }
+
+    /// Record a note; once the engine is open, say it at once (a BAR mapped on first use).
+    fn note(&mut self, note: String) {
+        if self.regions.iter().any(Option::is_some) {
+            eprintln!("pcieperf: note: {note}");
+        }
+        self.notes.push(note);
     }
 
     /// The mapping of BAR `bar`, made on first use.
@@ -178,7 +188,7 @@ impl BarEngine {
         }
         let info = self.function.memory_bar(bar)?;
         if let Some(note) = self.function.enable_memory_decoding()? {
-            self.notes.push(note);
+            self.note(note);
         }
         let wc = self.target.wc && bar == self.target.bar;
         if wc && !info.prefetchable {
@@ -202,7 +212,7 @@ impl BarEngine {
         let Some((name, dir)) = self.uio_event.as_ref().and_then(|_| self.function.uio_node()) else { return Ok(None) };
         let map_dir = dir.join(format!("maps/map{bar}"));
         let Some(size) = read_count(&map_dir.join("size")) else {
-            self.notes.push(format!("/dev/{name} exports no map{bar} (uio_pci_generic exports none): BAR{bar} mapped through resource{bar}"));
+            self.note(format!("/dev/{name} exports no map{bar} (uio_pci_generic exports none): BAR{bar} mapped through resource{bar}"));
             return Ok(None);
         };
         let node = Path::new("/dev").join(&name);

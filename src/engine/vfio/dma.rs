@@ -46,6 +46,7 @@ pub fn personality(name: &str) -> Result<Box<dyn Personality>, InvalidInput> {
 
 /// IOVA the host buffer is mapped at: low, since edu masks DMA addresses to 28 bits.
 const IOVA: u64 = 0x10_0000;
+const PAGE_BYTES: u64 = 4096;
 
 /// The DMA engine of a device bound to vfio-pci.
 pub struct VfioDmaEngine {
@@ -82,16 +83,18 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<VfioDmaEngine, Engi
         eprintln!("pcieperf: {bdf}: completion interrupts unavailable, polling instead: {e}");
     }
     let capacity = personality.capacity_bytes();
-    let mut buffer = AlignedBuf::new(capacity as usize);
+    // The IOMMU maps whole pages.
+    let mapped_bytes = capacity.div_ceil(PAGE_BYTES) * PAGE_BYTES;
+    let mut buffer = AlignedBuf::new(mapped_bytes as usize);
     let bus_addr = match device.mode {
         IommuMode::Iommu => {
-            device.map_dma(buffer.as_ptr(), IOVA, capacity)?;
+            device.map_dma(buffer.as_ptr(), IOVA, mapped_bytes)?;
             IOVA
         }
         IommuMode::NoIommu => {
             eprintln!("pcieperf: WARNING: {NOIOMMU_WARNING}");
             // SAFETY: mlock of our own buffer keeps its pages (and physical addresses) in place.
-            unsafe { libc::mlock(buffer.as_mut_ptr() as *const libc::c_void, capacity as usize) };
+            unsafe { libc::mlock(buffer.as_mut_ptr() as *const libc::c_void, mapped_bytes as usize) };
             buffer.fill(0);
             physical_address(buffer.as_ptr())?
         }
@@ -181,7 +184,7 @@ impl Engine for VfioDmaEngine {
 impl Drop for VfioDmaEngine {
     fn drop(&mut self) {
         if self.device.mode == IommuMode::Iommu {
-            let _ = self.device.unmap_dma(IOVA, self.info.capacity_bytes.unwrap_or(0));
+            let _ = self.device.unmap_dma(IOVA, self.buffer.len() as u64);
         }
     }
 }

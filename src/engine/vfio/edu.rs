@@ -23,6 +23,10 @@ const DMA_IRQ: u64 = 0x100;
 /// The device's buffer, at this device address.
 pub const BUFFER_ADDR: u64 = 0x40000;
 pub const BUFFER_BYTES: u64 = 4096;
+/// What transfers may use of it: QEMU 7.2's range check wants a transfer to end strictly before
+/// the buffer's end and stops the whole virtual machine (`hw_error`) otherwise, so the last bytes
+/// stay unused; half the buffer keeps power-of-two sizes.
+pub const USABLE_BYTES: u64 = BUFFER_BYTES / 2;
 
 #[derive(Debug, Default)]
 pub struct Edu;
@@ -41,11 +45,11 @@ impl super::dma::Personality for Edu {
         if id & 0xFFFF != 0x00ed {
             return Err(EngineError::Unsupported(format!("BAR0+0x0 reads {id:#010x}: not QEMU's edu device (expected 0xRRrr00ed)")));
         }
-        Ok(format!("QEMU edu {}.{}", id >> 24, (id >> 16) & 0xFF))
+        Ok(format!("QEMU edu {}.{} (emulated: timings are the emulator's, not PCIe)", id >> 24, (id >> 16) & 0xFF))
     }
 
     fn capacity_bytes(&self) -> u64 {
-        BUFFER_BYTES
+        USABLE_BYTES
     }
 
     fn max_bus_address(&self) -> u64 {
@@ -53,6 +57,10 @@ impl super::dma::Personality for Edu {
     }
 
     fn start(&mut self, regs: &Region, direction: Direction, bus_addr: u64, device_offset: u64, bytes: u64) -> Result<(), EngineError> {
+        if bytes == 0 || device_offset + bytes > USABLE_BYTES {
+            // Never hand QEMU a range its check rejects: it would stop the machine.
+            return Err(crate::error::InvalidInput::new(format!("edu transfers stay within the first {USABLE_BYTES} bytes of its buffer")).into());
+        }
         let device_addr = BUFFER_ADDR + device_offset;
         let (source, destination, to_ram) = match direction {
             Direction::H2d => (bus_addr, device_addr, 0),

@@ -184,7 +184,13 @@ impl VfioDevice {
             IommuMode::Iommu if ioctl_value(&container, CHECK_EXTENSION, TYPE1V2_IOMMU, "CHECK_EXTENSION")? == 1 => TYPE1V2_IOMMU,
             IommuMode::Iommu => TYPE1_IOMMU,
         };
-        ioctl_value(&container, SET_IOMMU, iommu_type, "SET_IOMMU")?;
+        ioctl_value(&container, SET_IOMMU, iommu_type, "SET_IOMMU").map_err(|e| match e {
+            EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::ENODEV) => EngineError::Unsupported(format!(
+                "VFIO has no IOMMU backend for this container (SET_IOMMU: no such device): load it with `sudo modprobe {}`",
+                if mode == IommuMode::NoIommu { "vfio enable_unsafe_noiommu_mode=1" } else { "vfio_iommu_type1" }
+            )),
+            other => other,
+        })?;
         let name = CString::new(function.bdf.to_string()).expect("a PCI address has no NUL");
         let fd = ioctl(&group, GROUP_GET_DEVICE_FD, name.as_ptr() as *mut libc::c_char, "GROUP_GET_DEVICE_FD")?;
         // SAFETY: the kernel returned a new file descriptor that nothing else owns.
