@@ -29,6 +29,8 @@ pub struct PciFunction {
 /// A BAR as `resource` describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BarInfo {
+    /// Bus address of the BAR's first byte.
+    pub start: u64,
     pub size_bytes: u64,
     pub memory: bool,
     pub io: bool,
@@ -74,7 +76,7 @@ impl PciFunction {
             return Err(InvalidInput::new(format!("{}: BAR{index} does not exist (BARs are 0–5)", self.bdf)).into());
         };
         let size_bytes = if end > start { end - start + 1 } else { 0 };
-        Ok(BarInfo { size_bytes, memory: flags & IORESOURCE_MEM != 0, io: flags & IORESOURCE_IO != 0, prefetchable: flags & IORESOURCE_PREFETCH != 0 })
+        Ok(BarInfo { start, size_bytes, memory: flags & IORESOURCE_MEM != 0, io: flags & IORESOURCE_IO != 0, prefetchable: flags & IORESOURCE_PREFETCH != 0 })
     }
 
     /// A memory BAR with a size, or why not.

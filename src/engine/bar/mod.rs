@@ -194,7 +194,7 @@ impl BarEngine {
         if wc && !info.prefetchable {
             return Err(EngineError::Unsupported(format!("{}: BAR{bar} is not prefetchable, so the kernel offers no resource{bar}_wc", self.function.bdf)));
         }
-        if let Some(region) = self.uio_map(bar)? {
+        if let Some(region) = self.uio_map(bar, &info)? {
             return Ok(region);
         }
         let path = self.function.dir.join(format!("resource{bar}{}", if wc { "_wc" } else { "" }));
@@ -207,19 +207,25 @@ impl BarEngine {
         })
     }
 
-    /// BAR `bar` through `/dev/uioN`'s map `bar`, when the UIO driver exports maps.
-    fn uio_map(&mut self, bar: u8) -> Result<Option<Region>, EngineError> {
+    /// BAR `bar` through the `/dev/uioN` map whose address is the BAR's, when the UIO driver
+    /// exports one (uio_pci_generic exports non-prefetchable memory BARs since Linux 5.x, numbered
+    /// in order, not by BAR index; mapping N is at file offset N pages).
+    fn uio_map(&mut self, bar: u8, info: &device::BarInfo) -> Result<Option<Region>, EngineError> {
         let Some((name, dir)) = self.uio_event.as_ref().and_then(|_| self.function.uio_node()) else { return Ok(None) };
-        let map_dir = dir.join(format!("maps/map{bar}"));
-        let Some(size) = read_count(&map_dir.join("size")) else {
-            self.note(format!("/dev/{name} exports no map{bar} (uio_pci_generic exports none): BAR{bar} mapped through resource{bar}"));
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+        let found = (0..5u64).find_map(|n| {
+            let map = dir.join(format!("maps/map{n}"));
+            (read_count(&map.join("addr"))? == info.start & !(page - 1)).then(|| (n, read_count(&map.join("size")), read_count(&map.join("offset")).unwrap_or(0)))
+        });
+        let Some((n, Some(size), 0)) = found else {
+            self.note(format!("/dev/{name} exports no page-aligned map of BAR{bar}: mapped through resource{bar}"));
             return Ok(None);
         };
         let node = Path::new("/dev").join(&name);
         let file = device::open_rw(&node, "UIO needs read/write access to the /dev/uioN node (root, or a udev rule)")?;
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
-        Region::map(&file, bar as u64 * page, size, bar, format!("{} map{bar}", node.display()), false).map(Some)
+        self.note(format!("BAR{bar} mapped through {} map{n}", node.display()));
+        Region::map(&file, n * page, size.min(info.size_bytes), bar, format!("{} map{n}", node.display()), false).map(Some)
     }
 }
 

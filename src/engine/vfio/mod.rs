@@ -154,10 +154,11 @@ pub struct VfioDevice {
 impl VfioDevice {
     /// Open `function` through vfio-pci (it must already be bound; the error says how).
     pub fn open(function: PciFunction) -> Result<VfioDevice, EngineError> {
+        if function.iommu_group().is_none() {
+            no_group(&function)?;
+        }
         function.require_driver("vfio-pci", "vfio-pci", "VFIO")?;
-        let group_name = function.iommu_group().ok_or_else(|| {
-            EngineError::Unsupported(format!("{}: no IOMMU group (no IOMMU, and no-IOMMU mode is off: `echo 1 | sudo tee /sys/module/vfio/parameters/enable_unsafe_noiommu_mode` before binding vfio-pci)", function.bdf))
-        })?;
+        let group_name = function.iommu_group().ok_or_else(|| EngineError::Unsupported(format!("{}: bound to vfio-pci but in no IOMMU group", function.bdf)))?;
         let (node, mode) = if Path::new(&format!("/dev/vfio/{group_name}")).exists() {
             (format!("/dev/vfio/{group_name}"), IommuMode::Iommu)
         } else {
@@ -303,6 +304,24 @@ impl VfioDevice {
     pub fn unmap_dma(&self, iova: u64, bytes: u64) -> Result<(), EngineError> {
         let mut unmap = DmaUnmap { argsz: std::mem::size_of::<DmaUnmap>() as u32, flags: 0, iova, size: bytes };
         ioctl(&self.container, IOMMU_UNMAP_DMA, &mut unmap, "IOMMU_UNMAP_DMA").map(|_| ())
+    }
+}
+
+/// Where the kernel's no-IOMMU switch is (present only when vfio is built with CONFIG_VFIO_NOIOMMU).
+const NOIOMMU_PARAMETER: &str = "/sys/module/vfio/parameters/enable_unsafe_noiommu_mode";
+
+/// A function in no IOMMU group: fine only when no-IOMMU mode is on (binding vfio-pci then
+/// creates a no-IOMMU group); otherwise say what the machine lacks.
+fn no_group(function: &PciFunction) -> Result<(), EngineError> {
+    let bdf = function.bdf;
+    match std::fs::read_to_string(NOIOMMU_PARAMETER).map(|t| t.trim() == "Y") {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(EngineError::Unsupported(format!(
+            "{bdf} is in no IOMMU group (no IOMMU, or it is off): boot with intel_iommu=on / amd_iommu=on, or accept VFIO's unsafe no-IOMMU mode: `echo 1 | sudo tee {NOIOMMU_PARAMETER}`, then bind vfio-pci"
+        ))),
+        Err(_) => Err(EngineError::Unsupported(format!(
+            "{bdf} is in no IOMMU group (no IOMMU, or it is off), and this kernel's vfio offers no no-IOMMU mode (built without CONFIG_VFIO_NOIOMMU, or vfio not loaded): boot with intel_iommu=on / amd_iommu=on"
+        ))),
     }
 }
 
