@@ -20,8 +20,8 @@ fn demo(target: &str, runs: u32) -> (Duration, f64, u64) {
     for seed in 0..runs {
         let wall = Instant::now();
         let mut engine = SimEngine::open(target, &OpenOptions { seed: seed as u64, ..OpenOptions::default() }).unwrap();
-        let link = engine.config().params.link;
-        let report = run_demo(&mut engine, link, &DemoOptions { modes: DemoMode::ALL.to_vec(), ..DemoOptions::default() }).unwrap();
+        let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
+        let report = run_demo(&mut engine, &link, &DemoOptions { modes: DemoMode::ALL.to_vec(), ..DemoOptions::default() }).unwrap();
         let elapsed = wall.elapsed();
         let virtual_s = pcieperf::engine::Engine::now_ns(&engine) / 1e9;
         let bytes = report.results.iter().map(|r| r.bytes * if r.mode == DemoMode::ReadWrite { 2 } else { 1 }).sum();

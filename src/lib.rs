@@ -12,6 +12,8 @@
 //! unless a name says otherwise, times are nanoseconds (`_ns`).
 
 pub mod error;
+pub mod named;
+pub mod table;
 pub mod units;
 
 pub mod model;

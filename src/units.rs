@@ -163,18 +163,37 @@ pub fn mbps(bytes: f64, nanoseconds: f64) -> f64 {
 }
 
 /// Display units for rates. All computation is in MB/s; these only change what is printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum RateUnit {
     /// 10^6 bytes per second (the documents' convention)
     #[default]
-    #[value(name = "MBps", alias = "MB/s")]
     MBps,
     /// 10^9 bytes per second
-    #[value(name = "GBps", alias = "GB/s")]
     GBps,
     /// 10^9 bits per second
-    #[value(name = "Gbps", alias = "Gb/s")]
     Gbps,
+}
+
+impl crate::named::Named for RateUnit {
+    const ALL: &'static [Self] = &[RateUnit::MBps, RateUnit::GBps, RateUnit::Gbps];
+    fn name(self) -> &'static str {
+        match self {
+            RateUnit::MBps => "MBps",
+            RateUnit::GBps => "GBps",
+            RateUnit::Gbps => "Gbps",
+        }
+    }
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            RateUnit::MBps => &["MB/s"],
+            RateUnit::GBps => &["GB/s"],
+            RateUnit::Gbps => &["Gb/s"],
+        }
+    }
+    // Gbps and GBps differ only in case.
+    fn from_name(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|v| v.name() == text || v.aliases().contains(&text))
+    }
 }
 
 impl RateUnit {
@@ -203,6 +222,18 @@ impl RateUnit {
             RateUnit::Gbps => "1 Gb/s = 10^9 bits/s",
         }
     }
+}
+
+/// A duration for humans: ns, µs, ms or s with three significant digits.
+pub fn format_ns(ns: f64) -> String {
+    let (value, unit) = match ns.abs() {
+        n if n >= 1e9 => (ns / 1e9, "s"),
+        n if n >= 1e6 => (ns / 1e6, "ms"),
+        n if n >= 1e3 => (ns / 1e3, "µs"),
+        _ => (ns, "ns"),
+    };
+    let decimals = if value.abs() >= 100.0 { 0 } else if value.abs() >= 10.0 { 1 } else { 2 };
+    format!("{value:.decimals$} {unit}")
 }
 
 #[cfg(test)]

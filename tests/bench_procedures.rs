@@ -32,16 +32,17 @@ fn a_steady_engine_is_stable_after_the_minimum_samples() {
     let p = &r.points[0];
     assert_eq!(p.convergence.stop_reason, "stable");
     assert!(p.convergence.converged);
-    assert_eq!(p.samples.len(), 5);
+    assert_eq!(p.samples.len(), 10, "the minimum number of samples");
     assert_eq!(p.warmup, 2);
-    assert_eq!(engine.transfers, 7);
+    assert_eq!(engine.transfers, 12);
     // 1 MiB at 1000 MB/s + 10 µs: 1048.576 + 10 µs per transfer, on the virtual clock.
     let expected_ns = 1_048_576.0 + 10_000.0;
     let s = p.summary.as_ref().unwrap();
     assert!((s.time_ns.median - expected_ns).abs() < 1e-6);
     assert!((s.median_mbps - 1_048_576.0 / expected_ns * 1e3).abs() < 1e-9);
     assert_eq!(s.time_ns.cov, 0.0);
-    assert!((p.convergence.engine_ns - 7.0 * expected_ns).abs() < 1e-3);
+    assert!((p.convergence.engine_ns - 12.0 * expected_ns).abs() < 1e-3);
+    assert_eq!(s.median_ci_mbps, Some((s.median_mbps, s.median_mbps)), "identical times: a zero-width interval");
     assert!(r.complete && r.simulated);
     assert_eq!(r.exit_code(), 0);
 }
@@ -51,7 +52,7 @@ fn a_noisy_engine_runs_until_the_budget_and_reports_its_spread() {
     let mut engine = TestEngine::new(DataModel::Generator, 7);
     engine.jitter = 0.3;
     let mut o = options(&[Mode::D2h], &[64 << 10]);
-    o.stop.cov_target = 0.001;
+    o.stop.ci_target = 0.001;
     o.duration = Duration::from_millis(20);
     o.wall_limit = Duration::from_secs(60);
     let r = run(&mut engine, &o);
@@ -67,11 +68,15 @@ fn a_noisy_engine_runs_until_the_budget_and_reports_its_spread() {
     // A looser target with the same noise converges: more samples than the minimum, fewer than the budget.
     let mut engine = TestEngine::new(DataModel::Generator, 7);
     engine.jitter = 0.3;
-    o.stop.cov_target = 0.02;
+    // ± 30 % uniform jitter: the median's interval shrinks as ~0.6/√n, so ± 5 % takes ~150.
+    o.stop.ci_target = 0.05;
     o.duration = Duration::from_secs(10);
     let p = &run(&mut engine, &o).points[0];
     assert_eq!(p.convergence.stop_reason, "stable");
-    assert!(p.samples.len() > 5 && p.samples.len() < 500, "{}", p.samples.len());
+    assert!(p.samples.len() > 10 && p.samples.len() < 500, "{}", p.samples.len());
+    let s = p.summary.as_ref().unwrap();
+    let (low, high) = s.median_ci_mbps.unwrap();
+    assert!(low <= s.median_mbps && s.median_mbps <= high && (high - low) / 2.0 <= 0.05 * s.median_mbps * 1.05, "{low} {high}");
 }
 
 #[test]
@@ -178,7 +183,7 @@ fn a_wrong_device_crc_fails_h2d_and_opaque_reads_are_only_checked_for_consistenc
     assert!(r.verification.method.contains("consistency"));
     assert_eq!(r.verification.failed, 0);
     assert_eq!(r.verification.unchecked, 1); // the first read is the reference
-    assert_eq!(r.verification.passed, 6);
+    assert_eq!(r.verification.passed, 11);
 }
 
 #[test]
@@ -188,7 +193,7 @@ fn a_memory_device_that_refuses_writes_is_checked_for_consistency_only() {
     let r = run(&mut engine, &options(&[Mode::D2h], &[8192]));
     assert!(r.complete);
     assert!(r.verification.method.contains("consistency"), "{}", r.verification.method);
-    assert_eq!((r.verification.passed, r.verification.unchecked, r.verification.failed), (6, 1, 0));
+    assert_eq!((r.verification.passed, r.verification.unchecked, r.verification.failed), (11, 1, 0));
 }
 
 #[test]
@@ -205,15 +210,15 @@ fn verification_off_checks_nothing() {
 #[test]
 fn a_device_that_stops_answering_ends_the_run_with_partial_results() {
     let mut engine = TestEngine::new(DataModel::Generator, 7);
-    engine.hang_after = Some(12);
+    engine.hang_after = Some(17);
     let r = run(&mut engine, &options(&[Mode::D2h], &[4096, 8192, 16384]));
     assert!(!r.complete);
     let Some(Stopped::Error { message }) = &r.stopped else { panic!("{:?}", r.stopped) };
     assert!(message.contains("did not answer") && message.contains("d2h 8KiB"), "{message}");
     assert_eq!(r.points.len(), 2);
-    assert_eq!(r.points[0].samples.len(), 5);
+    assert_eq!(r.points[0].samples.len(), 10);
     assert_eq!(r.points[1].convergence.stop_reason, "error");
-    assert_eq!(r.points[1].samples.len(), 3); // transfers 8–12: 2 warm-up, 3 timed
+    assert_eq!(r.points[1].samples.len(), 3); // transfers 13–17: 2 warm-up, 3 timed
     assert!(r.findings.iter().any(|f| f.cause == Cause::Incomplete));
     assert_eq!(r.exit_code(), 1);
 }
@@ -222,14 +227,14 @@ fn a_device_that_stops_answering_ends_the_run_with_partial_results() {
 fn ctrl_c_stops_between_transfers_and_keeps_what_was_measured() {
     let flag = Arc::new(AtomicBool::new(false));
     let mut engine = TestEngine::new(DataModel::Generator, 7);
-    engine.cancel_after = Some((9, flag.clone()));
+    engine.cancel_after = Some((14, flag.clone()));
     let r = measure(&mut engine, &options(&[Mode::D2h, Mode::H2d], &[4096]), &flag, &mut Quiet).unwrap();
     assert_eq!(r.stopped, Some(Stopped::Interrupted));
     assert!(!r.complete);
     assert_eq!(r.points.len(), 2);
     assert_eq!(r.points[1].samples.len(), 0);
     assert_eq!(r.points[1].convergence.stop_reason, "interrupted");
-    assert_eq!(engine.transfers, 9);
+    assert_eq!(engine.transfers, 14);
     assert_eq!(r.exit_code(), 130);
 }
 

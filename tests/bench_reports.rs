@@ -35,7 +35,7 @@ fn the_json_document_round_trips_and_carries_its_conditions() {
     assert_eq!(v["simulated"], true);
     assert_eq!(v["complete"], true);
     let c = &v["conditions"];
-    for key in ["target", "simulated", "engine", "link", "mps_bytes", "mrrs_bytes", "sizes_bytes", "host", "kernel", "tool_version", "seed", "start_time_utc", "host_clock"] {
+    for key in ["target", "simulated", "engine", "link", "sizes_bytes", "host", "kernel", "tool_version", "seed", "start_time_utc", "host_clock"] {
         assert!(c.get(key).is_some_and(|x| !x.is_null()), "conditions.{key} missing");
     }
     assert_eq!(c["seed"], 3);
@@ -167,9 +167,9 @@ fn comparison_lists_differing_conditions_first_then_ratios() {
     assert!(diffs.is_empty());
     // Nested conditions are compared field by field.
     let mut c = a.clone();
-    c.conditions.link.as_mut().unwrap().mps_bytes = 128;
+    c.conditions.link.as_mut().unwrap().params.mps_bytes = 128;
     let diffs = compare::differing_conditions(&a, &c);
-    assert_eq!(diffs, vec![("link.mps_bytes".to_string(), "256".to_string(), "128".to_string())]);
+    assert_eq!(diffs, vec![("link.params.mps_bytes".to_string(), "256".to_string(), "128".to_string())]);
 }
 
 #[test]

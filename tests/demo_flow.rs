@@ -13,8 +13,8 @@ fn sim(target: &str) -> SimEngine {
 }
 
 fn demo(engine: &mut SimEngine, modes: &[DemoMode]) -> Result<DemoReport, EngineError> {
-    let link = engine.config().params.link;
-    run_demo(engine, link, &DemoOptions { modes: modes.to_vec(), ..DemoOptions::default() })
+    let link = pcieperf::engine::Engine::conditions(engine).unwrap();
+    run_demo(engine, &link, &DemoOptions { modes: modes.to_vec(), ..DemoOptions::default() })
 }
 
 type Access = (AccessKind, u8, u64, Option<u32>);
@@ -82,13 +82,13 @@ fn register_sequence_is_document_001_steps_0_to_11() {
 fn polling_repeats_until_the_result_is_ready() {
     // A 10 s wait on a 26 s run: the TX result reads 0 until the device finishes.
     let mut engine = sim("sim:doc001");
-    let link = engine.config().params.link;
+    let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
     let options = DemoOptions { modes: vec![DemoMode::Write], wait: Duration::from_secs(10), ..DemoOptions::default() };
-    let report = run_demo(&mut engine, link, &options).unwrap();
+    let report = run_demo(&mut engine, &link, &options).unwrap();
     let polls: Vec<_> = engine.mmio_log().iter().filter(|a| (a.bar, a.offset) == reg::TX_RESULT).collect();
     assert!(polls.len() > 10, "{} polls", polls.len());
     assert!(polls[..polls.len() - 1].iter().all(|a| a.value == 0));
-    assert_eq!(polls.last().unwrap().value, report.results[0].tx_tenths.unwrap());
+    assert_eq!(polls.last().unwrap().value, u64::from(report.results[0].tx_tenths.unwrap()));
 }
 
 #[test]
@@ -153,9 +153,9 @@ impl Mmio for LosesWrites<'_> {
 #[test]
 fn a_device_that_never_finishes_times_out() {
     let mut engine = sim("sim:doc001");
-    let link = engine.config().params.link;
+    let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
     let options = DemoOptions { modes: vec![DemoMode::Read], timeout: Duration::from_secs(120), ..DemoOptions::default() };
-    let err = run_demo(&mut LosesWrites(&mut engine, reg::FIXED), link, &options).unwrap_err();
+    let err = run_demo(&mut LosesWrites(&mut engine, reg::FIXED), &link, &options).unwrap_err();
     assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
     assert!(err.to_string().contains("still 0"));
 }
@@ -175,6 +175,6 @@ impl Mmio for OtherDevice {
 
 #[test]
 fn another_device_is_refused_before_any_write() {
-    let err = run_demo(&mut OtherDevice, "gen1x4".parse().unwrap(), &DemoOptions::default()).unwrap_err();
+    let err = run_demo(&mut OtherDevice, &pcieperf::engine::Engine::conditions(&sim("sim:doc001")).unwrap(), &DemoOptions::default()).unwrap_err();
     assert!(err.to_string().contains("0xdeadbeef") && err.to_string().contains("0x08021600"), "{err}");
 }

@@ -9,7 +9,14 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use pcieperf::engine::detect::{choose, detect_in};
+use pcieperf::engine::registry::detect_in;
+use pcieperf::engine::Candidate;
+
+/// The candidate `run` would take unasked, if any device is usable.
+fn choose(found: &[Candidate]) -> Option<&Candidate> {
+    let choice = pcieperf::engine::choose(None, found);
+    found.iter().find(|c| c.target == choice.target)
+}
 use pcieperf::engine::pattern::{crc32, Pattern};
 use pcieperf::engine::xdma::XdmaEngine;
 use pcieperf::engine::{self, DataModel, Direction, EngineError, Io, OpenOptions};

@@ -147,6 +147,7 @@ fn fake(vendor: &str, device: &str, bar0_flags: u64, bar0_bytes: u64, decoding: 
     config[4] = if decoding { 0x02 } else { 0x00 };
     std::fs::write(dev.join("config"), config).unwrap();
     std::fs::write(dev.join("enable"), "0\n").unwrap();
+    std::os::unix::fs::symlink("../../../kernel/iommu_groups/7", dev.join("iommu_group")).unwrap();
     FakeDevice { _dir: dir, root, dev }
 }
 
@@ -226,6 +227,10 @@ fn paths_needing_a_driver_print_the_bind_commands() {
     }
     let err = open(&format!("vfio:{BDF},personality=xdma"), &options(&device.root)).err().unwrap().to_string();
     assert!(err.contains("known personalities: edu"), "{err}");
+    // Without an IOMMU group, VFIO needs an IOMMU (or no-IOMMU mode) before any binding.
+    std::fs::remove_file(device.dev.join("iommu_group")).unwrap();
+    let err = open(&format!("bar:{BDF},via=vfio"), &options(&device.root)).err().unwrap().to_string();
+    assert!(err.contains("no IOMMU group"), "{err}");
 }
 
 #[test]

@@ -15,10 +15,11 @@ use serde::{Deserialize, Serialize};
 use crate::engine::sim::demo_registers as reg;
 use crate::engine::{EngineError, Mmio};
 use crate::model::status::{decode_status, StatusWord};
-use crate::model::{read_throughput, write_throughput, Link, LinkParams};
+use crate::bench::diagnose;
+use crate::model::{self, Conditions, Link, Traffic};
 
 /// One measurement of the demo, named as the GUI's buttons.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DemoMode {
     /// "Start Write": device→host (d2h), start code 2, TX result.
@@ -146,12 +147,17 @@ pub struct DemoReport {
     /// The version register read byte-swapped: every value was swapped on the way.
     pub byte_swapped: bool,
     pub link: Link,
+    /// The conditions the model's ceilings are computed for (`bench::conditions::resolve`).
+    pub conditions: Conditions,
     pub block_amount: u32,
     pub bytes: u64,
     pub threshold_raw: u32,
     pub threshold_us: f64,
     pub status: StatusWord,
     pub results: Vec<DemoResult>,
+    /// What the figures say beyond the table: results above the ceiling, a status word that
+    /// disagrees with the conditions.
+    pub findings: Vec<String>,
 }
 
 /// Register access with the endianness found at step 0 applied.
@@ -188,17 +194,48 @@ fn check_version(mmio: &mut dyn Mmio) -> Result<(u32, bool), EngineError> {
 }
 
 /// Run the flow for every mode in `options`.
-pub fn run_demo(mmio: &mut dyn Mmio, link: Link, options: &DemoOptions) -> Result<DemoReport, EngineError> {
+pub fn run_demo(mmio: &mut dyn Mmio, conditions: &Conditions, options: &DemoOptions) -> Result<DemoReport, EngineError> {
     let mut report = None::<DemoReport>;
     for &mode in &options.modes {
-        let (result, header) = run_one(mmio, link, mode, options)?;
+        let (result, header) = run_one(mmio, conditions, mode, options)?;
         report.get_or_insert(header).results.push(result);
     }
-    report.ok_or_else(|| EngineError::InvalidInput(crate::error::InvalidInput::new("no demo measurement chosen")))
+    let mut report = report.ok_or_else(|| EngineError::InvalidInput(crate::error::InvalidInput::new("no demo measurement chosen")))?;
+    report.findings = findings(&report);
+    Ok(report)
+}
+
+/// Results above the model's ceiling, and a status word that disagrees with the conditions.
+fn findings(report: &DemoReport) -> Vec<String> {
+    let mut out: Vec<String> = report
+        .results
+        .iter()
+        .filter_map(|r| {
+            // The result registers count 0.1 s: the time is known to ± 0.05 s.
+            let resolution = 0.05 / r.time_s;
+            diagnose::above_ceiling(r.mode.label(), r.mbps, r.theory_mbps, resolution, "the device's timer (0.1 s units)")
+        })
+        .collect();
+    let p = &report.conditions.params;
+    let status = &report.status;
+    if let Some(said) = status.link().filter(|l| *l != p.link) {
+        out.push(format!("the status word reports link {said} but the conditions say {} ({})", p.link, report.conditions.source));
+    }
+    for (said, expected, what) in [(status.max_payload_bytes, p.mps_bytes, "MaxPayload"), (status.max_read_request_bytes, p.mrrs_bytes, "MaxReadRequest")] {
+        if said.is_some_and(|s| s != expected) {
+            out.push(format!(
+                "the status word reports {what} {} bytes but the conditions say {expected} bytes ({}): the ceiling uses the conditions",
+                said.unwrap_or(0),
+                report.conditions.source
+            ));
+        }
+    }
+    out
 }
 
 /// Steps 0–11 for one mode, then the stall count and status word.
-fn run_one(mmio: &mut dyn Mmio, link: Link, mode: DemoMode, options: &DemoOptions) -> Result<(DemoResult, DemoReport), EngineError> {
+fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options: &DemoOptions) -> Result<(DemoResult, DemoReport), EngineError> {
+    let link = conditions.params.link;
     let (version, swapped) = check_version(mmio)?;
     let mut bus = Bus { mmio, swapped };
     let blocks = block_amount(link);
@@ -234,7 +271,7 @@ fn run_one(mmio: &mut dyn Mmio, link: Link, mode: DemoMode, options: &DemoOption
     let bytes = demo_bytes(blocks);
     let time_s = result_seconds(tx.unwrap_or(0).max(rx.unwrap_or(0)));
     let mbps = demo_mbps(bytes, time_s);
-    let theory_mbps = theory_mbps(link, &status, mode, bytes);
+    let theory_mbps = theory_mbps(conditions, mode, bytes);
     let result = DemoResult {
         mode,
         start_code: mode.start_code(),
@@ -256,31 +293,27 @@ fn run_one(mmio: &mut dyn Mmio, link: Link, mode: DemoMode, options: &DemoOption
         version,
         byte_swapped: swapped,
         link,
+        conditions: conditions.clone(),
         block_amount: blocks,
         bytes,
         threshold_raw: reg::THRESHOLD_VALUE,
         threshold_us: threshold_us(reg::THRESHOLD_VALUE),
         status,
         results: Vec::new(),
+        findings: Vec::new(),
     };
     Ok((result, header))
 }
 
-/// The model's ceiling for a mode: the link with the MPS/MRRS the status word reports, 3DW
-/// headers (the demo's buffers are below 4 GiB), typical completion latency and tags.
-pub fn theory_mbps(link: Link, status: &StatusWord, mode: DemoMode, bytes: u64) -> f64 {
-    let typical = LinkParams::typical(link);
-    let params = LinkParams {
-        mps_bytes: status.max_payload_bytes.unwrap_or(typical.mps_bytes),
-        mrrs_bytes: status.max_read_request_bytes.unwrap_or(typical.mrrs_bytes),
-        ..typical
-    };
+/// The model's ceiling for a mode under the run's conditions. Read/write reports one
+/// direction's bytes over the time, so its ceiling is the slower direction's share when both run.
+pub fn theory_mbps(conditions: &Conditions, mode: DemoMode, bytes: u64) -> f64 {
     match mode {
-        DemoMode::Write => write_throughput(&params, bytes).mbps,
-        DemoMode::Read => read_throughput(&params, bytes).mbps,
+        DemoMode::Write => model::ceiling(conditions, Traffic::Write, bytes).mbps,
+        DemoMode::Read => model::ceiling(conditions, Traffic::Read, bytes).mbps,
         DemoMode::ReadWrite => {
-            let (w, r) = crate::model::bidirectional_throughput(&params, bytes);
-            w.mbps.min(r.mbps)
+            let both = model::ceiling(conditions, Traffic::Both, bytes);
+            both.write_mbps.unwrap_or(both.mbps).min(both.read_mbps.unwrap_or(both.mbps))
         }
     }
 }
@@ -320,9 +353,10 @@ mod tests {
 
     #[test]
     fn theory_for_document_001_link() {
-        let link: Link = "gen1x4".parse().unwrap();
-        let status = decode_status(0x9041_2100);
-        let write = theory_mbps(link, &status, DemoMode::Write, 21_913_010_176);
+        let mut params = crate::model::LinkParams::typical("gen1x4".parse().unwrap());
+        (params.mps_bytes, params.mrrs_bytes) = (128, 512);
+        let conditions = Conditions { params, capable: None, source: "test".into(), assumed: vec![] };
+        let write = theory_mbps(&conditions, DemoMode::Write, 21_913_010_176);
         // 864.86 MB/s after TLP overhead (reference case 6), less when the model charges SKPs/DLLPs.
         assert!(write <= 864.87 && write > 850.0, "{write}");
     }

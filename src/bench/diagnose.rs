@@ -17,6 +17,26 @@ pub fn format_bytes_approx(bytes: f64) -> String {
     }
 }
 
+/// A finding for a result above the model's ceiling: by how much, and which assumption must be
+/// wrong. `resolution` is the relative resolution of the time behind the result (0.002 for
+/// 25.4 s counted in 0.1 s units) and `timer` names that timer.
+pub fn above_ceiling(what: &str, measured_mbps: f64, ceiling_mbps: f64, resolution: f64, timer: &str) -> Option<String> {
+    if !(measured_mbps > ceiling_mbps && ceiling_mbps > 0.0) {
+        return None;
+    }
+    let excess = (measured_mbps / ceiling_mbps - 1.0) * 100.0;
+    let cause = if excess <= resolution * 100.0 {
+        format!("within the resolution of {timer} (± {:.2} %): quantisation, not a faster link", resolution * 100.0)
+    } else {
+        format!(
+            "more than the resolution of {timer} (± {:.2} %) allows: the clock (slow, or not covering the whole transfer), \
+             the device's link report (a wider or faster link than stated) or the model's conditions (MaxPayload, header format) must be wrong",
+            resolution * 100.0
+        )
+    };
+    Some(format!("{what}: {measured_mbps:.2} MB/s is {excess:.2} % above the model's ceiling of {ceiling_mbps:.2} MB/s; {cause}"))
+}
+
 /// Findings for a run, most important first.
 pub fn findings(results: &Results) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -26,18 +46,19 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         Some(Stopped::Error { message }) => add(Cause::Incomplete, format!("stopped early: {message}; results are partial")),
         None => {}
     }
+    for point in results.points.iter().filter(|p| p.error.is_some()) {
+        add(Cause::NoSample, point.error.clone().unwrap_or_default());
+    }
     if let Some(failure) = &results.verification.first_failure {
         add(Cause::VerificationFailed, format!("{} transfer(s) failed verification; first: {failure}", results.verification.failed));
     }
     let link = results.conditions.link.as_ref();
-    if let Some(state) = link {
-        if let Some(capable) = state.capable.filter(|c| *c != state.link) {
-            let ratio = state.link.encoded_mbps() / capable.encoded_mbps() * 100.0;
-            add(
-                Cause::LinkBelowCapability,
-                format!("link trained at {} but both ends can do {}: the ceiling is {ratio:.0} % of what it could be", state.link, capable),
-            );
-        }
+    if let Some((trained, capable)) = link.filter(|c| c.below_capability()).and_then(|c| Some((c.params.link, c.capable?))) {
+        let ratio = trained.encoded_mbps() / capable.encoded_mbps() * 100.0;
+        add(
+            Cause::LinkBelowCapability,
+            format!("link trained at {trained} but both ends can do {capable}: the ceiling is {ratio:.0} % of what it could be"),
+        );
     }
     let stalled: Vec<_> = results.points.iter().filter(|p| p.stalls.over_threshold > 0).collect();
     if !stalled.is_empty() {
@@ -80,6 +101,15 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         );
     }
     for fit in &results.fits {
+        if let Some(why) = &fit.rejected {
+            let copy = if results.conditions.copy_to_user && fit.mode != Mode::H2d {
+                " — the copy to user space grows faster than the transfer and dominates large sizes"
+            } else {
+                ""
+            };
+            add(Cause::FitRejected, format!("{} fit of T(N) = N/(B·f) + m not shown: {why}{copy}", fit.mode.name()));
+            continue;
+        }
         let smallest = results.points.iter().filter(|p| p.mode == fit.mode).map(|p| p.bytes_per_step).min().unwrap_or(0);
         if fit.m_us > 0.0 && (smallest as f64) < fit.n_half_bytes {
             add(
@@ -91,6 +121,14 @@ pub fn findings(results: &Results) -> Vec<Finding> {
                     fit.m_us
                 ),
             );
+        }
+    }
+    for mode in [Mode::D2h, Mode::H2d, Mode::Both] {
+        if let Some(finding) = spread(results, mode) {
+            add(Cause::Spread, finding);
+        }
+        if let Some(finding) = worst_above_ceiling(results, mode) {
+            add(Cause::AboveCeiling, finding);
         }
     }
     let explained: Vec<Cause> = out
@@ -105,7 +143,12 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         let percent = ceiling.percent_reached.unwrap_or(0.0);
         let at = format!("{} at {}", mode.name(), format_size(point.size_bytes));
         if percent >= NEAR_CEILING_PERCENT {
-            add(Cause::Link, format!("{at} reaches {percent:.1} % of the model's ceiling ({:.1} MB/s): the link is the limit", ceiling.mbps));
+            let (cause, what) = match ceiling.limit {
+                Limit::Latency => (Cause::ReadLatency, "completion latency × outstanding read requests (tags) is the limit, not the link's bytes"),
+                Limit::OppositeDirection => (Cause::Link, "the link is the limit (its opposite direction: requests and DLLPs)"),
+                Limit::Link => (Cause::Link, "the link is the limit"),
+            };
+            add(cause, format!("{at} reaches {percent:.1} % of the model's ceiling ({:.1} MB/s, {}): {what}", ceiling.mbps, ceiling.limit.name()));
         } else {
             let message = format!("{at} reaches {:.1} MB/s, {percent:.1} % of the model's ceiling ({:.1} MB/s)", summary.median_mbps, ceiling.mbps);
             let explained = explained.iter().any(|c| match c {
@@ -122,9 +165,53 @@ pub fn findings(results: &Results) -> Vec<Finding> {
     out
 }
 
+/// Transfers slower than this multiple of the median count as slow.
+pub const SLOW_FACTOR: f64 = 1.5;
+
+/// The point of `mode` with the widest spread, when some of its transfers were slow: how many,
+/// and by how much.
+fn spread(results: &Results, mode: Mode) -> Option<String> {
+    let worst = results
+        .points
+        .iter()
+        .filter(|p| p.mode == mode)
+        .filter_map(|p| Some((p, p.summary.as_ref()?)))
+        .max_by(|a, b| (a.1.time_ns.max / a.1.time_ns.median).total_cmp(&(b.1.time_ns.max / b.1.time_ns.median)))?;
+    let (point, summary) = worst;
+    let median = summary.time_ns.median;
+    let slow = point.samples.iter().filter(|s| s.time_ns() > SLOW_FACTOR * median).count();
+    (slow > 0).then(|| {
+        format!(
+            "{} at {}: {slow} of {} transfers took more than {SLOW_FACTOR}× the median ({}); the slowest {:.1}×, p99 {:.2}× — \
+             the median is robust to them, the sustained rate is not",
+            mode.name(),
+            format_size(point.size_bytes),
+            point.samples.len(),
+            crate::units::format_ns(median),
+            summary.time_ns.max / median,
+            summary.time_ns.p99 / median
+        )
+    })
+}
+
+/// The point of `mode` furthest above its ceiling, if any is above.
+fn worst_above_ceiling(results: &Results, mode: Mode) -> Option<String> {
+    results
+        .points
+        .iter()
+        .filter(|p| p.mode == mode)
+        .filter_map(|p| Some((p, p.summary.as_ref()?.median_mbps, p.ceiling.as_ref()?.mbps)))
+        .filter(|(_, measured, ceiling)| measured > ceiling)
+        .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)))
+        .and_then(|(p, measured, ceiling)| {
+            let what = format!("{} at {}", mode.name(), format_size(p.size_bytes));
+            above_ceiling(&what, measured, ceiling, 0.0, "the engine's clock")
+        })
+}
+
 /// True when the per-transfer cost m still takes a tenth or more of a step of `bytes`.
 fn fits_explain(results: &Results, mode: Mode, bytes: u64) -> bool {
-    results.fits.iter().any(|f| f.mode == mode && f.m_us > 0.0 && f.n_half_bytes * 9.0 > bytes as f64)
+    results.fits.iter().any(|f| f.mode == mode && f.rejected.is_none() && f.m_us > 0.0 && f.n_half_bytes * 9.0 > bytes as f64)
 }
 
 /// The point at the largest size measured for `mode`.

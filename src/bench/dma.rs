@@ -92,8 +92,8 @@ pub fn validate(info: &EngineInfo, options: &DmaOptions) -> Result<(), InvalidIn
             return Err(InvalidInput::new(format!("target {} cannot move data in both directions at once", info.target)));
         }
     }
-    if !(options.stop.cov_target > 0.0 && options.stop.cov_target.is_finite()) {
-        return Err(InvalidInput::new("the CoV target must be a positive percentage"));
+    if !(options.stop.ci_target > 0.0 && options.stop.ci_target.is_finite()) {
+        return Err(InvalidInput::new("the confidence-interval target must be a positive percentage"));
     }
     // Host buffers per size: one per direction, a user buffer, and verification's expected
     // contents (up to two) and read-back or priming buffer.
@@ -157,6 +157,7 @@ pub fn measure(
 ) -> Result<Results, InvalidInput> {
     let info = engine.info().clone();
     validate(&info, options)?;
+    let link = crate::bench::conditions::resolve(engine);
     let clock = HostClock::new();
     let mut verifier = Verifier::new(options.verify, options.seed, info.data_model);
     let irq_before = Snapshot::read();
@@ -165,7 +166,7 @@ pub fn measure(
         simulated: info.simulated,
         complete: false,
         stopped: None,
-        conditions: conditions(&info, options, &clock),
+        conditions: conditions(&info, &link, options, &clock),
         points: Vec::new(),
         fits: Vec::new(),
         interrupts: None,
@@ -178,7 +179,10 @@ pub fn measure(
         progress.point_started(index, mode, size);
         let mut runner = PointRunner::new(engine, &clock, &mut verifier, options, mode, size);
         let stopped = runner.run(cancel);
-        let point = runner.finish(info.link.as_ref(), stopped.as_ref());
+        let mut point = runner.finish(link.as_ref().ok(), stopped.as_ref());
+        if point.samples.is_empty() && stopped.is_none() {
+            point.error = Some(no_sample(&point, options));
+        }
         add_tally(&mut results.verification, &point.verification);
         progress.point_done(index, &point);
         results.points.push(point);
@@ -196,10 +200,23 @@ pub fn measure(
     }
     results.verification.method = verifier.method();
     results.complete = results.stopped.is_none();
-    results.fits = predict::fits(&results.points, info.link.as_ref());
+    results.fits = predict::fits(&results.points, link.as_ref().ok());
     results.findings = diagnose::findings(&results);
     progress.end();
     Ok(results)
+}
+
+/// Why a point has no result: its budget ran out before a timed transfer completed.
+fn no_sample(point: &Point, options: &DmaOptions) -> String {
+    format!(
+        "{} {}: no timed transfer completed within the {} s budget (--duration; {} warm-up transfer(s) took {:.3} s of it): \
+         give more time or a smaller size",
+        point.mode.name(),
+        format_size(point.size_bytes),
+        options.duration.as_secs_f64(),
+        point.warmup,
+        point.convergence.engine_ns / 1e9
+    )
 }
 
 fn add_tally(total: &mut VerificationSummary, tally: &VerifyTally) {
@@ -211,15 +228,14 @@ fn add_tally(total: &mut VerificationSummary, tally: &VerifyTally) {
     }
 }
 
-fn conditions(info: &EngineInfo, options: &DmaOptions, clock: &HostClock) -> Conditions {
+fn conditions(info: &EngineInfo, link: &Result<crate::model::Conditions, String>, options: &DmaOptions, clock: &HostClock) -> Conditions {
     Conditions {
         command: options.command.clone(),
         target: info.target.clone(),
         simulated: info.simulated,
         engine: info.clone(),
-        link: info.link.clone(),
-        mps_bytes: info.link.as_ref().map(|l| l.mps_bytes),
-        mrrs_bytes: info.link.as_ref().map(|l| l.mrrs_bytes),
+        link: link.as_ref().ok().cloned(),
+        link_unknown: link.as_ref().err().cloned(),
         modes: options.modes.clone(),
         sizes_bytes: options.sizes.clone(),
         host: host::hostname(),
@@ -228,7 +244,7 @@ fn conditions(info: &EngineInfo, options: &DmaOptions, clock: &HostClock) -> Con
         seed: options.seed,
         start_time_utc: host::now_utc_iso(),
         verify: options.verify,
-        cov_target: options.stop.cov_target,
+        ci_target: options.stop.ci_target,
         duration_s: options.duration.as_secs_f64(),
         wall_limit_s: options.wall_limit.as_secs_f64(),
         deadline_s: options.deadline.as_secs_f64(),
@@ -327,7 +343,7 @@ impl<'a> PointRunner<'a> {
                 self.stop_reason = "max_samples";
                 break None;
             }
-            if self.options.stop.is_stable(&times) {
+            if self.options.stop.is_stable(&times, self.engine_ns) {
                 self.stop_reason = "stable";
                 break None;
             }
@@ -405,7 +421,7 @@ impl<'a> PointRunner<'a> {
     }
 
     /// The point as measured so far.
-    fn finish(self, link: Option<&crate::engine::LinkState>, stopped: Option<&Stopped>) -> Point {
+    fn finish(self, link: Option<&crate::model::Conditions>, stopped: Option<&Stopped>) -> Point {
         let bytes_per_step = self.size * self.mode.directions().len() as u64;
         let summary = summarise(&self.samples, bytes_per_step);
         let engine_times: Vec<f64> = self.samples.iter().map(|s| s.engine_ns).collect();
@@ -435,6 +451,7 @@ impl<'a> PointRunner<'a> {
             stalls,
             verification: self.tally,
             ceiling,
+            error: None,
         }
     }
 }
@@ -479,6 +496,7 @@ pub fn summarise(samples: &[Sample], bytes_per_step: u64) -> Option<Summary> {
     let device_median_ns = median_of(samples.iter().filter_map(|s| s.device_ns).collect());
     Some(Summary {
         median_mbps: mbps(bytes, time_ns.median),
+        median_ci_mbps: time_ns.median_ci.map(|(fast, slow)| (mbps(bytes, slow), mbps(bytes, fast))),
         max_mbps: mbps(bytes, time_ns.min),
         p99_mbps: mbps(bytes, time_ns.p99),
         min_mbps: mbps(bytes, time_ns.max),

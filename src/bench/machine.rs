@@ -113,7 +113,7 @@ mod tests {
             target: "test".into(),
             simulated: true,
             description: String::new(),
-            link: None,
+            in_flight: 1,
             pci_address: Some("0000:01:00.0".into()),
             device_clock_hz: None,
             directions: vec![],

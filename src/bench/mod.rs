@@ -3,6 +3,7 @@
 
 pub mod cancel;
 pub mod clock;
+pub mod conditions;
 pub mod demo;
 pub mod diagnose;
 pub mod dma;

@@ -17,7 +17,7 @@ use crate::bench::stats::Stats;
 use crate::engine::{EngineError, EngineInfo, Mmio, Width};
 use crate::error::InvalidInput;
 use crate::model::mmio::{read_record, single_access};
-use crate::model::{write_combining, LinkParams};
+use crate::model::{write_combining, Conditions, LinkParams};
 
 /// Schema of the results document `pio` writes.
 pub const SCHEMA: &str = "pcieperf.pio/1";
@@ -252,8 +252,9 @@ pub struct PioRun {
     pub version: String,
     pub simulated: bool,
     pub engine: EngineInfo,
-    /// Link conditions the model's predictions assume; None when the device reports no PCIe link.
-    pub model_conditions: Option<LinkParams>,
+    /// Conditions the model's predictions assume (where each came from, what is assumed); None
+    /// when the target names no device with a PCIe link.
+    pub model_conditions: Option<Conditions>,
     pub clock: Option<ClockInfo>,
     pub stopwatch: Stopwatch,
     pub pinning: Pinning,
@@ -285,8 +286,9 @@ struct Samples {
     mismatches: Option<u64>,
 }
 
-/// Run the chosen tests. `link` gives the model's conditions; `pinning` says where the thread runs.
-pub fn run_pio(mmio: &mut dyn Mmio, info: &EngineInfo, params: Option<&LinkParams>, pinning: Pinning, options: &PioOptions) -> Result<PioRun, EngineError> {
+/// Run the chosen tests. `conditions` feed the model's predictions; `pinning` says where the thread runs.
+pub fn run_pio(mmio: &mut dyn Mmio, info: &EngineInfo, conditions: Option<&Conditions>, pinning: Pinning, options: &PioOptions) -> Result<PioRun, EngineError> {
+    let params = conditions.map(|c| &c.params);
     let specs = check(mmio, options)?;
     let host = (!info.simulated).then(HostClock::new);
     let mut watch = Watch { host, subtract_ns: 0.0 };
@@ -320,7 +322,7 @@ pub fn run_pio(mmio: &mut dyn Mmio, info: &EngineInfo, params: Option<&LinkParam
         version: env!("CARGO_PKG_VERSION").into(),
         simulated: info.simulated,
         engine: info.clone(),
-        model_conditions: params.cloned(),
+        model_conditions: conditions.cloned(),
         clock: watch.host.as_ref().map(HostClock::info),
         stopwatch,
         pinning,
@@ -555,7 +557,7 @@ fn explain(write: bool, measured_ns: f64, predicted_ns: f64) -> String {
 }
 
 fn summarise(label: String, bytes: u64, samples: Samples, predicted: Option<Prediction>, counted: Counters, write: bool) -> Case {
-    let delay = Stats::of(&samples.delay_ns).unwrap_or(Stats { count: 0, min: 0.0, median: 0.0, p99: 0.0, max: 0.0, mean: 0.0, cov: 0.0, median_cov: 0.0 });
+    let delay = Stats::of(&samples.delay_ns).unwrap_or(Stats { count: 0, min: 0.0, median: 0.0, p99: 0.0, max: 0.0, mean: 0.0, cov: 0.0, median_ci: None });
     let mbps = if delay.mean > 0.0 { crate::units::mbps(bytes as f64, delay.mean) } else { 0.0 };
     let interrupts = counted.cpu.or(counted.engine).unwrap_or(0);
     let interrupted = attribute(&samples.delay_ns, delay.median, interrupts);

@@ -2,42 +2,25 @@
 //! T(N) = N/(B·f) + m over a sweep (document 002).
 
 use crate::bench::results::{Ceiling, Fit, Mode, Point};
-use crate::engine::LinkState;
-use crate::model::{self, transfer, LinkParams, Throughput};
+use crate::model::{self, transfer, Conditions, Traffic};
 
-/// Model parameters for the link an engine reported: typical values (see
-/// [`LinkParams::typical`]) with the engine's MPS and MRRS.
-pub fn link_params(state: &LinkState) -> LinkParams {
-    LinkParams { mps_bytes: state.mps_bytes, mrrs_bytes: state.mrrs_bytes, ..LinkParams::typical(state.link) }
+/// The traffic a mode puts on the link, from the device's point of view.
+pub fn traffic(mode: Mode) -> Traffic {
+    match mode {
+        Mode::D2h => Traffic::Write,
+        Mode::H2d => Traffic::Read,
+        Mode::Both => Traffic::Both,
+    }
 }
 
-/// The model's ceiling for `mode` at `size_bytes` per direction: posted writes for d2h,
-/// reads (latency × tags) for h2d.
-pub fn ceiling(state: &LinkState, mode: Mode, size_bytes: u64) -> Ceiling {
-    let params = link_params(state);
-    let one_way = |m: Mode| -> Throughput {
-        match m {
-            Mode::D2h => model::write_throughput(&params, size_bytes),
-            _ => model::read_throughput(&params, size_bytes),
-        }
+/// The model's ceiling for `mode` at `size_bytes` per direction under the run's conditions.
+pub fn ceiling(conditions: &Conditions, mode: Mode, size_bytes: u64) -> Ceiling {
+    let c = model::ceiling(conditions, traffic(mode), size_bytes);
+    let note = match (c.write_mbps, c.read_mbps) {
+        (Some(w), Some(r)) => Some(format!("writes {w:.2} + reads {r:.2} MB/s at once")),
+        _ => None,
     };
-    match mode {
-        Mode::Both => {
-            // Each direction carries one stream's data and the other's requests and DLLPs.
-            let (write, read) = model::bidirectional_throughput(&params, size_bytes);
-            let limit = if read.efficiency < write.efficiency { read.limit } else { write.limit };
-            Ceiling {
-                mbps: write.mbps + read.mbps,
-                limit,
-                percent_reached: None,
-                note: Some(format!("writes {:.2} + reads {:.2} MB/s at once", write.mbps, read.mbps)),
-            }
-        }
-        one => {
-            let t = one_way(one);
-            Ceiling { mbps: t.mbps, limit: t.limit, percent_reached: None, note: None }
-        }
-    }
+    Ceiling { mbps: c.mbps, limit: c.limit, percent_reached: None, note }
 }
 
 /// Fill in the percentage of the ceiling a measured median reached.
@@ -50,7 +33,7 @@ pub fn with_measured(mut ceiling: Ceiling, median_mbps: f64) -> Ceiling {
 
 /// Fit T(N) = N/(B·f) + m to every mode with two or more measured sizes. B is the link's rate
 /// after encoding (twice it for `both`); without a link, only B·f, m and N½ are meaningful.
-pub fn fits(points: &[Point], link: Option<&LinkState>) -> Vec<Fit> {
+pub fn fits(points: &[Point], conditions: Option<&Conditions>) -> Vec<Fit> {
     let mut modes: Vec<Mode> = points.iter().map(|p| p.mode).collect();
     modes.dedup();
     modes
@@ -61,9 +44,10 @@ pub fn fits(points: &[Point], link: Option<&LinkState>) -> Vec<Fit> {
                 .filter(|p| p.mode == mode)
                 .filter_map(|p| p.summary.as_ref().map(|s| (p.bytes_per_step as f64, s.median_mbps)))
                 .collect();
-            let bus_mbps = link.map(|l| l.link.encoded_mbps() * mode.directions().len() as f64);
+            let bus_mbps = conditions.map(|c| c.params.link.encoded_mbps() * mode.directions().len() as f64);
             let fitted = transfer::fit(bus_mbps.unwrap_or(1.0), &data).ok()?;
             let residuals = transfer::residuals(&fitted, &data);
+            let rejected = rejection(fitted.m_us, bus_mbps.map(|_| fitted.f), &residuals);
             Some(Fit {
                 mode,
                 bus_mbps,
@@ -72,9 +56,30 @@ pub fn fits(points: &[Point], link: Option<&LinkState>) -> Vec<Fit> {
                 asymptotic_mbps: fitted.asymptotic_mbps(),
                 n_half_bytes: fitted.n_half_bytes(),
                 residuals: data.iter().map(|d| d.0 as u64).zip(residuals).collect(),
+                rejected,
             })
         })
         .collect()
+}
+
+/// Largest |measured/fitted − 1| a fit may leave and still describe the measurements.
+pub const MAX_RESIDUAL: f64 = 0.10;
+
+/// Why a fit of T(N) = N/(B·f) + m does not describe the measurements, if it does not: a
+/// negative per-transfer cost or a rate above the bus are not physical, and large residuals
+/// mean the time is not linear in N (a copy to user space that grows faster than the transfer,
+/// caches, a device that changes mode).
+pub fn rejection(m_us: f64, f: Option<f64>, residuals: &[f64]) -> Option<String> {
+    let worst = residuals.iter().fold(0.0f64, |w, r| w.max(r.abs()));
+    if m_us < 0.0 {
+        Some(format!("m = {m_us:.2} µs is negative: the time grows faster than linearly in N, so no constant per-transfer cost describes it"))
+    } else if f.is_some_and(|f| f > 1.0) {
+        Some(format!("f = {:.3} is above 1: the fit claims more than the bus rate B", f.unwrap_or(0.0)))
+    } else if worst > MAX_RESIDUAL {
+        Some(format!("residuals up to {:.0} % (limit {:.0} %): T(N) is not linear in N over these sizes", worst * 100.0, MAX_RESIDUAL * 100.0))
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -83,7 +88,9 @@ mod tests {
 
     #[test]
     fn ceilings_follow_the_model_per_direction() {
-        let state = LinkState { link: "gen1x4".parse().unwrap(), capable: None, mps_bytes: 128, mrrs_bytes: 512 };
+        let mut params = model::LinkParams::typical("gen1x4".parse().unwrap());
+        (params.mps_bytes, params.mrrs_bytes) = (128, 512);
+        let state = Conditions { params, capable: None, source: "test".into(), assumed: vec![] };
         let d2h = ceiling(&state, Mode::D2h, 1 << 20);
         // Reference case 6: Gen1 x4, MPS 128, 3DW → 864.86 MB/s from TLP overhead alone; a model
         // that also charges DLLPs or SKPs may only go lower.

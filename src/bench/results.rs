@@ -9,14 +9,14 @@ use crate::bench::interrupts::InterruptDelta;
 use crate::bench::stalls::StallSummary;
 use crate::bench::stats::Stats;
 use crate::bench::verify::{VerifyFailure, VerifyKind, VerifyTally};
-use crate::engine::{Direction, EngineInfo, LinkState};
+use crate::engine::{Direction, EngineInfo};
 use crate::model::Limit;
 
 /// Schema name and version written into every document.
 pub const SCHEMA: &str = "pcieperf.results/1";
 
 /// What a measurement point moves: one direction, or both at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Host → device.
@@ -27,6 +27,13 @@ pub enum Mode {
     Both,
 }
 
+impl crate::named::Named for Mode {
+    const ALL: &'static [Self] = &[Mode::H2d, Mode::D2h, Mode::Both];
+    fn name(self) -> &'static str {
+        Mode::name(self)
+    }
+}
+
 impl Mode {
     pub fn name(self) -> &'static str {
         match self {
@@ -35,6 +42,7 @@ impl Mode {
             Mode::Both => "both",
         }
     }
+
 
     /// Directions moved per step.
     pub fn directions(self) -> &'static [Direction] {
@@ -87,9 +95,12 @@ pub struct Conditions {
     pub target: String,
     pub simulated: bool,
     pub engine: EngineInfo,
-    pub link: Option<LinkState>,
-    pub mps_bytes: Option<u64>,
-    pub mrrs_bytes: Option<u64>,
+    /// The link and every other input of the model's ceilings, stated once for the whole run
+    /// (`bench::conditions::resolve`); `None` when the target names no device with a link.
+    pub link: Option<crate::model::Conditions>,
+    /// Why there are no link conditions, when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_unknown: Option<String>,
     pub modes: Vec<Mode>,
     pub sizes_bytes: Vec<u64>,
     pub host: String,
@@ -99,8 +110,9 @@ pub struct Conditions {
     /// ISO 8601, UTC, e.g. `2026-11-22T02:10:51Z`.
     pub start_time_utc: String,
     pub verify: VerifyKind,
-    /// Stop when the median's coefficient of variation is below this (0.01 = 1 %).
-    pub cov_target: f64,
+    /// Stop when the median's 95 % interval is within ± this fraction of it (0.01 = ± 1 %).
+    #[serde(alias = "cov_target")]
+    pub ci_target: f64,
     /// Time budget per point on the engine's clock, in s.
     pub duration_s: f64,
     /// Time budget per point on the host clock, in s.
@@ -156,6 +168,9 @@ pub struct Point {
     pub verification: VerifyTally,
     /// The model's prediction for the same link and size; `None` when the link is unknown.
     pub ceiling: Option<Ceiling>,
+    /// Why the point has no result, when no timed transfer completed (an error: exit code 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Distribution of one point's samples.
@@ -165,6 +180,10 @@ pub struct Summary {
     pub time_ns: Stats,
     /// Rate at the median time, in MB/s (10^6 B/s): the headline figure.
     pub median_mbps: f64,
+    /// 95 % confidence interval of that rate (order statistics of the times), low to high;
+    /// `None` below 6 samples.
+    #[serde(default, rename = "median_ci_MBps")]
+    pub median_ci_mbps: Option<(f64, f64)>,
     /// Rate at the fastest step.
     pub max_mbps: f64,
     /// Rate at the p99 step time: 99 % of steps were at least this fast.
@@ -227,6 +246,10 @@ pub struct Fit {
     pub n_half_bytes: f64,
     /// (bytes per step, measured/predicted − 1) per size.
     pub residuals: Vec<(u64, f64)>,
+    /// Why the fit does not describe the measurements (m < 0, f > 1, large residuals), when it
+    /// does not; such a fit is shown only with this reason, never as a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<String>,
 }
 
 /// Verification over the whole run.
@@ -266,6 +289,14 @@ pub enum Cause {
     NoLinkInfo,
     /// The run stopped early.
     Incomplete,
+    /// A point has no result: no timed transfer completed within its budget.
+    NoSample,
+    /// Transfer times spread widely: some transfers were much slower than the median.
+    Spread,
+    /// A result above the model's ceiling: one of its assumptions must be wrong.
+    AboveCeiling,
+    /// The T(N) fit does not describe the measurements.
+    FitRejected,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -285,13 +316,13 @@ impl Results {
         self.verification.failed > 0
     }
 
-    /// Process exit code for this run: 130 after Ctrl-C, 1 after an engine error or a
-    /// verification failure, else 0.
+    /// Process exit code for this run: 130 after Ctrl-C, 1 after an engine error, a
+    /// verification failure or a point without a result, else 0.
     pub fn exit_code(&self) -> i32 {
         match &self.stopped {
             Some(Stopped::Interrupted) => crate::bench::cancel::EXIT_INTERRUPTED,
             Some(Stopped::Error { .. }) => 1,
-            None if self.verification_failed() => 1,
+            None if self.verification_failed() || self.points.iter().any(|p| p.error.is_some()) => 1,
             None => 0,
         }
     }

@@ -7,21 +7,7 @@ use std::time::Duration;
 use crate::bench::dma::DmaOptions;
 use crate::bench::results::Mode;
 use crate::bench::stats::StopRule;
-use crate::engine::{self, Candidate, EngineInfo};
-
-/// Target used when no usable device is found.
-pub const FALLBACK_TARGET: &str = "sim";
-
-/// The target `pcieperf run` measures when none is given: the first candidate from
-/// [`engine::detect`] that is usable without destructive writes, else the simulated endpoint.
-pub fn default_target() -> String {
-    default_target_from(&engine::detect())
-}
-
-/// [`default_target`] over a given list of candidates.
-pub fn default_target_from(candidates: &[Candidate]) -> String {
-    candidates.iter().find(|c| c.usable).map_or_else(|| FALLBACK_TARGET.to_string(), |c| c.target.clone())
-}
+use crate::engine::EngineInfo;
 
 /// What `pcieperf run` measures: d2h, h2d, both over 4 KiB … 16 MiB (quick: 4 KiB … 1 MiB,
 /// every fourth power), with a short budget per point so the whole job stays well under 30 s.
@@ -36,7 +22,7 @@ pub fn options(quick: bool) -> DmaOptions {
     options.duration = Duration::from_millis(if quick { 50 } else { 250 });
     options.wall_limit = Duration::from_millis(if quick { 100 } else { 300 });
     options.warmup = 1;
-    options.stop = StopRule { cov_target: 0.01, min_samples: 5, max_samples: 500 };
+    options.stop = StopRule { ci_target: 0.01, min_time_ns: options.duration.as_secs_f64() * 1e9 / 10.0, max_samples: 500, ..StopRule::default() };
     options
 }
 
@@ -62,34 +48,9 @@ pub fn fit_to_engine(options: &mut DmaOptions, info: &EngineInfo) -> Vec<String>
     notes
 }
 
-/// Where the link information comes from, for the summary's first lines.
-pub fn link_source(info: &EngineInfo) -> String {
-    match &info.link {
-        Some(state) => {
-            let capable = state.capable.map_or(String::new(), |c| format!(" (capable {c})"));
-            format!("{}{capable}, MPS {}, MRRS {} (as the engine reports it)", state.link, state.mps_bytes, state.mrrs_bytes)
-        }
-        None => "unknown: the engine does not report its link".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn candidate(target: &str, usable: bool) -> Candidate {
-        Candidate { target: target.into(), kind: "block".into(), pci_address: None, usable, reason: String::new() }
-    }
-
-    #[test]
-    fn default_target_is_the_first_usable_candidate_else_sim() {
-        assert_eq!(default_target_from(&[]), "sim");
-        assert_eq!(default_target_from(&[candidate("block:/dev/sda", false)]), "sim");
-        assert_eq!(
-            default_target_from(&[candidate("block:/dev/sda", false), candidate("xdma:/dev/xdma0", true)]),
-            "xdma:/dev/xdma0"
-        );
-    }
 
     #[test]
     fn run_sweeps_three_modes() {

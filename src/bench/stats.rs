@@ -1,5 +1,10 @@
-//! Distributions of transfer times: min/median/p99/max, coefficient of variation, and the
-//! stopping rule "the median is stable".
+//! Distributions of transfer times: min/median/p99/max, coefficient of variation, a
+//! distribution-free confidence interval of the median, and the stopping rule "the median is
+//! stable".
+//!
+//! Transfer times are not normal (a few stalls make a long tail, timers quantise), so the
+//! interval comes from order statistics: with n samples, the k-th smallest and k-th largest
+//! bound the median with probability 1 − 2·P(Binomial(n, ½) < k), whatever the distribution.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,12 +18,46 @@ pub struct Stats {
     pub p99: f64,
     pub max: f64,
     pub mean: f64,
-    /// Coefficient of variation of the values: standard deviation / mean.
+    /// Coefficient of variation of the values: standard deviation / mean (the spread).
     pub cov: f64,
-    /// Coefficient of variation of the median itself: its standard error (1.2533·σ/√n, with σ
-    /// estimated robustly as 1.4826 × the median absolute deviation, so a few stalls do not
-    /// hide a stable median) divided by the median. This is what the stopping rule looks at.
-    pub median_cov: f64,
+    /// 95 % confidence interval of the median from order statistics; `None` below
+    /// [`MIN_SAMPLES_FOR_INTERVAL`] samples, where no such interval exists.
+    #[serde(default)]
+    pub median_ci: Option<(f64, f64)>,
+}
+
+/// Confidence of the median's interval.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// Fewest samples with a 95 % order-statistics interval of the median (the extremes of 6
+/// samples cover it with 96.9 %).
+pub const MIN_SAMPLES_FOR_INTERVAL: usize = 6;
+
+/// 1-based rank k of the interval (x(k), x(n+1−k)): the largest k with
+/// P(Binomial(n, ½) ≤ k−1) ≤ (1 − confidence)/2. `None` when even k = 1 is not enough.
+pub fn median_interval_rank(n: usize, confidence: f64) -> Option<usize> {
+    let tail = (1.0 - confidence) / 2.0;
+    // ln P(X = j) built up from ln P(X = 0) = −n ln 2, so large n does not underflow early.
+    let mut ln_pmf = -(n as f64) * std::f64::consts::LN_2;
+    let mut cdf = 0.0;
+    let mut rank = None;
+    for j in 0..n / 2 {
+        cdf += ln_pmf.exp();
+        if cdf > tail {
+            break;
+        }
+        rank = Some(j + 1);
+        ln_pmf += ((n - j) as f64 / (j + 1) as f64).ln();
+    }
+    rank
+}
+
+impl Stats {
+    /// Half the width of the median's interval relative to the median; `None` without one.
+    pub fn ci_half_width(&self) -> Option<f64> {
+        let (low, high) = self.median_ci?;
+        (self.median > 0.0).then(|| (high - low) / 2.0 / self.median)
+    }
 }
 
 impl Stats {
@@ -39,10 +78,7 @@ impl Stats {
         let sd = variance.sqrt();
         let median = percentile(&sorted, 50.0);
         let cov = if mean > 0.0 { sd / mean } else { 0.0 };
-        let mut deviations: Vec<f64> = sorted.iter().map(|v| (v - median).abs()).collect();
-        deviations.sort_by(f64::total_cmp);
-        let robust_sd = 1.4826 * percentile(&deviations, 50.0);
-        let median_cov = if median > 0.0 { 1.2533 * robust_sd / (count as f64).sqrt() / median } else { 0.0 };
+        let median_ci = median_interval_rank(count, CONFIDENCE).map(|k| (sorted[k - 1], sorted[count - k]));
         Some(Stats {
             count,
             min: sorted[0],
@@ -51,7 +87,7 @@ impl Stats {
             max: sorted[count - 1],
             mean,
             cov,
-            median_cov,
+            median_ci,
         })
     }
 }
@@ -73,24 +109,29 @@ pub fn percentile(sorted: &[f64], pct: f64) -> f64 {
 /// When to stop repeating a transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StopRule {
-    /// Stop when the median's coefficient of variation is below this (0.01 = 1 %).
-    pub cov_target: f64,
+    /// Stop when the median's 95 % interval is within ± this fraction of it (0.01 = ± 1 %).
+    pub ci_target: f64,
     /// Never judge stability on fewer samples than this.
     pub min_samples: usize,
+    /// Nor before this much time at the point, in ns on the engine's clock: a burst of quick
+    /// transfers says nothing about the stalls that come every few milliseconds.
+    pub min_time_ns: f64,
     /// Never keep more samples than this (bounds memory and the size of the results file).
     pub max_samples: usize,
 }
 
 impl Default for StopRule {
     fn default() -> Self {
-        StopRule { cov_target: 0.01, min_samples: 5, max_samples: 2000 }
+        StopRule { ci_target: 0.01, min_samples: 10, min_time_ns: 0.0, max_samples: 2000 }
     }
 }
 
 impl StopRule {
-    /// True once `values` give a stable median.
-    pub fn is_stable(&self, values: &[f64]) -> bool {
-        values.len() >= self.min_samples && Stats::of(values).is_some_and(|s| s.median_cov < self.cov_target)
+    /// True once `values`, gathered over `elapsed_ns`, give a stable median.
+    pub fn is_stable(&self, values: &[f64], elapsed_ns: f64) -> bool {
+        values.len() >= self.min_samples.max(MIN_SAMPLES_FOR_INTERVAL)
+            && elapsed_ns >= self.min_time_ns
+            && Stats::of(values).and_then(|s| s.ci_half_width()).is_some_and(|w| w <= self.ci_target)
     }
 }
 
@@ -111,16 +152,34 @@ mod tests {
     }
 
     #[test]
-    fn stability_needs_enough_quiet_samples() {
-        let rule = StopRule { cov_target: 0.01, min_samples: 5, max_samples: 100 };
-        assert!(!rule.is_stable(&[1.0; 4]));
-        assert!(rule.is_stable(&[1.0; 5]));
-        let noisy = [1.0, 1.5, 0.7, 1.3, 0.9, 1.1];
-        assert!(!rule.is_stable(&noisy));
-        // One stall among quiet samples does not keep the median from being stable.
-        let mut stalled = vec![1.0; 20];
-        stalled[7] = 5.0;
-        assert!(rule.is_stable(&stalled));
-        assert!(Stats::of(&stalled).unwrap().cov > 0.5);
+    fn median_interval_ranks_match_binomial_tables() {
+        // Standard tables for a 95 % two-sided interval of the median (e.g. Conover): n = 6 → the
+        // extremes; n = 10 → 2nd; n = 20 → 6th; n = 100 → 40th.
+        assert_eq!(median_interval_rank(5, 0.95), None);
+        assert_eq!(median_interval_rank(6, 0.95), Some(1));
+        assert_eq!(median_interval_rank(10, 0.95), Some(2));
+        assert_eq!(median_interval_rank(20, 0.95), Some(6));
+        assert_eq!(median_interval_rank(100, 0.95), Some(40));
+        // Large n follows the normal approximation n/2 − 0.98·√n.
+        let k = median_interval_rank(2000, 0.95).unwrap() as f64;
+        assert!((k - (1000.0 - 0.98 * 2000f64.sqrt())).abs() <= 2.0, "{k}");
+    }
+
+    #[test]
+    fn stability_needs_enough_quiet_samples_and_time() {
+        let rule = StopRule { ci_target: 0.01, min_samples: 10, min_time_ns: 1000.0, max_samples: 100 };
+        assert!(!rule.is_stable(&[1.0; 9], 5000.0), "too few samples");
+        assert!(rule.is_stable(&[1.0; 10], 5000.0));
+        assert!(!rule.is_stable(&[1.0; 10], 500.0), "too little time");
+        let noisy = [1.0, 1.5, 0.7, 1.3, 0.9, 1.1, 1.2, 0.8, 1.4, 0.6];
+        assert!(!rule.is_stable(&noisy, 5000.0));
+        // One stall in five, quantised times: the old MAD-based rule called 5 such samples stable
+        // (the MAD is 0). With 10 samples the interval reaches the stalls; it takes enough quiet
+        // samples to pin the median.
+        let mut one_in_five: Vec<f64> = (0..10).map(|i| if i % 5 == 4 { 3.0 } else { 1.0 }).collect();
+        assert!(!rule.is_stable(&one_in_five, 5000.0));
+        one_in_five = (0..40).map(|i| if i % 5 == 4 { 3.0 } else { 1.0 }).collect();
+        assert!(rule.is_stable(&one_in_five, 5000.0), "the median is 1.0 with room to spare");
+        assert!(Stats::of(&one_in_five).unwrap().cov > 0.5, "while the spread stays wide");
     }
 }

@@ -20,7 +20,7 @@ use crate::engine::pattern::{crc32, Pattern, PatternKind};
 use crate::engine::{DataModel, Direction, Engine, EngineError, Io, Transfer};
 
 /// Which check the user asked for (`--verify`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VerifyKind {
     /// Seeded xorshift LFSR pattern (document 000 §5.1).
@@ -29,6 +29,17 @@ pub enum VerifyKind {
     Counter,
     /// No verification.
     None,
+}
+
+impl crate::named::Named for VerifyKind {
+    const ALL: &'static [Self] = &[VerifyKind::Lfsr, VerifyKind::Counter, VerifyKind::None];
+    fn name(self) -> &'static str {
+        match self {
+            VerifyKind::Lfsr => "lfsr",
+            VerifyKind::Counter => "counter",
+            VerifyKind::None => "none",
+        }
+    }
 }
 
 /// Byte written into d2h buffers before a transfer, so data that never arrived is caught.

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::bench::demo::{run_demo, DemoMode, DemoOptions, DemoReport};
 use crate::engine::{open, EngineInfo, OpenOptions};
-use crate::report::table::{Align, Table};
+use crate::table::{Align, Table};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -47,15 +47,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     let options = DemoOptions { modes: if chosen.is_empty() { DemoMode::ALL.to_vec() } else { chosen }, ..DemoOptions::default() };
     let mut engine = open(&args.target, &OpenOptions { seed: args.seed, ..OpenOptions::default() })?;
     let info = engine.info().clone();
-    let link = info
-        .link
-        .as_ref()
-        .map(|state| state.link)
-        .ok_or_else(|| anyhow::anyhow!("{}: the target does not report its link, which the block amount needs", args.target))?;
+    let conditions = crate::bench::conditions::resolve(engine.as_ref())
+        .map_err(|why| anyhow::anyhow!("{}: no link conditions ({why}); the block amount needs the link", args.target))?;
     let mmio = engine.mmio().ok_or_else(|| {
         anyhow::anyhow!("{}: this target has no registers; `pcieperf demo` needs the performance-demo endpoint (e.g. sim:doc001)", args.target)
     })?;
-    let report = run_demo(mmio, link, &options)?;
+    let report = run_demo(mmio, &conditions, &options)?;
     if args.json {
         let output = DemoOutput { tool: "pcieperf demo", version: env!("CARGO_PKG_VERSION"), simulated: info.simulated, engine: &info, seed: args.seed, demo: &report };
         println!("{}", serde_json::to_string_pretty(&output)?);
@@ -119,7 +116,14 @@ fn render(info: &EngineInfo, report: &DemoReport) -> String {
         on_off(status.no_snoop),
         on_off(status.correctable_error_reporting || status.non_fatal_error_reporting || status.fatal_error_reporting || status.unsupported_request_reporting),
     );
-    out += "(1 MB = 10^6 bytes; model ceiling: 3DW headers, link overhead only)\n";
+    for finding in &report.findings {
+        out += &format!("finding: {finding}\n");
+    }
+    out += &format!("model ceiling for: {}\n  from {}\n", report.conditions.summary(), report.conditions.source);
+    for assumption in &report.conditions.assumed {
+        out += &format!("  assumed: {assumption}\n");
+    }
+    out += "(1 MB = 10^6 bytes)\n";
     out
 }
 

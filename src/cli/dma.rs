@@ -8,13 +8,13 @@ use clap::Args;
 use crate::bench::cancel;
 use crate::bench::dma::{self, DmaOptions};
 use crate::bench::results::{Mode, Results, Stopped};
-use crate::bench::run::default_target;
 use crate::bench::stats::StopRule;
 use crate::bench::verify::VerifyKind;
 use crate::engine::{self, Engine, OpenOptions};
 use crate::error::InvalidInput;
 use crate::report::{csv, html, json, metrics, progress::TerminalProgress, text};
 use crate::units;
+use super::values::named;
 
 #[derive(Debug, Args)]
 pub struct DmaArgs {
@@ -23,7 +23,7 @@ pub struct DmaArgs {
     #[arg(long)]
     pub target: Option<String>,
     /// Direction: h2d (host→device), d2h (device→host) or both at once.
-    #[arg(long = "dir", value_enum, default_value = "d2h")]
+    #[arg(long = "dir", value_parser = named::<Mode>(), default_value = "d2h")]
     pub dir: Mode,
     /// Transfer size or sweep: `1MiB`, `4KiB..64MiB` (doubling), `64,128,256`.
     #[arg(long, default_value = "1MiB")]
@@ -37,9 +37,10 @@ pub struct DmaArgs {
     /// Write the results document (JSON) to this file, atomically.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Stop repeating once the median's coefficient of variation is below this, in percent.
-    #[arg(long, default_value_t = 1.0)]
-    pub cov_target: f64,
+    /// Stop repeating once the median's 95 % confidence interval is within ± this many percent
+    /// of it (after at least 10 transfers and a tenth of --duration).
+    #[arg(long, default_value_t = 1.0, alias = "cov-target")]
+    pub ci_target: f64,
     /// Count stalls longer than this: `50us`.
     #[arg(long, default_value = "50us", value_parser = parse_duration)]
     pub stall_threshold: Duration,
@@ -57,7 +58,7 @@ pub struct DmaArgs {
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
     /// Data verification: lfsr, counter or none.
-    #[arg(long, value_enum, default_value = "lfsr")]
+    #[arg(long, value_parser = named::<VerifyKind>(), default_value = "lfsr")]
     pub verify: VerifyKind,
     /// Seed of the test pattern (and of simulated behaviour).
     #[arg(long, default_value_t = 1)]
@@ -215,11 +216,11 @@ pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
 }
 
 /// Percent on the command line, fraction in the options.
-pub fn cov_fraction(percent: f64) -> Result<f64, InvalidInput> {
+pub fn ci_fraction(percent: f64) -> Result<f64, InvalidInput> {
     if percent > 0.0 && percent <= 100.0 {
         Ok(percent / 100.0)
     } else {
-        Err(InvalidInput::new(format!("invalid --cov-target {percent}: give a percentage above 0 and at most 100")))
+        Err(InvalidInput::new(format!("invalid --ci-target {percent}: give a percentage above 0 and at most 100")))
     }
 }
 
@@ -228,11 +229,14 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     let mut options = DmaOptions::new(vec![args.dir], sizes);
     options.duration = args.duration;
     options.wall_limit = args.duration;
-    options.stop = StopRule { cov_target: cov_fraction(args.cov_target)?, ..StopRule::default() };
+    options.stop = StopRule { ci_target: ci_fraction(args.ci_target)?, min_time_ns: args.duration.as_secs_f64() * 1e9 / 10.0, ..StopRule::default() };
     options.stall_threshold_ns = args.stall_threshold.as_secs_f64() * 1e9;
     options.deadline = args.deadline;
     args.measure.apply(&mut options);
-    let target = args.target.unwrap_or_else(default_target);
+    let target = match args.target {
+        Some(target) => target,
+        None => engine::choose(None, &engine::detect()).target,
+    };
     let mut engine = args.measure.open(&target)?;
     let quiet = args.json || args.csv;
     let mut progress = TerminalProgress::new(quiet, engine.info().simulated);
@@ -254,7 +258,7 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("-1s").is_err());
-        assert!(cov_fraction(0.0).is_err());
-        assert_eq!(cov_fraction(1.0).unwrap(), 0.01);
+        assert!(ci_fraction(0.0).is_err());
+        assert_eq!(ci_fraction(1.0).unwrap(), 0.01);
     }
 }

@@ -81,7 +81,8 @@ fn write_targets(out: &mut impl Write, targets: &[Candidate]) -> std::io::Result
     if targets.is_empty() {
         return Ok(());
     }
-    let chosen = engine::detect::choose(targets).map(|c| c.target.as_str());
+    let choice = engine::choose(None, targets);
+    let chosen = targets.iter().any(|t| t.target == choice.target).then_some(choice.target.as_str());
     writeln!(out, "\nMeasurement targets (pcieperf dma --target …):")?;
     for target in targets {
         let mark = if Some(target.target.as_str()) == chosen { "run would use" } else if target.usable { "usable" } else { "not usable" };

@@ -10,6 +10,7 @@ mod model;
 mod pio;
 mod report;
 mod run;
+mod values;
 
 use clap::{Parser, Subcommand};
 

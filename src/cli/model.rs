@@ -10,8 +10,9 @@ use crate::model::{
     self, bidir, explain, message, mmio, read, status, transfer, write, write_combining, Accounting, Generation, HeaderFormat,
     Link, LinkParams, Span, Throughput,
 };
-use crate::report::table::{Align, Table};
+use crate::table::{Align, Table};
 use crate::units::{self, format_size, RateUnit};
+use super::values::named;
 
 /// Version of the JSON documents `pcieperf model` writes (documented in docs/theory.md).
 pub const SCHEMA: &str = "pcieperf.model/1";
@@ -87,7 +88,7 @@ struct LinkArgs {
     #[arg(long)]
     completion_bytes: Option<u64>,
     /// TLP header of requests: 3dw (32-bit addresses) or 4dw (64-bit)
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = named::<HeaderFormat>())]
     header: Option<HeaderFormat>,
     /// Add a 4-byte ECRC digest to every TLP
     #[arg(long)]
@@ -121,7 +122,7 @@ struct OutputArgs {
     #[arg(long)]
     csv: bool,
     /// Unit for printed rates
-    #[arg(long, value_enum, default_value_t = RateUnit::MBps)]
+    #[arg(long, value_parser = named::<RateUnit>(), default_value = "MBps")]
     unit: RateUnit,
 }
 

@@ -8,7 +8,6 @@ use crate::bench::pin::{pin_here, Pinning};
 use crate::bench::pio::{parse_tests, read_only_tests, run_pio, PioOptions};
 use crate::engine::{open, OpenOptions, Width};
 use crate::error::InvalidInput;
-use crate::model::LinkParams;
 use crate::report::json::write_atomic;
 use crate::report::pio as view;
 
@@ -86,7 +85,11 @@ pub fn run(args: PioArgs) -> anyhow::Result<i32> {
     let options = OpenOptions { seed: args.seed, destructive: args.destructive, sysfs_root: Some(args.sysfs_root.clone()), ..OpenOptions::default() };
     let mut engine = open(&args.target, &options)?;
     let info = engine.info().clone();
-    let params = info.link.as_ref().map(|state| LinkParams { mps_bytes: state.mps_bytes, mrrs_bytes: state.mrrs_bytes, ..LinkParams::typical(state.link) });
+    let conditions = crate::bench::conditions::resolve_in(engine.as_ref(), &args.sysfs_root);
+    if let Err(why) = &conditions {
+        eprintln!("pcieperf: note: no model prediction: {why}");
+    }
+    let conditions = conditions.ok();
     let pinning = if info.simulated { Pinning { cpu: None, warnings: Vec::new() } } else { pin_here() };
     let mmio = engine
         .mmio()
@@ -96,7 +99,7 @@ pub fn run(args: PioArgs) -> anyhow::Result<i32> {
     for warning in &pinning.warnings {
         eprintln!("pcieperf: warning: {warning}");
     }
-    let run = run_pio(mmio, &info, params.as_ref(), pinning, &pio)?;
+    let run = run_pio(mmio, &info, conditions.as_ref(), pinning, &pio)?;
     let json = serde_json::to_string_pretty(&run)? + "\n";
     if let Some(path) = &args.out {
         write_atomic(path, &json)?;

@@ -42,18 +42,7 @@ pub fn default_out() -> PathBuf {
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let candidates = engine::detect();
-    let (target, why) = match args.target {
-        Some(t) => (t, "given with --target".to_string()),
-        None => {
-            let t = plan::default_target_from(&candidates);
-            let why = if t == plan::FALLBACK_TARGET {
-                "no usable device found on this machine: using the simulated endpoint".to_string()
-            } else {
-                "the first usable device found on this machine".to_string()
-            };
-            (t, why)
-        }
-    };
+    let engine::Choice { target, why } = engine::choose(args.target.as_deref(), &candidates);
     let mut engine = args.measure.open(&target)?;
     let info = engine.info().clone();
     let mut options = plan::options(args.quick);
@@ -61,7 +50,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let mut notes = vec![format!("target {target} ({why}){}", if info.simulated { " — simulated" } else { "" })];
     let machine = machine::inspect_for(&info, &InspectOptions::default(), candidates);
     notes.extend(machine.lines());
-    notes.push(format!("link: {}", plan::link_source(&info)));
     notes.extend(plan::fit_to_engine(&mut options, &info));
     if !args.json {
         eprintln!("pcieperf run: {} on {}{}", info.description, target, if info.simulated { " (simulated)" } else { "" });

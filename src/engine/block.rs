@@ -25,8 +25,18 @@ use std::time::Duration;
 use io_uring::{opcode, types, IoUring};
 
 use super::devfile::{self, is_page_aligned, AlignedBuf, Deadline, HostClock, NodeKind, PAGE_BYTES};
-use super::{DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, OpenOptions, Transfer};
+use super::registry::{EngineEntry, Roots};
+use super::{Candidate, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, OpenOptions, Transfer};
 use crate::error::InvalidInput;
+
+pub const ENTRY: EngineEntry = EngineEntry {
+    name: "block",
+    argument: "PATH[,sync]",
+    about: "a block device or a file with O_DIRECT on io_uring: reads are device→host DMA; writes need --destructive on devices",
+    options: &["--destructive", "--queue-depth", "--io-size"],
+    open: |o| Ok(Box::new(open(o.argument, o.options)?)),
+    detect: Some(detect),
+};
 
 pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 pub const DEFAULT_IO_BYTES: usize = 128 * 1024;
@@ -152,8 +162,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
     };
     let sync = matches!(submitter, Submitter::Sync);
     let capacity = capacity_bytes(&file, kind)?;
-    let pci = super::detect::pci_address_of(&path, Path::new("/sys"));
-    let link = pci.as_deref().and_then(|bdf| super::detect::link_state(Path::new("/sys"), bdf));
+    let pci = crate::pci::nodes::pci_address_of(&path, Path::new("/sys"));
     let what = if kind == NodeKind::Regular { "file" } else { "block device" };
     let info = EngineInfo {
         kind: "block".into(),
@@ -166,8 +175,8 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
             if writable { "" } else { ", read-only (no --destructive)" },
             pci.as_deref().map(|p| format!(", PCI {p}")).unwrap_or_default()
         ),
-        link,
         pci_address: pci,
+        in_flight: if sync { 1 } else { queue_depth as u32 },
         device_clock_hz: None,
         directions: if writable { vec![Direction::H2d, Direction::D2h] } else { vec![Direction::D2h] },
         concurrent: writable && !sync,
@@ -666,6 +675,45 @@ impl Engine for BlockEngine {
     }
 }
 
+/// Whole disks with a PCI device behind them (loop, zram, RAM disks and partitions are skipped:
+/// they measure no link).
+fn detect(roots: &Roots) -> Vec<Candidate> {
+    let (dev_dir, sys_dir) = (roots.dev, roots.sys);
+    let Ok(entries) = std::fs::read_dir(sys_dir.join("class/block")) else { return Vec::new() };
+    let mut disks: Vec<(String, String)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.path().join("partition").exists() {
+                return None;
+            }
+            let pci = crate::pci::nodes::pci_address_in_path(&std::fs::canonicalize(entry.path()).ok()?)?;
+            Some((name, pci))
+        })
+        .collect();
+    // NVMe first: it is the DMA engine most machines have, and the fastest.
+    disks.sort_by_key(|(name, _)| (!name.starts_with("nvme"), name.clone()));
+    disks
+        .into_iter()
+        .map(|(name, pci)| {
+            let node = dev_dir.join(&name);
+            let (usable, access) = match crate::engine::access::access_summary(std::slice::from_ref(&node), libc::R_OK) {
+                (true, _) => crate::engine::access::opens_for_reading(&node),
+                refused => refused,
+            };
+            let link = crate::pci::conditions::live(sys_dir, &pci).map(|c| format!(", link {}", c.params.link)).unwrap_or_default();
+            Candidate {
+                target: format!("block:{}", node.display()),
+                kind: "block".into(),
+                pci_address: Some(pci.clone()),
+                usable,
+                reason: format!("block device on PCI {pci}{link}: read-only (device→host DMA); writes need --destructive; {access}"),
+            }
+        })
+        .collect()
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -694,8 +742,8 @@ mod tests {
             target: "test".into(),
             simulated: false,
             description: String::new(),
-            link: None,
             pci_address: None,
+            in_flight: 1,
             device_clock_hz: None,
             directions: vec![Direction::D2h],
             concurrent: false,

@@ -20,7 +20,8 @@ use std::time::Duration;
 
 use crate::engine::pattern::PATTERN_BLOCK_BYTES;
 use crate::engine::sim::rng::SimRng;
-use crate::engine::{open, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer};
+use crate::engine::registry::{EngineEntry, Opening};
+use crate::engine::{Engine, EngineError, EngineInfo, Io, Mmio, Transfer};
 use crate::error::InvalidInput;
 
 /// One kind of damage.
@@ -98,6 +99,15 @@ impl FaultSpec {
     }
 }
 
+pub const ENTRY: EngineEntry = EngineEntry {
+    name: "fault",
+    argument: "KIND[,KIND..][,skip=N][,chunk=BYTES]:TARGET",
+    about: "wraps any target and injects bitflip, drop, dup, reorder or hang faults (for testing verification)",
+    options: &[],
+    open: |o| Ok(Box::new(FaultEngine::open(o)?)),
+    detect: None,
+};
+
 /// The wrapper.
 pub struct FaultEngine {
     inner: Box<dyn Engine>,
@@ -111,13 +121,14 @@ pub struct FaultEngine {
 
 impl FaultEngine {
     /// Open `fault:SPEC:INNER_TARGET`.
-    pub fn open(target: &str, options: &OpenOptions) -> Result<Self, EngineError> {
+    pub fn open(opening: &Opening) -> Result<Self, EngineError> {
+        let (target, options) = (opening.target, opening.options);
         let rest = target.strip_prefix("fault:").unwrap_or("");
         let (spec, inner) = rest.split_once(':').ok_or_else(|| {
             InvalidInput::new(format!("invalid fault target '{target}': expected fault:KIND[,KIND...][,skip=N][,chunk=BYTES]:TARGET"))
         })?;
         let spec = FaultSpec::parse(spec)?;
-        Ok(FaultEngine::wrap(target, open(inner, options)?, spec, options.seed))
+        Ok(FaultEngine::wrap(target, opening.open_inner(inner)?, spec, options.seed))
     }
 
     pub fn wrap(target: &str, inner: Box<dyn Engine>, spec: FaultSpec, seed: u64) -> Self {
@@ -207,6 +218,10 @@ fn damage(fault: Fault, data: &mut [u8], chunk_bytes: usize, rng: &mut SimRng) {
 impl Engine for FaultEngine {
     fn info(&self) -> &EngineInfo {
         &self.info
+    }
+
+    fn conditions(&self) -> Option<crate::model::Conditions> {
+        self.inner.conditions()
     }
 
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {

@@ -13,28 +13,30 @@
 //! document 000 "Mem→FPGA" = XDMA H2C. `d2h` = device→host = 001 "Write" (DMA write) = 000
 //! "FPGA→Mem" = XDMA C2H.
 
+pub mod access;
 pub mod bar;
 pub mod block;
-pub mod detect;
 pub mod devfile;
 pub mod fault;
 pub mod pattern;
+pub mod registry;
 pub mod sim;
 pub mod stream;
 pub mod vfio;
 pub mod xdma;
 
 pub use devfile::AlignedBuf;
+pub use registry::{choose, detect, open, Choice, ENGINES};
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::model::Link;
+use crate::model::Conditions;
 
 /// Which way data moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Host memory → device (the device issues reads; XDMA H2C).
@@ -52,15 +54,11 @@ impl Direction {
     }
 }
 
-/// What the engine knows about the link it drives.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LinkState {
-    /// Trained link.
-    pub link: Link,
-    /// What both ends could train to, when known.
-    pub capable: Option<Link>,
-    pub mps_bytes: u64,
-    pub mrrs_bytes: u64,
+impl crate::named::Named for Direction {
+    const ALL: &'static [Self] = &[Direction::H2d, Direction::D2h];
+    fn name(self) -> &'static str {
+        Direction::name(self)
+    }
 }
 
 /// How the host can check data that went through the engine.
@@ -90,9 +88,13 @@ pub struct EngineInfo {
     pub simulated: bool,
     /// One line for humans, e.g. "simulated endpoint, Gen3 x8, MPS 256".
     pub description: String,
-    pub link: Option<LinkState>,
-    /// PCI address (domain:bus:device.function) of the device behind the target, when known.
+    /// PCI address (domain:bus:device.function) of the device behind the target, when known:
+    /// the pci layer reads the link's conditions from it (`pci::conditions`).
     pub pci_address: Option<String>,
+    /// Transfers the engine keeps outstanding at once (block queue depth, DMA channels): the
+    /// model's ceiling is for that many in flight.
+    #[serde(default = "one")]
+    pub in_flight: u32,
     /// Frequency of the device's own counter, when it has one (document 000 §5.2).
     pub device_clock_hz: Option<f64>,
     /// Directions this engine can move data in.
@@ -106,6 +108,10 @@ pub struct EngineInfo {
     /// Device address space available for transfers (memory, file size), when bounded.
     pub capacity_bytes: Option<u64>,
     pub data_model: DataModel,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// What the device itself reported about one transfer.
@@ -324,6 +330,13 @@ pub trait Mmio {
 pub trait Engine: Send {
     fn info(&self) -> &EngineInfo;
 
+    /// The full conditions of a modelled device (the simulator's configuration); real engines
+    /// name their PCI address in [`EngineInfo::pci_address`] instead, and the pci layer reads
+    /// the conditions from there.
+    fn conditions(&self) -> Option<Conditions> {
+        None
+    }
+
     /// Move `io.len()` bytes at `device_offset` (ignored by stream engines) within `deadline`.
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError>;
 
@@ -382,33 +395,4 @@ pub struct Candidate {
     pub usable: bool,
     /// Why it is or is not usable, for humans.
     pub reason: String,
-}
-
-/// Targets found on this machine (device nodes of the engines that have hardware to find),
-/// most preferred first; see [`detect::choose`] for the one `run` takes unasked.
-pub fn detect() -> Vec<Candidate> {
-    detect::detect()
-}
-
-/// Engines this build knows, with the argument each takes; shown when a target is unknown.
-pub const TARGET_HELP: &str = "sim[:PRESET|:genNxW,mps=..,...] (presets doc000, doc001, doc003, gen3x8, gen4x16, gen5x16), \
-     fault:KIND[,KIND..][,skip=N][,chunk=BYTES]:TARGET, block:PATH[,sync], xdma:/dev/xdmaN, \
-     chardev:WRITE_PATH[,READ_PATH][,mmap[=SIZE]], xillybus:NAME|xillybus:/dev/xillybus_write_NAME, \
-     bar:BDF[,bar=N][,via=sysfs|uio|vfio][,wc], vfio:BDF,personality=edu";
-
-/// Open a target written `ENGINE[:ARGUMENT]`.
-pub fn open(target: &str, options: &OpenOptions) -> Result<Box<dyn Engine>, EngineError> {
-    let (kind, argument) = target.split_once(':').unwrap_or((target, ""));
-    match kind {
-        "sim" => return Ok(Box::new(sim::SimEngine::open(target, options)?)),
-        "fault" => return Ok(Box::new(fault::FaultEngine::open(target, options)?)),
-        "block" => return Ok(Box::new(block::open(argument, options)?)),
-        "xdma" => return Ok(Box::new(xdma::open(argument, options)?)),
-        "chardev" => return Ok(Box::new(stream::open_chardev(argument)?)),
-        "xillybus" => return Ok(Box::new(stream::open_xillybus(argument)?)),
-        "bar" => return Ok(Box::new(bar::BarEngine::open(argument, options)?)),
-        "vfio" => return Ok(Box::new(vfio::dma::open(argument, options)?)),
-        _ => {}
-    }
-    Err(EngineError::UnknownTarget(target.to_string(), format!("no engine named '{kind}'; known: {TARGET_HELP}")))
 }

@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::devfile::{self, Access, Deadline, HostClock, Step};
-use super::{DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Transfer};
+use super::registry::{EngineEntry, Roots};
+use super::{Candidate, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Transfer};
 
 /// How the two directions map onto nodes.
 pub struct StreamSpec {
@@ -55,6 +56,24 @@ pub struct StreamEngine {
 /// Time allowed for the other end of a FIFO-like node to appear when opening.
 const OPEN_WAIT: Duration = Duration::from_secs(5);
 
+pub const CHARDEV_ENTRY: EngineEntry = EngineEntry {
+    name: "chardev",
+    argument: "WRITE_PATH[,READ_PATH][,mmap[=SIZE]]",
+    about: "read()/write() DMA drivers (dma_buf style, 000 §5), or an h2c/c2h stream pair used as a loopback",
+    options: &[],
+    open: |o| Ok(Box::new(open_chardev(o.argument)?)),
+    detect: None,
+};
+
+pub const XILLYBUS_ENTRY: EngineEntry = EngineEntry {
+    name: "xillybus",
+    argument: "NAME|/dev/xillybus_write_NAME",
+    about: "Xillybus stream pair /dev/xillybus_write_NAME → /dev/xillybus_read_NAME as a loopback",
+    options: &[],
+    open: |o| Ok(Box::new(open_xillybus(o.argument)?)),
+    detect: Some(detect_xillybus),
+};
+
 pub fn open(spec: StreamSpec) -> Result<StreamEngine, EngineError> {
     // The read side first: a FIFO's writer can only open once a reader exists.
     let read = match &spec.read_path {
@@ -81,8 +100,8 @@ pub fn open(spec: StreamSpec) -> Result<StreamEngine, EngineError> {
         target: spec.target.clone(),
         simulated: false,
         description,
-        link: None,
         pci_address: None,
+        in_flight: 1,
         device_clock_hz: None,
         directions: vec![Direction::H2d, Direction::D2h],
         concurrent: loopback && read.is_some(),
@@ -446,3 +465,30 @@ pub fn open_xillybus(argument: &str) -> Result<StreamEngine, EngineError> {
         mmap_bytes: None,
     })
 }
+
+/// Xillybus write/read node pairs on the machine, each a loopback candidate.
+fn detect_xillybus(roots: &Roots) -> Vec<Candidate> {
+    let (dev_dir, sys_dir, names) = (roots.dev, roots.sys, roots.names);
+    names
+        .iter()
+        .filter_map(|name| {
+            let suffix = name.strip_prefix("xillybus_write_")?;
+            let read = format!("xillybus_read_{suffix}");
+            let paired = names.contains(&read);
+            let nodes = [dev_dir.join(name), dev_dir.join(&read)];
+            let (accessible, access) = crate::engine::access::access_summary(&nodes[..if paired { 2 } else { 1 }], libc::R_OK | libc::W_OK);
+            Some(Candidate {
+                target: format!("xillybus:{}", dev_dir.join(name).display()),
+                kind: "xillybus".into(),
+                pci_address: crate::pci::nodes::class_node_pci(sys_dir, name),
+                usable: paired && accessible,
+                reason: if paired {
+                    format!("Xillybus stream pair {name} → {read}, used as a loopback (write, read back, verify); {access}")
+                } else {
+                    format!("{name} has no {read} to read the loopback from")
+                },
+            })
+        })
+        .collect()
+}
+

@@ -24,11 +24,21 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::devfile::{self, Access, Deadline, HostClock};
-use super::{DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer};
+use super::registry::{EngineEntry, Roots};
+use super::{Candidate, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer};
 use crate::error::InvalidInput;
 
 /// Default AXI clock of the XDMA core (see the module documentation).
 pub const DEFAULT_AXI_CLOCK_HZ: f64 = 250e6;
+
+pub const ENTRY: EngineEntry = EngineEntry {
+    name: "xdma",
+    argument: "/dev/xdmaN",
+    about: "Xilinx XDMA: h2c/c2h channel nodes, pread/pwrite at card addresses, the user BAR as registers",
+    options: &["--card-addr", "--channels", "--device-clock"],
+    open: |o| Ok(Box::new(open(o.argument, o.options)?)),
+    detect: Some(detect),
+};
 
 /// A card address as users write it: `0x80000000` (hex) or `4096` (decimal); for `--card-addr`.
 pub fn parse_card_addr(text: &str) -> Result<u64, InvalidInput> {
@@ -199,8 +209,8 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
             options.card_addr,
             if regs.is_some() { ", user BAR mapped" } else { "" }
         ),
-        link: pci.as_deref().and_then(|bdf| super::detect::link_state(Path::new("/sys"), bdf)),
         pci_address: pci,
+        in_flight: h2c.len().max(c2h.len()).max(1) as u32,
         device_clock_hz: None,
         concurrent: !h2c.is_empty() && !c2h.is_empty(),
         directions,
@@ -216,7 +226,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
 fn sysfs_pci(prefix: &Path) -> Option<String> {
     let stem = prefix.file_name()?.to_str()?;
     let device = std::fs::canonicalize(format!("/sys/class/xdma/{stem}_user/device")).ok()?;
-    super::detect::pci_address_in_path(&device)
+    crate::pci::nodes::pci_address_in_path(&device)
 }
 
 /// Address alignment the engine needs (IOCTL_XDMA_ALIGN_GET); 1 when the node does not answer
@@ -436,6 +446,39 @@ impl Mmio for UserBar {
         std::thread::sleep(duration);
     }
 }
+
+/// XDMA cards on the machine: one candidate per `/dev/xdmaN` prefix with channel nodes.
+fn detect(roots: &Roots) -> Vec<Candidate> {
+    let (dev_dir, sys_dir, names) = (roots.dev, roots.sys, roots.names);
+    let mut devices = std::collections::BTreeSet::new();
+    for name in names {
+        if let Some((device, _, _)) = parse_channel_name(name) {
+            devices.insert(device);
+        }
+    }
+    devices
+        .into_iter()
+        .map(|device| {
+            let prefix = dev_dir.join(&device);
+            let channels = discover_channels(&prefix);
+            let nodes: Vec<PathBuf> = channels.all_paths();
+            let (usable, access) = crate::engine::access::access_summary(&nodes, libc::R_OK | libc::W_OK);
+            Candidate {
+                target: format!("xdma:{}", prefix.display()),
+                kind: "xdma".into(),
+                pci_address: crate::pci::nodes::class_node_pci(sys_dir, &format!("{device}_user")),
+                usable,
+                reason: format!(
+                    "Xilinx XDMA, {} h2c and {} c2h channel(s); {access}; h2c writes the card's memory at --card-addr \
+                     (the test design's memory, never host or disk data)",
+                    channels.h2c.len(),
+                    channels.c2h.len()
+                ),
+            }
+        })
+        .collect()
+}
+
 
 #[cfg(test)]
 mod tests {

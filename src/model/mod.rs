@@ -5,6 +5,7 @@
 //! every measured figure. `docs/theory.md` gives the formulas and the source of every constant.
 
 pub mod bidir;
+pub mod conditions;
 pub mod dllp;
 pub mod explain;
 pub mod flit;
@@ -21,6 +22,7 @@ pub mod write;
 pub mod write_combining;
 
 pub use bidir::{bidirectional_throughput, Bidirectional};
+pub use conditions::{ceiling, Ceiling, Conditions, Traffic};
 pub use link::{Encoding, Generation, Link};
 pub use load::Load;
 pub use read::read_throughput;
@@ -31,12 +33,20 @@ use serde::{Deserialize, Serialize};
 use crate::error::InvalidInput;
 
 /// TLP header size: 3 DW (32-bit addresses, completions) or 4 DW (64-bit addresses).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum HeaderFormat {
-    #[value(name = "3dw")]
     Dw3,
-    #[value(name = "4dw")]
     Dw4,
+}
+
+impl crate::named::Named for HeaderFormat {
+    const ALL: &'static [Self] = &[HeaderFormat::Dw3, HeaderFormat::Dw4];
+    fn name(self) -> &'static str {
+        match self {
+            HeaderFormat::Dw3 => "3dw",
+            HeaderFormat::Dw4 => "4dw",
+        }
+    }
 }
 
 impl HeaderFormat {
@@ -91,6 +101,15 @@ pub struct LinkParams {
     /// complexes answer in 64-byte completions whatever MaxPayload says.
     #[serde(default)]
     pub completion_bytes: Option<u64>,
+    /// Transfers outstanding at once: 1 is one isolated transfer (a single DMA); more is the
+    /// steady state of back-to-back DMAs, where reads share the tags and the completion latency
+    /// overlaps other transfers' data ([`read`]).
+    #[serde(default = "one")]
+    pub in_flight: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl LinkParams {
@@ -112,6 +131,7 @@ impl LinkParams {
             start_addr: 0,
             dllp_every_tlps: None,
             completion_bytes: None,
+            in_flight: 1,
         }
     }
 
@@ -136,6 +156,9 @@ impl LinkParams {
                     self.rcb_bytes, self.mps_bytes
                 )));
             }
+        }
+        if !(1..=65_536).contains(&self.in_flight) {
+            return Err(InvalidInput::new(format!("invalid transfers in flight {}: allowed 1 to 65536", self.in_flight)));
         }
         if self.dllp_every_tlps == Some(0) {
             return Err(InvalidInput::new("invalid DLLP interval 0 TLPs: allowed 1 or more"));

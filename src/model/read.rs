@@ -10,6 +10,13 @@
 //! - latency bound: ⌈requests / tags⌉ rounds of request + latency + one request's completions
 //!   (document 000 §3.5 and §4.17 with one tag), where a round's completions are those of the
 //!   largest request.
+//!
+//! With several transfers in flight (`in_flight` > 1, the steady state of back-to-back DMAs as DMA
+//! engines and pcie-bench run them) the first completion latency overlaps other transfers'
+//! data, so a transfer takes the larger of
+//! - link bound: either direction's busy time for its share of requests and completions;
+//! - latency bound (Little's law): every request holds a tag for request + latency + its
+//!   completions, and at most min(tags, in_flight × requests per transfer) are outstanding.
 
 use super::load::{bytes_ns, bytes_symbols, Load};
 use super::tlp::{self, TlpTotals, COMPLETION_HEADER_BYTES};
@@ -40,11 +47,17 @@ pub fn read_flow(params: &LinkParams, size_bytes: u64, span: Span) -> Flow {
     // A round waits for the completions of its largest request; `full_requests` counts the
     // transfer in requests of that size so an extra partial request never shortens a round.
     let largest = requests.iter().map(|r| r.len).max().unwrap_or(1);
-    let timing = Timing {
-        first_ns: request_ns + params.read_latency_ns + completions_ns,
-        round_ns: request_ns + params.read_latency_ns + completions_ns / (size_bytes as f64 / largest as f64).max(1.0),
-        rounds: (request_count / params.tags as f64).ceil(),
-        latency_ns: params.read_latency_ns,
+    let round_ns = request_ns + params.read_latency_ns + completions_ns / (size_bytes as f64 / largest as f64).max(1.0);
+    let timing = if params.in_flight <= 1 {
+        Timing::Isolated {
+            first_ns: request_ns + params.read_latency_ns + completions_ns,
+            round_ns,
+            rounds: (request_count / params.tags as f64).ceil(),
+            latency_ns: params.read_latency_ns,
+        }
+    } else {
+        let outstanding = (params.tags as f64).min(params.in_flight as f64 * request_count.max(1.0));
+        Timing::Stream { latency_bound_ns: request_count.max(1.0) * round_ns / outstanding }
     };
     if params.include_dllp {
         // Requests and completions arrive spread over the whole transfer (not back to back when
@@ -68,32 +81,54 @@ pub fn read_flow(params: &LinkParams, size_bytes: u64, span: Span) -> Flow {
 }
 
 /// The two bounds of a read transfer.
-struct Timing {
-    /// First request + latency + all completions.
-    first_ns: f64,
-    /// One round of the latency bound.
-    round_ns: f64,
-    rounds: f64,
-    /// The completion latency itself.
-    latency_ns: f64,
+enum Timing {
+    /// One transfer on its own.
+    Isolated {
+        /// First request + latency + all completions.
+        first_ns: f64,
+        /// One round of the latency bound.
+        round_ns: f64,
+        rounds: f64,
+        /// The completion latency itself.
+        latency_ns: f64,
+    },
+    /// One transfer of a steady stream with several in flight.
+    Stream {
+        /// The transfer's share of the time, from outstanding requests × their tag-holding time.
+        latency_bound_ns: f64,
+    },
 }
 
 impl Timing {
     /// Duration and what bounds it, given what each direction carries.
     fn duration(&self, link: Link, data: &Load, opposite: &Load) -> (f64, Limit) {
         let (data_ns, opposite_ns) = (data.busy_ns(link), opposite.busy_ns(link));
-        let link_ns = self.first_ns.max(data_ns).max(opposite_ns);
-        let latency_ns = self.rounds * self.round_ns;
-        if latency_ns >= link_ns {
-            (latency_ns, Limit::Latency)
-        } else if 2.0 * self.latency_ns > link_ns {
-            // All requests fit in the tags, but waiting for the first completion is most of
-            // the transfer: more link would hardly help, less latency would.
-            (link_ns, Limit::Latency)
-        } else if opposite_ns > data_ns.max(self.first_ns) {
-            (link_ns, Limit::OppositeDirection)
-        } else {
-            (link_ns, Limit::Link)
+        match *self {
+            Timing::Isolated { first_ns, round_ns, rounds, latency_ns } => {
+                let link_ns = first_ns.max(data_ns).max(opposite_ns);
+                let bound_ns = rounds * round_ns;
+                if bound_ns >= link_ns {
+                    (bound_ns, Limit::Latency)
+                } else if 2.0 * latency_ns > link_ns {
+                    // All requests fit in the tags, but waiting for the first completion is most
+                    // of the transfer: more link would hardly help, less latency would.
+                    (link_ns, Limit::Latency)
+                } else if opposite_ns > data_ns.max(first_ns) {
+                    (link_ns, Limit::OppositeDirection)
+                } else {
+                    (link_ns, Limit::Link)
+                }
+            }
+            Timing::Stream { latency_bound_ns } => {
+                let link_ns = data_ns.max(opposite_ns);
+                if latency_bound_ns >= link_ns {
+                    (latency_bound_ns, Limit::Latency)
+                } else if opposite_ns > data_ns {
+                    (link_ns, Limit::OppositeDirection)
+                } else {
+                    (link_ns, Limit::Link)
+                }
+            }
         }
     }
 }

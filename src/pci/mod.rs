@@ -7,7 +7,9 @@
 pub mod address;
 pub mod analysis;
 pub mod caps;
+pub mod conditions;
 pub mod config;
+pub mod nodes;
 pub mod device;
 pub mod dump;
 pub mod ids;

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::model::{self, Generation, Link, LinkParams};
-use crate::report::table::{Align, Table};
+use crate::model::{self, Conditions, Traffic};
+use crate::table::{Align, Table};
 
 use super::address::Bdf;
 use super::analysis::{self, Context, Warning};
@@ -14,7 +14,8 @@ use super::config::Bar;
 use super::device::{CapListing, Device};
 use super::ids::PciIds;
 use super::sysfs::AerCounters;
-use super::topology::{self, Bandwidth, Hop};
+use super::conditions;
+use super::topology::{Bandwidth, Hop};
 use super::Machine;
 
 pub const SCHEMA: &str = "pcieperf.inspect";
@@ -58,8 +59,7 @@ pub struct LinkCeiling {
 }
 
 /// What the model says the device can move, for the link as trained now (the narrowest hop on
-/// the path) and as capable, with the device's effective MaxPayload, MaxReadReq, RCB and tags;
-/// the rest of `LinkParams::typical` (500 ns completion latency, 3DW headers) as is.
+/// the path) and as capable, under the device's conditions ([`super::conditions`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ceiling {
     pub transfer_bytes: u64,
@@ -69,6 +69,8 @@ pub struct Ceiling {
     pub read_completion_boundary_bytes: u64,
     /// Outstanding read requests: 32, 256 with Extended Tag, 768 with 10-bit tags enabled.
     pub tags: u32,
+    /// Model inputs that are typical values, not readings.
+    pub assumed: Vec<String>,
     pub trained: Option<LinkCeiling>,
     pub capable: Option<LinkCeiling>,
     /// Rates are MB/s = 10^6 bytes/s.
@@ -129,65 +131,34 @@ pub struct DeviceReport {
     pub details: Vec<String>,
 }
 
-fn hop(device: &Device) -> Hop {
-    let (speed_gts, width, _) = device.link_status();
-    Hop { bdf: device.bdf, port_type: device.pcie.as_ref().map(|p| p.port_type.name()), speed_gts, width }
-}
-
-/// The device's transfer conditions, as configured.
-struct Conditions {
-    mps: u64,
-    mrrs: u64,
-    rcb: u64,
-    tags: u32,
-}
-
-fn link_ceiling(speed_gts: Option<f64>, width: Option<u8>, c: &Conditions) -> Option<LinkCeiling> {
-    let generation = Generation::from_gts(speed_gts?)?;
-    let link = Link::new(generation, u32::from(width?)).ok()?;
-    let params = LinkParams { mps_bytes: c.mps, mrrs_bytes: c.mrrs, rcb_bytes: c.rcb, tags: c.tags, ..LinkParams::typical(link) };
-    params.validate().ok()?;
-    Some(LinkCeiling {
+fn link_ceiling(conditions: &Conditions) -> LinkCeiling {
+    let link = conditions.params.link;
+    LinkCeiling {
         link: link.to_string(),
-        speed_gts: generation.gts(),
+        speed_gts: link.generation.gts(),
         width: link.width,
-        write_mbps: model::write_throughput(&params, CEILING_TRANSFER_BYTES).mbps,
-        read_mbps: model::read_throughput(&params, CEILING_TRANSFER_BYTES).mbps,
-    })
+        write_mbps: model::ceiling(conditions, Traffic::Write, CEILING_TRANSFER_BYTES).mbps,
+        read_mbps: model::ceiling(conditions, Traffic::Read, CEILING_TRANSFER_BYTES).mbps,
+    }
 }
 
-fn ceiling(device: &Device, upstream: &[&Device], bandwidth: &Bandwidth) -> Option<Ceiling> {
-    let regs = device.pcie.as_ref()?.device.as_ref()?;
-    // TLPs crossing the path are bounded by the smallest MaxPayload configured along it.
-    let mps = std::iter::once(regs.max_payload_bytes)
-        .chain(upstream.iter().filter_map(|d| d.pcie.as_ref()?.device.as_ref().map(|r| r.max_payload_bytes)))
-        .min()
-        .map(u64::from)?;
-    // Completions for the device's reads come from the root complex, split at the root port's RCB.
-    let rcb = upstream.last().and_then(|d| d.pcie.as_ref()?.link.as_ref()?.rcb_bytes).unwrap_or(64);
-    // Outstanding reads are bounded by the tag field the device may use (PCIe Base Spec §2.2.6.2).
-    let ten_bit = device.pcie.as_ref()?.device2.as_ref().is_some_and(|d| d.ten_bit_tag_requester_enabled);
-    let tags = if ten_bit { 768 } else if regs.extended_tag_enabled { 256 } else { 32 };
-    let c = Conditions { mps, mrrs: u64::from(regs.max_read_request_bytes), rcb: u64::from(rcb), tags };
-    let trained = link_ceiling(bandwidth.limiting_speed_gts, bandwidth.limiting_width, &c);
-    let capable = link_ceiling(bandwidth.capable_speed_gts, bandwidth.capable_width, &c);
-    if trained.is_none() && capable.is_none() {
-        return None;
-    }
-    let part = |label: &str, c: &Option<LinkCeiling>| {
-        c.as_ref().map(|c| format!("{label} {}: write {:.0} MB/s, read {:.0} MB/s", c.link, c.write_mbps, c.read_mbps))
-    };
-    let summary = [part("capable", &capable), part("trained", &trained)].into_iter().flatten().collect::<Vec<_>>().join("; ");
-    Some(Ceiling {
+fn ceiling(conditions: &Conditions) -> Ceiling {
+    let trained = link_ceiling(conditions);
+    let capable = conditions.on_capable_link().map(|c| link_ceiling(&c));
+    let part = |label: &str, c: &LinkCeiling| format!("{label} {}: write {:.0} MB/s, read {:.0} MB/s", c.link, c.write_mbps, c.read_mbps);
+    let summary = capable.iter().map(|c| part("capable", c)).chain([part("trained", &trained)]).collect::<Vec<_>>().join("; ");
+    let p = &conditions.params;
+    Ceiling {
         transfer_bytes: CEILING_TRANSFER_BYTES,
-        max_payload_bytes: c.mps,
-        max_read_request_bytes: c.mrrs,
-        read_completion_boundary_bytes: c.rcb,
-        tags: c.tags,
-        trained,
+        max_payload_bytes: p.mps_bytes,
+        max_read_request_bytes: p.mrrs_bytes,
+        read_completion_boundary_bytes: p.rcb_bytes,
+        tags: p.tags,
+        assumed: conditions.assumed.clone(),
+        trained: Some(trained),
         capable,
         summary,
-    })
+    }
 }
 
 fn details(device: &Device) -> (Vec<String>, Vec<String>) {
@@ -229,11 +200,9 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
     let regs = device.pcie.as_ref().and_then(|p| p.device.as_ref());
     let (speed, width, status_source) = device.link_status();
     let (cap_speed, cap_width, cap_source) = device.link_capable();
-    let bandwidth = device.has_link().then(|| {
-        let hops: Vec<Hop> = std::iter::once(device).chain(upstream.iter().copied()).map(hop).collect();
-        topology::bandwidth(&hops, cap_speed, cap_width)
-    });
-    let ceiling = bandwidth.as_ref().and_then(|bw| ceiling(device, &upstream, bw));
+    let bandwidth = conditions::bandwidth(device, &upstream);
+    let origin = if machine.live { "sysfs" } else { "lspci dump" };
+    let ceiling = bandwidth.as_ref().and_then(|bw| conditions::from_path(device, &upstream, bw, origin)).map(|c| ceiling(&c));
     let path_supported = regs.map(|r| {
         upstream
             .iter()
@@ -264,7 +233,7 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
         target_speed_gts: device.pcie.as_ref().and_then(|p| p.link2.as_ref()).and_then(|l| l.target_speed_gts),
         aspm: device.pcie.as_ref().and_then(|p| p.link.as_ref()).map(|l| l.aspm_control),
         aer: AerReport { status: device.aer.clone(), counters: attributes.and_then(|a| a.aer.clone()) },
-        path: upstream.iter().map(|d| hop(d)).collect(),
+        path: upstream.iter().map(|d| conditions::hop(d)).collect(),
         bandwidth,
         ceiling,
         warnings,

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::bench::results::Results;
-use crate::report::table::{Align, Table};
+use crate::table::{Align, Table};
 use crate::units::format_size;
 
 /// Flatten a JSON value into `dotted.path = value` pairs (arrays stay whole).

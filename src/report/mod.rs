@@ -10,5 +10,4 @@ pub mod json;
 pub mod metrics;
 pub mod pio;
 pub mod progress;
-pub mod table;
 pub mod text;

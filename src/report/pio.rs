@@ -6,8 +6,8 @@ use std::fmt::Write;
 use crate::bench::pio::{Case, PioRun, TestResult, SCHEMA};
 use crate::error::InvalidInput;
 use crate::report::html::escape;
-use crate::report::table::{Align, Table};
-use crate::report::text::format_ns;
+use crate::table::{Align, Table};
+use crate::units::format_ns;
 
 /// Parse a pio document, refusing other schemas.
 pub fn from_str(text: &str) -> Result<PioRun, InvalidInput> {
@@ -32,10 +32,13 @@ fn header(run: &PioRun) -> String {
     let mut out = format!("CPU-initiated MMIO, document 000 §4 tests{}\n", sim(run));
     let _ = writeln!(out, "Target: {} — {}", run.engine.target, run.engine.description);
     match &run.model_conditions {
-        Some(p) => {
-            let _ = writeln!(out, "Model: {}, MPS {} B, {:.0} ns completion latency ({:?})", p.link, p.mps_bytes, p.read_latency_ns, p.accounting);
+        Some(c) => {
+            let _ = writeln!(out, "Model: {} — from {}", c.summary(), c.source);
+            for assumed in &c.assumed {
+                let _ = writeln!(out, "  assumed: {assumed}");
+            }
         }
-        None => out.push_str("Model: the device reports no PCIe link, so no prediction is shown\n"),
+        None => out.push_str("Model: the target names no device with a PCIe link, so no prediction is shown\n"),
     }
     let s = &run.stopwatch;
     let _ = writeln!(

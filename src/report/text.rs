@@ -6,20 +6,8 @@ use std::fmt::Write;
 use crate::bench::diagnose::format_bytes_approx;
 use crate::bench::results::{Results, Stopped};
 use crate::bench::stalls::StallSource;
-use crate::report::table::{Align, Table};
-use crate::units::format_size;
-
-/// A duration for humans: ns, µs, ms or s with three significant digits.
-pub fn format_ns(ns: f64) -> String {
-    let (value, unit) = match ns.abs() {
-        n if n >= 1e9 => (ns / 1e9, "s"),
-        n if n >= 1e6 => (ns / 1e6, "ms"),
-        n if n >= 1e3 => (ns / 1e3, "µs"),
-        _ => (ns, "ns"),
-    };
-    let decimals = if value.abs() >= 100.0 { 0 } else if value.abs() >= 10.0 { 1 } else { 2 };
-    format!("{value:.decimals$} {unit}")
-}
+use crate::table::{Align, Table};
+use crate::units::{format_ns, format_size};
 
 /// A model limit's name as the results document spells it (`link`, `latency`, …).
 pub fn limit_name(limit: crate::model::Limit) -> String {
@@ -42,23 +30,23 @@ pub fn conditions(results: &Results) -> String {
     let c = &results.conditions;
     let mut out = String::new();
     let link = match &c.link {
-        Some(l) => {
-            let capable = l.capable.map_or(String::new(), |cap| format!(" (capable {cap})"));
-            format!("{}{capable}, MPS {}, MRRS {}", l.link, l.mps_bytes, l.mrrs_bytes)
-        }
-        None => "unknown (the engine does not report it)".into(),
+        Some(l) => format!("{}\n             from {}", l.summary(), l.source),
+        None => format!("unknown: {}", c.link_unknown.as_deref().unwrap_or("the engine does not report it")),
     };
     let clock = match c.host_clock.tsc_hz {
         Some(hz) => format!("TSC at {:.3} GHz, calibrated against CLOCK_MONOTONIC_RAW", hz / 1e9),
         None => "CLOCK_MONOTONIC_RAW".into(),
     };
     let _ = writeln!(out, "link:        {link}");
+    for assumption in c.link.iter().flat_map(|l| &l.assumed) {
+        let _ = writeln!(out, "             assumed: {assumption}");
+    }
     let _ = writeln!(out, "host:        {} ({}), pcieperf {}, started {}", c.host, c.kernel, c.tool_version, c.start_time_utc);
     let _ = writeln!(out, "host clock:  {clock}; engine clock: {}", if c.simulated { "virtual (simulated)" } else { "the engine's host clock" });
     let _ = writeln!(
         out,
-        "procedure:   warm-up, repeat until the median's CoV < {} % or {} s (engine clock) / {} s (host clock) per point; deadline {} s per transfer; seed {}",
-        c.cov_target * 100.0,
+        "procedure:   warm-up, repeat until the median's 95 % interval is within ± {} % (at least 10 samples and a tenth of the budget) or {} s (engine clock) / {} s (host clock) per point; deadline {} s per transfer; seed {}",
+        c.ci_target * 100.0,
         c.duration_s,
         c.wall_limit_s,
         c.deadline_s,
@@ -74,10 +62,8 @@ pub fn points_table(results: &Results) -> String {
         ("mode", Align::Left),
         ("size", Align::Right),
         (rate_header.as_str(), Align::Right),
-        ("min", Align::Right),
-        ("p99", Align::Right),
-        ("max", Align::Right),
-        ("CoV %", Align::Right),
+        ("95% CI", Align::Right),
+        ("spread min/p99/max", Align::Right),
         ("model MB/s", Align::Right),
         ("% of model", Align::Right),
         ("model limit", Align::Left),
@@ -100,11 +86,9 @@ pub fn points_table(results: &Results) -> String {
         table.row(vec![
             p.mode.name().into(),
             format_size(p.size_bytes),
-            s.map_or_else(dash, |s| rate(s.median_mbps)),
-            s.map_or_else(dash, |s| rate(s.min_mbps)),
-            s.map_or_else(dash, |s| rate(s.p99_mbps)),
-            s.map_or_else(dash, |s| rate(s.max_mbps)),
-            s.map_or_else(dash, |s| format!("{:.2}", s.time_ns.cov * 100.0)),
+            s.map_or_else(|| p.error.as_ref().map_or_else(dash, |_| "NO RESULT".into()), |s| rate(s.median_mbps)),
+            s.and_then(|s| s.median_ci_mbps).map_or_else(|| "<6 samples".into(), |(lo, hi)| format!("{}–{}", rate(lo), rate(hi))),
+            s.map_or_else(dash, |s| format!("{}/{}/{}", rate(s.min_mbps), rate(s.p99_mbps), rate(s.max_mbps))),
             c.map_or_else(|| "no link info".into(), |c| rate(c.mbps)),
             c.and_then(|c| c.percent_reached).map_or_else(dash, |v| format!("{v:.1}")),
             c.map_or_else(dash, |c| limit_name(c.limit)),
@@ -198,7 +182,7 @@ fn fits_table(results: &Results) -> Option<String> {
         ("N½", Align::Right),
         ("residuals % (per size)", Align::Left),
     ]);
-    for fit in &results.fits {
+    for fit in results.fits.iter().filter(|f| f.rejected.is_none()) {
         let residuals: Vec<String> = fit.residuals.iter().map(|(_, r)| format!("{:+.1}", r * 100.0)).collect();
         table.row(vec![
             fit.mode.name().into(),
@@ -210,7 +194,7 @@ fn fits_table(results: &Results) -> Option<String> {
             residuals.join(" "),
         ]);
     }
-    Some(table.render())
+    (!table.is_empty()).then(|| table.render())
 }
 
 /// One line per mode: the best figure beside the model, the fit, stalls and verification.
@@ -230,7 +214,7 @@ pub fn headline(results: &Results) -> String {
             Some(c) => format!("{:.1} % of the model's {} MB/s", c.percent_reached.unwrap_or(0.0), rate(c.mbps)),
             None => "no model ceiling (link unknown)".into(),
         };
-        let fit = results.fits.iter().find(|f| f.mode == mode).map_or(String::new(), |f| {
+        let fit = results.fits.iter().find(|f| f.mode == mode && f.rejected.is_none()).map_or(String::new(), |f| {
             let f_text = f.f.map_or(String::new(), |f| format!("f {f:.3}, "));
             format!("; {f_text}m {}, N½ {}", format_ns(f.m_us * 1e3), format_bytes_approx(f.n_half_bytes.max(0.0)))
         });
@@ -238,9 +222,10 @@ pub fn headline(results: &Results) -> String {
         let longest = points.iter().map(|p| p.stalls.max_stall_ns).fold(0.0, f64::max);
         let (passed, failed): (u64, u64) = points.iter().fold((0, 0), |(a, b), p| (a + p.verification.passed, b + p.verification.failed));
         let verified = if failed > 0 { format!("{failed} FAILED verification") } else { format!("{passed} verified") };
+        let interval = s.median_ci_mbps.map_or(String::new(), |(lo, hi)| format!(" [95% CI {}–{}]", rate(lo), rate(hi)));
         let _ = writeln!(
             out,
-            "  {:<4}  {} MB/s ({}) at {} = {model}{fit}; {stalls} stalls > {:.0} µs (longest {}); {verified}",
+            "  {:<4}  {} MB/s{interval} ({}) at {} = {model}{fit}; {stalls} stalls > {:.0} µs (longest {}); {verified}",
             mode.name(),
             rate(s.median_mbps),
             results.label(),
@@ -257,7 +242,7 @@ pub fn render(results: &Results) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(results));
     out.push_str(&conditions(results));
-    let _ = writeln!(out, "Rates in MB/s = 10^6 bytes/s; {}; model = pcieperf's ceiling for the same link and size.\n", if results.simulated {
+    let _ = writeln!(out, "Rates in MB/s = 10^6 bytes/s: the median transfer with its 95 % confidence interval, then the spread of single transfers; {}; model = pcieperf's ceiling for the same conditions and size.\n", if results.simulated {
         "every figure is simulated"
     } else {
         "measured figures"

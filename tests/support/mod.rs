@@ -9,10 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pcieperf::engine::pattern::{crc32, Pattern};
-use pcieperf::engine::{DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, LinkState, Transfer};
+use pcieperf::engine::{DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Transfer};
+use pcieperf::model::{Conditions, LinkParams};
 
 pub struct TestEngine {
     pub info: EngineInfo,
+    /// The modelled link, as a simulated engine states it.
+    pub conditions: Option<Conditions>,
     pub now_ns: f64,
     /// Steady-state rate in MB/s (bytes per µs).
     pub rate_mbps: f64,
@@ -43,8 +46,10 @@ pub struct TestEngine {
     fifo: VecDeque<u8>,
 }
 
-pub fn link(text: &str, mps: u64) -> LinkState {
-    LinkState { link: text.parse().unwrap(), capable: None, mps_bytes: mps, mrrs_bytes: 512 }
+/// Conditions of a modelled link: typical values with this MaxPayload and MRRS 512.
+pub fn link(text: &str, mps: u64) -> Conditions {
+    let params = LinkParams { mps_bytes: mps, mrrs_bytes: 512, ..LinkParams::typical(text.parse().unwrap()) };
+    Conditions { params, capable: None, source: "test engine".into(), assumed: vec![] }
 }
 
 impl TestEngine {
@@ -55,8 +60,8 @@ impl TestEngine {
                 target: "test".into(),
                 simulated: true,
                 description: "in-memory test engine (simulated)".into(),
-                link: Some(link("gen2x4", 256)),
                 pci_address: None,
+                in_flight: 1,
                 device_clock_hz: None,
                 directions: vec![Direction::H2d, Direction::D2h],
                 concurrent: true,
@@ -65,6 +70,7 @@ impl TestEngine {
                 capacity_bytes: Some(64 << 20),
                 data_model: model,
             },
+            conditions: Some(link("gen2x4", 256)),
             now_ns: 0.0,
             rate_mbps: 1000.0,
             per_transfer_ns: 10_000.0,
@@ -169,6 +175,10 @@ impl TestEngine {
 impl Engine for TestEngine {
     fn info(&self) -> &EngineInfo {
         &self.info
+    }
+
+    fn conditions(&self) -> Option<Conditions> {
+        self.conditions.clone()
     }
 
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, _deadline: Duration) -> Result<Transfer, EngineError> {

@@ -7,9 +7,9 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use crate::engine::{EngineError, LinkState};
+use crate::engine::EngineError;
 use crate::error::InvalidInput;
-use crate::model::{Generation, Link, LinkParams};
+use crate::model::Conditions;
 use crate::pci::address::Bdf;
 
 /// `IORESOURCE_IO`, `IORESOURCE_MEM`, `IORESOURCE_PREFETCH` in a `resource` line's flags.
@@ -151,15 +151,16 @@ impl PciFunction {
         }
     }
 
-    /// The trained link and limits as sysfs reports them (MPS/MRRS from the PCIe capability).
-    /// A conventional PCI function below a PCIe port (QEMU's edu and ivshmem behind a root port)
-    /// has no link of its own: the port's link above it is the one its TLPs cross.
-    pub fn link_state(&self) -> Option<LinkState> {
-        link_of_dir(self.bdf, &self.dir).or_else(|| {
-            let canonical = std::fs::canonicalize(&self.dir).ok()?;
-            let parent = canonical.parent()?;
-            let bdf: Bdf = parent.file_name()?.to_str()?.parse().ok()?;
-            link_of_dir(bdf, parent)
+    /// The link conditions of this function (`pci::conditions`). A conventional PCI function
+    /// below a PCIe port (QEMU's edu and ivshmem behind a root port) has no link of its own: its
+    /// TLPs cross the port's link, so the port's conditions stand in, and say so.
+    pub fn conditions(&self) -> Option<Conditions> {
+        let own = crate::pci::conditions::live(&self.root, &self.bdf.to_string());
+        own.ok().or_else(|| {
+            let parent = std::fs::canonicalize(&self.dir).ok()?.parent()?.file_name()?.to_str()?.to_string();
+            let mut port = crate::pci::conditions::live(&self.root, &parent).ok()?;
+            port.source = format!("{} has no PCIe link of its own: the link of the port above it, {}", self.bdf, port.source);
+            Some(port)
         })
     }
 
@@ -185,14 +186,3 @@ pub fn open_rw(path: &Path, needed: &str) -> Result<std::fs::File, EngineError> 
     })
 }
 
-/// The link of the function in `dir`, when it has a PCIe capability or sysfs link attributes.
-fn link_of_dir(bdf: Bdf, dir: &Path) -> Option<LinkState> {
-    let found = crate::pci::sysfs::read_device(bdf, dir)?;
-    let device = crate::pci::device::Device::decode(found.bdf, found.config, found.parent, Some(found.attributes), found.notes);
-    let link_of = |(gts, width, _): (Option<f64>, Option<u8>, &str)| -> Option<Link> { Link::new(Generation::from_gts(gts?)?, width?.into()).ok() };
-    let link = link_of(device.link_status())?;
-    let typical = LinkParams::typical(link);
-    let regs = device.pcie.as_ref().and_then(|cap| cap.device.as_ref());
-    let (mps, mrrs) = regs.map_or((typical.mps_bytes, typical.mrrs_bytes), |d| (d.max_payload_bytes.into(), d.max_read_request_bytes.into()));
-    Some(LinkState { link, capable: link_of(device.link_capable()), mps_bytes: mps, mrrs_bytes: mrrs })
-}

@@ -24,6 +24,7 @@ use crate::engine::devfile::HostClock;
 use crate::engine::vfio::{IommuMode, VfioDevice, NOIOMMU_WARNING};
 use crate::engine::{DataModel, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer, Width};
 use crate::error::InvalidInput;
+use crate::model::Conditions;
 
 use device::PciFunction;
 use profile::Profile;
@@ -71,6 +72,16 @@ impl BarTarget {
         Ok(target)
     }
 }
+
+/// The `bar` engine in the engine table.
+pub const ENTRY: crate::engine::registry::EngineEntry = crate::engine::registry::EngineEntry {
+    name: "bar",
+    argument: "BDF[,bar=N][,via=sysfs|uio|vfio][,wc]",
+    about: "CPU-initiated access to a memory BAR (sysfs resourceN, UIO, VFIO) for pio and demo; moves no data by DMA",
+    options: &[],
+    open: |o| Ok(Box::new(BarEngine::open(o.argument, o.options)?)),
+    detect: None,
+};
 
 /// A PCI function's memory BARs, mapped into this process.
 pub struct BarEngine {
@@ -124,7 +135,6 @@ impl BarEngine {
                 (Some(device), None)
             }
         };
-        let link = function.link_state();
         let description = format!(
             "BAR{} of {}{} via {}{}",
             target.bar,
@@ -138,8 +148,8 @@ impl BarEngine {
             target: format!("bar:{argument}"),
             simulated: false,
             description,
-            link,
             pci_address: Some(function.bdf.to_string()),
+            in_flight: 1,
             device_clock_hz: None,
             directions: Vec::new(),
             concurrent: false,
@@ -239,6 +249,10 @@ fn read_count(path: &Path) -> Option<u64> {
 impl Engine for BarEngine {
     fn info(&self) -> &EngineInfo {
         &self.info
+    }
+
+    fn conditions(&self) -> Option<Conditions> {
+        self.function.conditions()
     }
 
     fn transfer(&mut self, _io: Io<'_>, _device_offset: u64, _deadline: Duration) -> Result<Transfer, EngineError> {

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::pattern::{crc32, Pattern};
 use crate::engine::{
-    DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, LinkState, Mmio, Width, OpenOptions, Transfer,
+    DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Width, Transfer,
 };
 use crate::error::InvalidInput;
 
@@ -37,6 +37,15 @@ use timing::StreamOutcome;
 
 /// Largest single `transfer()` (the host buffer must exist; the demo flow moves more, unbuffered).
 pub const MAX_TRANSFER_BYTES: u64 = 1 << 30;
+
+pub const ENTRY: crate::engine::registry::EngineEntry = crate::engine::registry::EngineEntry {
+    name: "sim",
+    argument: "[PRESET|genNxW][,key=value...]",
+    about: "simulated endpoint on a modelled link, virtual time, deterministic per --seed; presets doc000, doc001, doc003, gen3x8, gen4x16, gen5x16",
+    options: &["--seed"],
+    open: |o| Ok(Box::new(SimEngine::open(o.target, o.options)?)),
+    detect: None,
+};
 
 /// Which way a register access went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,8 +102,8 @@ impl SimEngine {
             target: target.into(),
             simulated: true,
             description: config.describe(),
-            link: Some(LinkState { link: p.link, capable: Some(p.link), mps_bytes: p.mps_bytes, mrrs_bytes: p.mrrs_bytes }),
             pci_address: None,
+            in_flight: p.in_flight,
             device_clock_hz: Some(config.device_clock_hz),
             directions: vec![Direction::H2d, Direction::D2h],
             concurrent: true,
@@ -330,6 +339,15 @@ impl SimEngine {
 impl Engine for SimEngine {
     fn info(&self) -> &EngineInfo {
         &self.info
+    }
+
+    fn conditions(&self) -> Option<crate::model::Conditions> {
+        Some(crate::model::Conditions {
+            params: self.config.params.clone(),
+            capable: Some(self.config.params.link),
+            source: format!("simulated endpoint '{}' (its configuration)", self.config.preset),
+            assumed: Vec::new(),
+        })
     }
 
     fn transfer(&mut self, mut io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {

@@ -13,6 +13,7 @@ use crate::engine::bar::region::Region;
 use crate::engine::devfile::{AlignedBuf, Deadline, HostClock};
 use crate::engine::{DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer, Width};
 use crate::error::InvalidInput;
+use crate::model::Conditions;
 
 use super::{physical_address, IommuMode, VfioDevice, NOIOMMU_WARNING};
 
@@ -44,6 +45,16 @@ pub fn personality(name: &str) -> Result<Box<dyn Personality>, InvalidInput> {
     }
 }
 
+/// The `vfio` DMA engine in the engine table.
+pub const ENTRY: crate::engine::registry::EngineEntry = crate::engine::registry::EngineEntry {
+    name: "vfio",
+    argument: "BDF,personality=edu",
+    about: "a device's own DMA engine driven through vfio-pci into an IOMMU-mapped pcieperf buffer (personalities: edu, QEMU's teaching device)",
+    options: &[],
+    open: |o| Ok(Box::new(open(o.argument, o.options)?)),
+    detect: None,
+};
+
 /// IOVA the host buffer is mapped at: low, since edu masks DMA addresses to 28 bits.
 const IOVA: u64 = 0x10_0000;
 const PAGE_BYTES: u64 = 4096;
@@ -74,7 +85,6 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<VfioDmaEngine, Engi
     let mut personality = personality(name)?;
     let root = options.sysfs_root.clone().unwrap_or_else(crate::pci::sysfs::default_root);
     let function = PciFunction::find(&root, bdf)?;
-    let link = function.link_state();
     let mut device = VfioDevice::open(function)?;
     device.enable_bus_master()?;
     let regs = device.map_bar(personality.bar())?;
@@ -115,8 +125,8 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<VfioDmaEngine, Engi
         target: format!("vfio:{argument}"),
         simulated: false,
         description: format!("{identity} at {bdf} through vfio-pci, {mode}, {} personality, {capacity}-byte device buffer", personality.name()),
-        link,
         pci_address: Some(device.function.bdf.to_string()),
+        in_flight: 1,
         device_clock_hz: None,
         directions: vec![Direction::H2d, Direction::D2h],
         concurrent: false,
@@ -149,6 +159,10 @@ impl VfioDmaEngine {
 impl Engine for VfioDmaEngine {
     fn info(&self) -> &EngineInfo {
         &self.info
+    }
+
+    fn conditions(&self) -> Option<Conditions> {
+        self.device.function.conditions()
     }
 
     fn transfer(&mut self, mut io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {

@@ -1,0 +1,152 @@
+//! The engine table: every engine this build knows, in one place, as fio's ioengine list.
+//!
+//! A new engine is one file with an [`EngineEntry`] plus one line in [`ENGINES`]: opening a
+//! target, `--help`, the message for an unknown target and detection all read this table. Its
+//! order is the order of preference when `pcieperf run` chooses a target itself.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use super::{bar, block, fault, sim, stream, vfio, xdma, Candidate, Engine, EngineError, OpenOptions};
+
+/// What opening one target needs.
+pub struct Opening<'a> {
+    /// The target as the user wrote it, `NAME:ARGUMENT`.
+    pub target: &'a str,
+    /// What follows `NAME:` (empty when nothing does).
+    pub argument: &'a str,
+    pub options: &'a OpenOptions,
+}
+
+impl Opening<'_> {
+    /// Open another target (for engines that wrap one, such as `fault`).
+    pub fn open_inner(&self, target: &str) -> Result<Box<dyn Engine>, EngineError> {
+        open(target, self.options)
+    }
+}
+
+/// Where detection looks: the device directory, sysfs, and the names in the device directory.
+pub struct Roots<'a> {
+    pub dev: &'a Path,
+    pub sys: &'a Path,
+    pub names: &'a BTreeSet<String>,
+}
+
+/// One engine.
+pub struct EngineEntry {
+    pub name: &'static str,
+    /// What follows `NAME:`, e.g. `PATH[,sync]`.
+    pub argument: &'static str,
+    /// One line for help.
+    pub about: &'static str,
+    /// The `dma`/`run` flags this engine reads; the others do not apply to it.
+    pub options: &'static [&'static str],
+    pub open: fn(&Opening) -> Result<Box<dyn Engine>, EngineError>,
+    /// Devices of this kind on the machine, when the engine has hardware to find.
+    pub detect: Option<fn(&Roots) -> Vec<Candidate>>,
+}
+
+/// Every engine, most preferred first for `run`'s own choice.
+pub const ENGINES: &[EngineEntry] =
+    &[xdma::ENTRY, stream::XILLYBUS_ENTRY, block::ENTRY, stream::CHARDEV_ENTRY, vfio::dma::ENTRY, bar::ENTRY, sim::ENTRY, fault::ENTRY];
+
+/// Target used when no usable device is found.
+pub const FALLBACK_TARGET: &str = "sim";
+
+/// The entry named `name`.
+pub fn entry(name: &str) -> Option<&'static EngineEntry> {
+    ENGINES.iter().find(|e| e.name == name)
+}
+
+/// `NAME:ARGUMENT` for every engine, for messages.
+pub fn target_help() -> String {
+    ENGINES.iter().map(|e| format!("{}:{}", e.name, e.argument)).collect::<Vec<_>>().join(", ")
+}
+
+/// One line per engine with its argument, what it is and the flags it reads, for `--help`.
+pub fn engines_help() -> String {
+    ENGINES
+        .iter()
+        .map(|e| {
+            let flags = if e.options.is_empty() { String::new() } else { format!(" [{}]", e.options.join(" ")) };
+            format!("  {}:{} — {}{flags}", e.name, e.argument, e.about)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Open a target written `ENGINE[:ARGUMENT]`.
+pub fn open(target: &str, options: &OpenOptions) -> Result<Box<dyn Engine>, EngineError> {
+    let (name, argument) = target.split_once(':').unwrap_or((target, ""));
+    match entry(name) {
+        Some(engine) => (engine.open)(&Opening { target, argument, options }),
+        None => Err(EngineError::UnknownTarget(target.to_string(), format!("no engine named '{name}'; known: {}", target_help()))),
+    }
+}
+
+/// Targets found on this machine (device nodes of the engines that have hardware to find),
+/// most preferred first.
+pub fn detect() -> Vec<Candidate> {
+    detect_in(Path::new("/dev"), Path::new("/sys"))
+}
+
+/// Targets under a given device and sysfs root, so tests can build a fake tree.
+pub fn detect_in(dev: &Path, sys: &Path) -> Vec<Candidate> {
+    let names: BTreeSet<String> = fs::read_dir(dev)
+        .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    let roots = Roots { dev, sys, names: &names };
+    ENGINES.iter().filter_map(|e| e.detect).flat_map(|detect| detect(&roots)).collect()
+}
+
+/// The target a command measures, and why: the one the user gave, else the first usable
+/// candidate (never a destructive one: detection offers block devices read-only), else the
+/// simulated endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub target: String,
+    pub why: String,
+}
+
+/// Choose the target: the one place that decides.
+pub fn choose(given: Option<&str>, candidates: &[Candidate]) -> Choice {
+    if let Some(target) = given {
+        return Choice { target: target.to_string(), why: "given with --target".into() };
+    }
+    match candidates.iter().find(|c| c.usable) {
+        Some(c) => Choice { target: c.target.clone(), why: "the first usable device found on this machine".into() },
+        None => Choice {
+            target: FALLBACK_TARGET.into(),
+            why: "no usable device found on this machine: using the simulated endpoint".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(target: &str, usable: bool) -> Candidate {
+        Candidate { target: target.into(), kind: "block".into(), pci_address: None, usable, reason: String::new() }
+    }
+
+    #[test]
+    fn choice_is_given_else_first_usable_else_sim() {
+        assert_eq!(choose(Some("sim:doc001"), &[candidate("block:/dev/sda", true)]).target, "sim:doc001");
+        assert_eq!(choose(None, &[]).target, "sim");
+        assert_eq!(choose(None, &[candidate("block:/dev/sda", false)]).target, "sim");
+        let both = [candidate("block:/dev/sda", false), candidate("xdma:/dev/xdma0", true)];
+        assert_eq!(choose(None, &both).target, "xdma:/dev/xdma0");
+    }
+
+    #[test]
+    fn every_engine_is_named_once_and_unknown_names_list_them() {
+        let names: BTreeSet<&str> = ENGINES.iter().map(|e| e.name).collect();
+        assert_eq!(names.len(), ENGINES.len());
+        let error = open("nosuch:x", &OpenOptions::default()).err().unwrap().to_string();
+        for engine in ENGINES {
+            assert!(error.contains(&format!("{}:", engine.name)), "{error}");
+        }
+    }
+}
