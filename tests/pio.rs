@@ -252,3 +252,21 @@ fn writes_need_destructive_unless_a_profile_names_the_offset_scratch() {
     assert!(json["stopwatch"]["min_ns"].as_f64().unwrap() >= 0.0);
     assert!(json["model_conditions"].is_null(), "a device without a PCIe link gets no prediction");
 }
+
+#[test]
+fn demo_through_a_bar_reads_the_version_before_writing_anything() {
+    use pcieperf::bench::demo::{run_demo, DemoOptions};
+    let device = fake("abcd", "0001", MEM, 4096, true);
+    let mut engine = open(&format!("bar:{BDF}"), &options(&device.root)).unwrap();
+    let conditions = pcieperf::model::Conditions {
+        params: pcieperf::model::LinkParams::typical("gen1x4".parse().unwrap()),
+        capable: None,
+        source: "test".into(),
+        assumed: Vec::new(),
+    };
+    std::fs::write(device.dev.join("resource0"), vec![0xAB; 4096]).unwrap();
+    let err = run_demo(engine.mmio().unwrap(), &conditions, &DemoOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("0xabababab") && err.contains("not the performance-demo endpoint"), "{err}");
+    drop(engine);
+    assert!(std::fs::read(device.dev.join("resource0")).unwrap().iter().all(|&b| b == 0xAB), "nothing was written");
+}

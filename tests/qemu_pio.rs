@@ -100,6 +100,12 @@ fn edu_and_ivshmem_through_sysfs_uio_and_vfio_with_an_iommu() {
     assert_eq!(beyond.code, 2, "{beyond:?}");
     assert!(beyond.stderr.contains("beyond the BAR"), "{}", beyond.stderr);
 
+    // Document 001's register flow through the same BAR: edu is not that endpoint, and the flow
+    // says so from the version register before writing anything.
+    let demo = guest.run(&format!("pcieperf demo --target bar:{edu} --write")).unwrap();
+    assert_eq!(demo.code, 1, "{demo:?}");
+    assert!(demo.stderr.contains("not the performance-demo endpoint"), "{}", demo.stderr);
+
     // ivshmem-plain's RAM BAR through resource2_wc: write combining (Test 14) and walking writes
     // (Test 3) need no --destructive there; the register BAR0 is not mapped write-combining.
     let wc = pio(&mut guest, &format!("--target bar:{ivshmem},bar=2,wc --tests 3,14 --count 4 --json")).success();
