@@ -187,11 +187,10 @@ fn histogram_svg(case: &Case, title: &str) -> String {
     let sx = |ns: u64| LEFT + (lx(ns) - x0) / (x1 - x0) * (W - LEFT - 10.0);
     let sy = |count: u64| H - BOTTOM - (count as f64).max(0.0) / max_count as f64 * (H - BOTTOM - TOP);
     let mut svg = svg_open(title);
-    let mut lower = case.histogram[0].upper_ns / 2;
     for b in &case.histogram {
-        let (a, z) = (sx(lower.max(1)), sx(b.upper_ns));
+        // Buckets double: each covers (upper / 2, upper].
+        let (a, z) = (sx((b.upper_ns / 2).max(1)), sx(b.upper_ns));
         let _ = write!(svg, r##"<rect x="{a:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#1f77b4"><title>≤ {} ns: {}</title></rect>"##, sy(b.count), (z - a).max(1.0), H - BOTTOM - sy(b.count), b.upper_ns, b.count);
-        lower = b.upper_ns;
     }
     let mut decade = 10f64.powf(x0.ceil());
     while decade.log10() <= x1 {
