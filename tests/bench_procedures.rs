@@ -283,3 +283,21 @@ fn both_directions_count_bytes_of_both_legs() {
     assert!((s.median_mbps - 2.0 * 1_048_576.0 / (1_048_576.0 + 10_000.0) * 1e3).abs() < 1e-6);
     assert!(p.ceiling.as_ref().unwrap().note.is_some());
 }
+
+#[test]
+fn a_fit_that_describes_nothing_is_rejected_with_its_reason() {
+    // Times that shrink by a constant: no positive per-transfer cost m describes them (as a copy
+    // to user space that grows faster than the transfer once made m = −111 µs).
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.per_transfer_ns = -5_000.0;
+    let r = run(&mut engine, &options(&[Mode::D2h], &[1 << 20, 16 << 20]));
+    let fit = &r.fits[0];
+    assert!((fit.m_us + 5.0).abs() < 1e-6, "m = {}", fit.m_us);
+    assert!(fit.rejected.as_deref().is_some_and(|why| why.contains("negative")), "{:?}", fit.rejected);
+    assert!(r.findings.iter().any(|f| f.cause == Cause::FitRejected));
+    assert!(!r.findings.iter().any(|f| f.cause == Cause::PerTransferOverhead), "a rejected fit explains nothing");
+    let text = pcieperf::report::text::render(&r);
+    assert!(text.contains("fit of T(N) = N/(B·f) + m not shown"), "{text}");
+    assert!(!text.contains("N½ -"), "{text}");
+}
+

@@ -1,4 +1,4 @@
-//! The results document: one versioned schema (`pcieperf.results/1`, see
+//! The results document: one versioned schema (`pcieperf.results/2`, see
 //! `docs/results-schema.md`) holding the conditions, every sample, the summaries and the model's
 //! prediction. Tables, CSV, HTML and comparisons in [`crate::report`] are views of it.
 
@@ -13,7 +13,7 @@ use crate::engine::{Direction, EngineInfo};
 use crate::model::Limit;
 
 /// Schema name and version written into every document.
-pub const SCHEMA: &str = "pcieperf.results/1";
+pub const SCHEMA: &str = "pcieperf.results/2";
 
 /// What a measurement point moves: one direction, or both at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

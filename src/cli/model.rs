@@ -111,6 +111,10 @@ struct LinkArgs {
     /// One ACK and one UpdateFC DLLP per N TLPs (default: the spec's latency tables; 000 §3.5 uses 1)
     #[arg(long, value_name = "N")]
     dllp_every: Option<u32>,
+    /// Transfers outstanding at once: 1 (default) is one isolated transfer; more is the steady
+    /// state of back-to-back DMAs, where reads share the tags and overlap their latency
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    in_flight: u32,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -253,6 +257,7 @@ impl LinkArgs {
         }
         params.dllp_every_tlps = self.dllp_every;
         params.completion_bytes = self.completion_bytes;
+        params.in_flight = self.in_flight;
         params.validate()?;
         Ok((params, is_default))
     }
@@ -306,7 +311,13 @@ fn describe(params: &LinkParams, is_default: bool, unit: RateUnit) -> String {
         },
         params.read_latency_ns,
         params.tags,
-        if !params.start_addr.is_multiple_of(4096) { format!(", start offset {} in its 4 KiB page", params.start_addr % 4096) } else { String::new() },
+        [
+            (!params.start_addr.is_multiple_of(4096)).then(|| format!(", start offset {} in its 4 KiB page", params.start_addr % 4096)),
+            (params.in_flight > 1).then(|| format!(", {} transfers in flight (steady state of back-to-back DMAs)", params.in_flight)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<String>(),
         unit.label(),
         unit.definition(),
     )

@@ -25,8 +25,7 @@ use std::time::Duration;
 use io_uring::{opcode, types, IoUring};
 
 use super::devfile::{self, is_page_aligned, AlignedBuf, Deadline, HostClock, NodeKind, PAGE_BYTES};
-use super::registry::{EngineEntry, Roots};
-use super::{Candidate, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, OpenOptions, Transfer};
+use super::{Candidate, EngineEntry, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, OpenOptions, Transfer};
 use crate::error::InvalidInput;
 
 pub const ENTRY: EngineEntry = EngineEntry {

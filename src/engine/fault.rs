@@ -20,8 +20,7 @@ use std::time::Duration;
 
 use crate::engine::pattern::PATTERN_BLOCK_BYTES;
 use crate::engine::sim::rng::SimRng;
-use crate::engine::registry::{EngineEntry, Opening};
-use crate::engine::{Engine, EngineError, EngineInfo, Io, Mmio, Transfer};
+use crate::engine::{Engine, EngineEntry, Opening, EngineError, EngineInfo, Io, Mmio, Transfer};
 use crate::error::InvalidInput;
 
 /// One kind of damage.

@@ -396,3 +396,42 @@ pub struct Candidate {
     /// Why it is or is not usable, for humans.
     pub reason: String,
 }
+
+/// What opening one target needs.
+pub struct Opening<'a> {
+    /// The target as the user wrote it, `NAME:ARGUMENT`.
+    pub target: &'a str,
+    /// What follows `NAME:` (empty when nothing does).
+    pub argument: &'a str,
+    pub options: &'a OpenOptions,
+    /// Opens any target, for engines that wrap another (`fault`).
+    pub open: fn(&str, &OpenOptions) -> Result<Box<dyn Engine>, EngineError>,
+}
+
+impl Opening<'_> {
+    /// Open another target (for engines that wrap one, such as `fault`).
+    pub fn open_inner(&self, target: &str) -> Result<Box<dyn Engine>, EngineError> {
+        (self.open)(target, self.options)
+    }
+}
+
+/// Where detection looks: the device directory, sysfs, and the names in the device directory.
+pub struct Roots<'a> {
+    pub dev: &'a std::path::Path,
+    pub sys: &'a std::path::Path,
+    pub names: &'a std::collections::BTreeSet<String>,
+}
+
+/// One engine.
+pub struct EngineEntry {
+    pub name: &'static str,
+    /// What follows `NAME:`, e.g. `PATH[,sync]`.
+    pub argument: &'static str,
+    /// One line for help.
+    pub about: &'static str,
+    /// The `dma`/`run` flags this engine reads; the others do not apply to it.
+    pub options: &'static [&'static str],
+    pub open: fn(&Opening) -> Result<Box<dyn Engine>, EngineError>,
+    /// Devices of this kind on the machine, when the engine has hardware to find.
+    pub detect: Option<fn(&Roots) -> Vec<Candidate>>,
+}

@@ -8,44 +8,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use super::{bar, block, fault, sim, stream, vfio, xdma, Candidate, Engine, EngineError, OpenOptions};
-
-/// What opening one target needs.
-pub struct Opening<'a> {
-    /// The target as the user wrote it, `NAME:ARGUMENT`.
-    pub target: &'a str,
-    /// What follows `NAME:` (empty when nothing does).
-    pub argument: &'a str,
-    pub options: &'a OpenOptions,
-}
-
-impl Opening<'_> {
-    /// Open another target (for engines that wrap one, such as `fault`).
-    pub fn open_inner(&self, target: &str) -> Result<Box<dyn Engine>, EngineError> {
-        open(target, self.options)
-    }
-}
-
-/// Where detection looks: the device directory, sysfs, and the names in the device directory.
-pub struct Roots<'a> {
-    pub dev: &'a Path,
-    pub sys: &'a Path,
-    pub names: &'a BTreeSet<String>,
-}
-
-/// One engine.
-pub struct EngineEntry {
-    pub name: &'static str,
-    /// What follows `NAME:`, e.g. `PATH[,sync]`.
-    pub argument: &'static str,
-    /// One line for help.
-    pub about: &'static str,
-    /// The `dma`/`run` flags this engine reads; the others do not apply to it.
-    pub options: &'static [&'static str],
-    pub open: fn(&Opening) -> Result<Box<dyn Engine>, EngineError>,
-    /// Devices of this kind on the machine, when the engine has hardware to find.
-    pub detect: Option<fn(&Roots) -> Vec<Candidate>>,
-}
+use super::{bar, block, fault, sim, stream, vfio, xdma, Candidate, Engine, EngineEntry, EngineError, OpenOptions, Opening, Roots};
 
 /// Every engine, most preferred first for `run`'s own choice.
 pub const ENGINES: &[EngineEntry] =
@@ -80,7 +43,7 @@ pub fn engines_help() -> String {
 pub fn open(target: &str, options: &OpenOptions) -> Result<Box<dyn Engine>, EngineError> {
     let (name, argument) = target.split_once(':').unwrap_or((target, ""));
     match entry(name) {
-        Some(engine) => (engine.open)(&Opening { target, argument, options }),
+        Some(engine) => (engine.open)(&Opening { target, argument, options, open }),
         None => Err(EngineError::UnknownTarget(target.to_string(), format!("no engine named '{name}'; known: {}", target_help()))),
     }
 }

@@ -18,8 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::devfile::{self, Access, Deadline, HostClock, Step};
-use super::registry::{EngineEntry, Roots};
-use super::{Candidate, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Transfer};
+use super::{Candidate, EngineEntry, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Transfer};
 
 /// How the two directions map onto nodes.
 pub struct StreamSpec {

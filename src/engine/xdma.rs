@@ -24,8 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::devfile::{self, Access, Deadline, HostClock};
-use super::registry::{EngineEntry, Roots};
-use super::{Candidate, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer};
+use super::{Candidate, EngineEntry, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer};
 use crate::error::InvalidInput;
 
 /// Default AXI clock of the XDMA core (see the module documentation).

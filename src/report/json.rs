@@ -22,6 +22,12 @@ pub fn from_str(text: &str) -> Result<Results, InvalidInput> {
         serde_json::from_str(text).map_err(|e| InvalidInput::new(format!("not a JSON document: {e}")))?;
     match value.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA) => {}
+        Some("pcieperf.results/1") => {
+            return Err(InvalidInput::new(format!(
+                "results schema 'pcieperf.results/1' was written by an older pcieperf (its link conditions had another shape): \
+                 this pcieperf reads '{SCHEMA}'; measure again or use the pcieperf that wrote it"
+            )))
+        }
         Some(other) => return Err(InvalidInput::new(format!("unsupported results schema '{other}': this pcieperf reads '{SCHEMA}'"))),
         None => return Err(InvalidInput::new(format!("not a pcieperf results document: no \"schema\": \"{SCHEMA}\""))),
     }

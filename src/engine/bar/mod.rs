@@ -74,7 +74,7 @@ impl BarTarget {
 }
 
 /// The `bar` engine in the engine table.
-pub const ENTRY: crate::engine::registry::EngineEntry = crate::engine::registry::EngineEntry {
+pub const ENTRY: crate::engine::EngineEntry = crate::engine::EngineEntry {
     name: "bar",
     argument: "BDF[,bar=N][,via=sysfs|uio|vfio][,wc]",
     about: "CPU-initiated access to a memory BAR (sysfs resourceN, UIO, VFIO) for pio and demo; moves no data by DMA",

@@ -38,7 +38,7 @@ use timing::StreamOutcome;
 /// Largest single `transfer()` (the host buffer must exist; the demo flow moves more, unbuffered).
 pub const MAX_TRANSFER_BYTES: u64 = 1 << 30;
 
-pub const ENTRY: crate::engine::registry::EngineEntry = crate::engine::registry::EngineEntry {
+pub const ENTRY: crate::engine::EngineEntry = crate::engine::EngineEntry {
     name: "sim",
     argument: "[PRESET|genNxW][,key=value...]",
     about: "simulated endpoint on a modelled link, virtual time, deterministic per --seed; presets doc000, doc001, doc003, gen3x8, gen4x16, gen5x16",

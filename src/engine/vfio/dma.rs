@@ -46,7 +46,7 @@ pub fn personality(name: &str) -> Result<Box<dyn Personality>, InvalidInput> {
 }
 
 /// The `vfio` DMA engine in the engine table.
-pub const ENTRY: crate::engine::registry::EngineEntry = crate::engine::registry::EngineEntry {
+pub const ENTRY: crate::engine::EngineEntry = crate::engine::EngineEntry {
     name: "vfio",
     argument: "BDF,personality=edu",
     about: "a device's own DMA engine driven through vfio-pci into an IOMMU-mapped pcieperf buffer (personalities: edu, QEMU's teaching device)",
