@@ -85,7 +85,8 @@ pub fn validate(info: &EngineInfo, options: &DmaOptions) -> Result<(), InvalidIn
     }
     for &mode in &options.modes {
         if let Some(d) = mode.directions().iter().find(|d| !info.directions.contains(d)) {
-            return Err(InvalidInput::new(format!("target {} cannot move data {}", info.target, d.name())));
+            // The description says why (a block device opened without --destructive is read-only).
+            return Err(InvalidInput::new(format!("target {} cannot move data {} ({})", info.target, d.name(), info.description)));
         }
         if mode == Mode::Both && !info.concurrent {
             return Err(InvalidInput::new(format!("target {} cannot move data in both directions at once", info.target)));

@@ -91,6 +91,12 @@ fn build(pcieperf: &Path, cache_dir: &Path) -> Result<Image, String> {
     fs::create_dir_all(cache_dir).map_err(|e| format!("{}: {e}", cache_dir.display()))?;
     let initramfs = cache_dir.join(format!("initramfs-{version}-{:x}-{stamp:x}.cpio", meta.len()));
     if !initramfs.is_file() {
+        // Images of older binaries are stale: keep the cache to one.
+        for old in fs::read_dir(cache_dir).map_err(|e| e.to_string())?.flatten() {
+            if old.file_name().to_string_lossy().starts_with("initramfs-") {
+                let _ = fs::remove_file(old.path());
+            }
+        }
         let staging = tempfile::tempdir_in(cache_dir).map_err(|e| e.to_string())?;
         stage(staging.path(), pcieperf, &version)?;
         let partial = initramfs.with_extension("partial");

@@ -1,0 +1,351 @@
+//! pcieperf's live paths on a real Linux PCI Express stack: QEMU q35 guests (Debian's kernel,
+//! busybox, lspci) with root ports of chosen speeds and widths, a switch, NVMe, e1000e, virtio,
+//! edu and ivshmem, AER injected through the monitor and a device removed while measuring.
+//! One boot per topology, many commands per boot (tests/testbed/ is the harness).
+//!
+//! Without QEMU or a kernel (Debian packages installed by .ci/run) each test prints why it was
+//! skipped. Emulated timings are not PCIe timings: only behaviour is asserted here.
+
+mod testbed;
+#[path = "support/lspci.rs"]
+mod lspci;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use pcieperf::pci::config::ConfigSpace;
+use pcieperf::pci::{Bdf, Device};
+use serde_json::Value;
+use testbed::topology::root_port_bdf;
+use testbed::{Guest, Topology, Unavailable};
+
+/// Boot a preset, or print why the testbed cannot run here (outside the test harness's
+/// capture, so the skip is visible) and return `None`.
+fn boot(name: &str) -> Option<Guest> {
+    let topology = Topology::preset(name).unwrap();
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("testbed");
+    match testbed::boot(&topology, Path::new(env!("CARGO_BIN_EXE_pcieperf")), &cache) {
+        Ok(guest) => Some(guest),
+        Err(Unavailable::Missing(why)) => {
+            let _ = writeln!(std::io::stderr().lock(), "skipped testbed topology {name}: {why}");
+            None
+        }
+        Err(Unavailable::Failed(error)) => panic!("testbed topology {name} did not boot: {error}"),
+    }
+}
+
+fn run(guest: &mut Guest, script: &str) -> String {
+    guest.run(script).unwrap().success().stdout
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+}
+
+/// What the guest shows of its PCI devices at one moment: lspci's decoding, the raw config
+/// bytes and parents from sysfs, and `pcieperf inspect --json` run in the guest.
+struct Snapshot {
+    lspci: HashMap<Bdf, lspci::Seen>,
+    config: BTreeMap<Bdf, Vec<u8>>,
+    parent: BTreeMap<Bdf, Option<Bdf>>,
+    inspect: Value,
+    dmesg: String,
+}
+
+fn hex_bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect()
+}
+
+fn snapshot(guest: &mut Guest) -> Snapshot {
+    let lspci = lspci::parse_lspci(&run(guest, "lspci -D -vv 2>/dev/null"));
+    let sysfs = run(
+        guest,
+        r#"for d in /sys/bus/pci/devices/*; do echo "${d##*/} $(basename $(dirname $(readlink -f $d))) $(xxd -p $d/config | tr -d '\n')"; done"#,
+    );
+    let mut config = BTreeMap::new();
+    let mut parent = BTreeMap::new();
+    for line in sysfs.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let bdf: Bdf = fields[0].parse().unwrap();
+        parent.insert(bdf, fields[1].parse::<Bdf>().ok());
+        config.insert(bdf, hex_bytes(fields[2]));
+    }
+    let inspect = json(&run(guest, "pcieperf inspect --json"));
+    let dmesg = run(guest, "dmesg");
+    Snapshot { lspci, config, parent, inspect, dmesg }
+}
+
+impl Snapshot {
+    fn device(&self, bdf: &str) -> &Value {
+        self.inspect["devices"].as_array().unwrap().iter().find(|d| d["bdf"] == bdf).unwrap_or_else(|| panic!("inspect did not list {bdf}"))
+    }
+
+    /// Addresses of the functions with these IDs.
+    fn find(&self, vendor: u16, device: u16) -> Vec<String> {
+        self.inspect["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["vendor_id"] == vendor && d["device_id"] == device)
+            .map(|d| d["bdf"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn sysfs_path(&self, bdf: &Bdf) -> Vec<String> {
+        let mut path = Vec::new();
+        let mut at = self.parent[bdf];
+        while let Some(p) = at {
+            path.push(p.to_string());
+            at = self.parent.get(&p).copied().flatten();
+        }
+        path
+    }
+}
+
+/// lspci's LnkSta for a device as the kernel's Mb/s (`PCIE_SPEED2MBS_ENC` × width).
+fn kernel_mbits(seen: &lspci::Seen) -> u32 {
+    let Some((speed, width)) = &seen.lnksta else { return 0 };
+    let lane = match speed.as_str() {
+        "2.5GT/s" => 2000,
+        "5GT/s" => 4000,
+        "8GT/s" => 7876,
+        "16GT/s" => 15753,
+        _ => 0,
+    };
+    lane * width
+}
+
+/// Live `inspect` against the guest's own lspci, device by device: every field the random
+/// differential test compares, pcieperf's decoding of the same sysfs bytes equal to what the
+/// binary printed in the guest, the path to the root port from sysfs, and the limiting hop by
+/// the kernel's rule (`pcie_bandwidth_available()`: the narrowest LnkSta, ties upstream).
+/// Returns how many devices were compared.
+fn inspect_agrees_with_lspci(snap: &Snapshot) -> usize {
+    let devices = snap.inspect["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), snap.config.len(), "inspect lists every function in sysfs");
+    assert_eq!(snap.lspci.len(), snap.config.len(), "lspci lists every function in sysfs");
+    for (bdf, bytes) in &snap.config {
+        let device = Device::decode(*bdf, ConfigSpace::new(bytes.clone()), None, None, Vec::new());
+        let theirs = &snap.lspci[bdf];
+        let mut mine = lspci::ours(&device);
+        for (key, value) in lspci::our_flags(&device) {
+            if let Some(their_value) = theirs.flags.get(&key) {
+                assert_eq!(value, *their_value, "{bdf}: {key} differs from the guest's lspci");
+            }
+        }
+        mine.flags = theirs.flags.clone();
+        assert_eq!(&mine, theirs, "{bdf}: pcieperf's decoding differs from the guest's lspci -vv");
+        // The binary in the guest, reading sysfs itself, decoded the same registers.
+        let live = snap.device(&bdf.to_string());
+        let same = |field: &str, ours: Value| assert_eq!(live[field], ours, "{bdf}: live inspect's {field} differs from the decoded sysfs bytes");
+        same("pcie", serde_json::to_value(&device.pcie).unwrap());
+        same("msi", serde_json::to_value(&device.msi).unwrap());
+        same("msix", serde_json::to_value(&device.msix).unwrap());
+        same("power_management", serde_json::to_value(&device.pm).unwrap());
+        assert_eq!(live["aer"]["status"], serde_json::to_value(&device.aer).unwrap(), "{bdf}: AER status");
+        // The path to the root port, nearest first, as sysfs nests the devices.
+        let path: Vec<String> = live["path"].as_array().unwrap().iter().map(|h| h["bdf"].as_str().unwrap().to_string()).collect();
+        assert_eq!(path, snap.sysfs_path(bdf), "{bdf}: path to the root port");
+        if live["bandwidth"].is_object() {
+            let hops: Vec<String> = std::iter::once(bdf.to_string()).chain(path.iter().cloned()).collect();
+            let mut limiting = (0u32, String::new());
+            for hop in &hops {
+                let mbits = kernel_mbits(&snap.lspci[&hop.parse::<Bdf>().unwrap()]);
+                if limiting.0 == 0 || mbits <= limiting.0 {
+                    limiting = (mbits, hop.clone());
+                }
+            }
+            assert_eq!(live["bandwidth"]["limiting_bdf"], limiting.1.as_str(), "{bdf}: limiting hop (kernel rule over lspci's LnkSta)");
+            assert_eq!(live["bandwidth"]["available_mbits"], limiting.0, "{bdf}: available bandwidth");
+        }
+    }
+    snap.config.len()
+}
+
+/// Every bandwidth line the kernel printed at enumeration is the line pcieperf prints for that
+/// device, and pcieperf says "limited by" only where the kernel did.
+fn bandwidth_lines_agree_with_dmesg(snap: &Snapshot) {
+    for device in snap.inspect["devices"].as_array().unwrap() {
+        let Some(message) = device["bandwidth"]["message"].as_str() else { continue };
+        let bdf = device["bdf"].as_str().unwrap();
+        let kernel = snap.dmesg.lines().find(|l| l.contains(bdf) && l.contains("available PCIe bandwidth"));
+        let judged = matches!(device["port_type"].as_str(), Some("Endpoint" | "Legacy Endpoint" | "Upstream Port"));
+        match kernel {
+            Some(line) => assert!(line.ends_with(message), "{bdf}: kernel printed {line:?}, pcieperf {message:?}"),
+            None if judged => assert!(!message.contains("limited by"), "{bdf}: pcieperf says {message:?} but the kernel printed nothing"),
+            None => {}
+        }
+    }
+}
+
+fn warning_codes(device: &Value) -> Vec<String> {
+    device["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap().to_string()).collect()
+}
+
+fn link(device: &Value, which: &str) -> (f64, u64) {
+    (device[which]["speed_gts"].as_f64().unwrap(), device[which]["width"].as_u64().unwrap())
+}
+
+#[test]
+fn degraded_topology_inspect_lspci_warnings_aer_and_unprivileged() {
+    let Some(mut guest) = boot("degraded") else { return };
+    let snap = snapshot(&mut guest);
+    assert!(inspect_agrees_with_lspci(&snap) >= 9);
+    bandwidth_lines_agree_with_dmesg(&snap);
+
+    // An endpoint capable of 2.5 GT/s x1 behind a root port capable of 16 GT/s x8: the link
+    // trains at what the endpoint can do; nothing is below its capability, the root port is
+    // the limiting hop (ties go upstream, as in the kernel) and the kernel's wording is used.
+    let rp0 = snap.device(&root_port_bdf(0));
+    assert_eq!((link(rp0, "link_capable"), link(rp0, "link_status")), ((16.0, 8), (2.5, 1)));
+    let nic = &snap.find(0x8086, 0x10d3)[0];
+    let e1000e = snap.device(nic);
+    assert_eq!((link(e1000e, "link_capable"), link(e1000e, "link_status")), ((2.5, 1), (2.5, 1)));
+    assert_eq!(e1000e["path"][0]["bdf"], root_port_bdf(0));
+    assert_eq!(e1000e["bandwidth"]["message"], "2.000 Gb/s available PCIe bandwidth (2.5 GT/s PCIe x1 link)");
+    assert_eq!(e1000e["bandwidth"]["limiting_bdf"], root_port_bdf(0));
+    let codes = warning_codes(e1000e);
+    assert!(!codes.iter().any(|c| c.starts_with("link_")), "the link is at the endpoint's capability: {codes:?}");
+    // QEMU's endpoints configure MaxReadReq 128 and relaxed ordering off: both named.
+    assert!(codes.contains(&"max_read_request_small".into()) && codes.contains(&"relaxed_ordering_disabled".into()), "{codes:?}");
+    // The capable ceiling of the root port is 16 GT/s x8; the endpoint's is its own Gen1 x1.
+    assert_eq!(rp0["ceiling"]["capable"]["link"], "Gen4 x8");
+    assert_eq!(e1000e["ceiling"]["trained"]["link"], "Gen1 x1");
+
+    // A root port set to 2.5 GT/s x1: the NVMe controller below trains at 2.5 GT/s x1.
+    let nvme = snap.device(&snap.find(0x1b36, 0x0010)[0]);
+    assert_eq!(link(snap.device(&root_port_bdf(1)), "link_capable"), (2.5, 1));
+    assert_eq!(nvme["bandwidth"]["message"], "2.000 Gb/s available PCIe bandwidth (2.5 GT/s PCIe x1 link)");
+
+    // AER through the monitor: a correctable Bad TLP on the e1000e (its DevCtl does not enable
+    // reporting, so only the status bit records it) and a fatal Data Link Protocol error on the
+    // empty root port (reported: the kernel counts it and recovers the link).
+    guest.qmp.hmp("pcie_aer_inject_error -c e1000e0 BAD_TLP").unwrap();
+    guest.qmp.hmp(&format!("pcie_aer_inject_error {} DLP", testbed::topology::root_port_id(2))).unwrap();
+    let rp2 = root_port_bdf(2);
+    run(&mut guest, &format!("for i in $(seq 50); do grep -q 'TOTAL_ERR_FATAL 1' /sys/bus/pci/devices/{rp2}/aer_dev_fatal && break; sleep 0.2; done"));
+    let after = snapshot(&mut guest);
+    inspect_agrees_with_lspci(&after);
+    let e1000e = after.device(nic);
+    assert_eq!(e1000e["aer"]["status"]["correctable_errors"], serde_json::json!(["BadTLP"]));
+    assert!(warning_codes(e1000e).contains(&"aer_correctable_errors".into()));
+    let port = after.device(&rp2);
+    assert_eq!(port["aer"]["counters"]["fatal"]["DLP"], 1, "{}", port["aer"]);
+    assert_eq!(port["aer"]["status"]["uncorrectable_errors"], serde_json::json!(["DLP"]));
+    let aer_warning = port["warnings"].as_array().unwrap().iter().find(|w| w["code"] == "aer_uncorrectable_errors").expect("AER warning on the root port");
+    assert!(aer_warning["message"].as_str().unwrap().starts_with("1 uncorrectable"), "{aer_warning}");
+    let verbose = run(&mut guest, &format!("pcieperf inspect -v -s {rp2}"));
+    assert!(verbose.contains("AER counters: correctable 0, uncorrectable 1"), "{verbose}");
+
+    // Unprivileged: config space stops at 64 bytes; inspect still runs, takes the links from
+    // sysfs attributes and names what needs root.
+    let user = guest.run_unprivileged(&format!("id -u; pcieperf inspect --json; pcieperf inspect -v -s {nic}")).unwrap().success();
+    let (uid, rest) = user.stdout.split_once('\n').unwrap();
+    assert_eq!(uid, "1000");
+    let (inspection, verbose) = rest.split_at(rest.find("\n}\n").unwrap() + 3);
+    let inspection = json(inspection);
+    assert_eq!(inspection["privileged"], false);
+    let e1000e = inspection["devices"].as_array().unwrap().iter().find(|d| d["bdf"] == nic.as_str()).unwrap();
+    assert_eq!(e1000e["link_status"]["source"], "sysfs");
+    assert_eq!(link(e1000e, "link_status"), (2.5, 1));
+    assert!(verbose.contains("Unavailable:") && verbose.contains("needs root"), "{verbose}");
+}
+
+#[test]
+fn switch_topology_paths_through_a_switch() {
+    let Some(mut guest) = boot("switch") else { return };
+    let snap = snapshot(&mut guest);
+    assert!(inspect_agrees_with_lspci(&snap) >= 11);
+    bandwidth_lines_agree_with_dmesg(&snap);
+    let upstream = snap.find(0x104c, 0x8232);
+    let downstream = snap.find(0x104c, 0x8233);
+    assert_eq!((upstream.len(), downstream.len()), (1, 3), "one switch, three downstream ports");
+    // The NVMe controller sits below the first downstream port: path dn → up → root port.
+    let nvme = snap.device(&snap.find(0x1b36, 0x0010)[0]);
+    let path: Vec<&str> = nvme["path"].as_array().unwrap().iter().map(|h| h["bdf"].as_str().unwrap()).collect();
+    assert_eq!(path, [downstream[0].as_str(), upstream[0].as_str(), root_port_bdf(0).as_str()]);
+    let types: Vec<&str> = nvme["path"].as_array().unwrap().iter().map(|h| h["port_type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["Downstream Port", "Upstream Port", "Root Port"]);
+    let e1000e = snap.device(&snap.find(0x8086, 0x10d3)[0]);
+    assert_eq!(e1000e["path"][0]["bdf"], downstream[1].as_str());
+    // The 8 GT/s x16 root port trained at x1 with the switch's x1 upstream port.
+    let rp0 = snap.device(&root_port_bdf(0));
+    assert_eq!((link(rp0, "link_capable"), link(rp0, "link_status")), ((8.0, 16), (2.5, 1)));
+    // QEMU's XIO3130 downstream ports report no link capability (LnkCap speed 0, width x0):
+    // pcieperf must say unknown, not invent one.
+    let dn = snap.device(&downstream[0]);
+    assert_eq!(dn["link_capable"]["speed_gts"], Value::Null);
+}
+
+#[test]
+fn mixed_topology_emulated_devices_and_iommu() {
+    let Some(mut guest) = boot("mixed") else { return };
+    let snap = snapshot(&mut guest);
+    assert!(inspect_agrees_with_lspci(&snap) >= 11);
+    bandwidth_lines_agree_with_dmesg(&snap);
+    assert!(run(&mut guest, "ls /sys/kernel/iommu_groups | wc -l").trim().parse::<u32>().unwrap() > 0, "the IOMMU made groups");
+    // Conventional PCI endpoints (edu, ivshmem) below root ports: no link of their own, the
+    // root port's link is its own setting.
+    let edu = snap.device(&snap.find(0x1234, 0x11e8)[0]);
+    assert!(edu["pcie"].is_null());
+    assert_eq!(link(snap.device(&root_port_bdf(2)), "link_status"), (5.0, 4));
+    let virtio = snap.device(&snap.find(0x1af4, 0x1041)[0]);
+    assert_eq!(link(virtio, "link_status"), (2.5, 1));
+}
+
+#[test]
+fn nvme_topology_dma_run_and_removal() {
+    let Some(mut guest) = boot("nvme") else { return };
+    let disk = guest.disk_image("nvme0");
+    let zeros = |path: &Path| std::fs::read(path).unwrap().iter().all(|b| *b == 0);
+    assert!(zeros(&disk));
+    let nvme_bdf = "0000:01:00.0";
+
+    // Read-only DMA through the kernel's NVMe driver; the PCI address and link come from sysfs.
+    let out = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir d2h --sizes 64KiB,1MiB --duration 1s --json").unwrap().success();
+    let results = json(&out.stdout);
+    assert_eq!(results["complete"], true);
+    assert_eq!(results["simulated"], false);
+    let engine = &results["conditions"]["engine"];
+    assert_eq!(engine["pci_address"], nvme_bdf, "{engine}");
+    assert_eq!(results["conditions"]["link"]["link"], serde_json::json!({ "generation": "Gen1", "width": 1 }), "{}", results["conditions"]);
+    assert_eq!(results["points"].as_array().unwrap().len(), 2);
+    // Writes without --destructive are refused and nothing reaches the disk.
+    let refused = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir h2d --sizes 64KiB --duration 1s").unwrap();
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("--destructive"), "{}", refused.stderr);
+    assert!(zeros(&disk), "a refused write changed the disk");
+    // With --destructive: written, read back and verified; the data is on the host's file.
+    let out = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir both --sizes 1MiB --duration 1s --destructive --json").unwrap().success();
+    let results = json(&out.stdout);
+    assert_eq!(results["verification"]["failed"], 0, "{}", results["verification"]);
+    assert!(results["verification"]["passed"].as_u64().unwrap() > 0, "{}", results["verification"]);
+    guest.run("sync").unwrap().success();
+    assert!(!zeros(&disk), "destructive h2d left the backing file untouched");
+
+    // `run` picks the NVMe device by itself (read-only) and completes.
+    let out = guest.run_with_deadline("pcieperf run --quick --json", Duration::from_secs(240)).unwrap().success();
+    let results = json(&out.stdout);
+    assert_eq!(results["conditions"]["target"], "block:/dev/nvme0n1");
+    assert_eq!(results["complete"], true);
+    assert!(results["points"].as_array().unwrap().iter().all(|p| p["mode"] == "d2h"), "run wrote to the disk");
+
+    // The controller removed (device_del) in the middle of a measurement: a clear error naming
+    // the device, partial results written and marked incomplete, exit 1, no hang.
+    guest
+        .start_background("removal", "pcieperf dma --target block:/dev/nvme0n1 --dir d2h --sizes 256KiB --duration 60s --out /tmp/removal.json")
+        .unwrap();
+    run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 2");
+    guest.qmp.execute("device_del", serde_json::json!({ "id": "nvme0" })).unwrap();
+    let ended = guest.wait_background("removal", Duration::from_secs(90)).unwrap();
+    eprintln!("removal: {ended:?}");
+    assert_eq!(ended.code, 1, "{ended:?}");
+    assert!(ended.stderr.contains("nvme0n1") || ended.stderr.contains(nvme_bdf), "the error names the device: {}", ended.stderr);
+    let partial = json(&run(&mut guest, "cat /tmp/removal.json"));
+    assert_eq!(partial["complete"], false);
+    assert_eq!(partial["stopped"]["reason"], "error", "{}", partial["stopped"]);
+    guest.qmp.wait_event("DEVICE_DELETED", Duration::from_secs(30), |d| d["device"] == "nvme0").unwrap();
+    assert!(!run(&mut guest, "ls /sys/bus/pci/devices").contains(nvme_bdf));
+}
