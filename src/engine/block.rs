@@ -347,10 +347,33 @@ impl BlockEngine {
     /// Run every op; returns the completion time (engine clock) of the last op of each direction.
     fn run(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {
         self.reclaim_slots(deadline)?;
-        match self.submitter {
+        let result = match self.submitter {
             Submitter::Sync => self.run_sync(ops, deadline),
             Submitter::Uring(_) => self.run_uring(ops, deadline),
+        };
+        result.map_err(|error| self.name_a_vanished_device(error))
+    }
+
+    /// A removed disk reads as empty (the kernel sets its capacity to zero) or fails with I/O
+    /// errors; say that the device went away, naming it, rather than "end of device".
+    fn name_a_vanished_device(&self, error: EngineError) -> EngineError {
+        if !matches!(error, EngineError::Short { .. } | EngineError::Io { .. }) {
+            return error;
         }
+        let kind = if self.info.description.starts_with("file") { NodeKind::Regular } else { NodeKind::BlockDevice };
+        let was = self.info.capacity_bytes.unwrap_or(0);
+        let now = capacity_bytes(&self.file, kind).unwrap_or(0);
+        let pci_gone = self.info.pci_address.as_deref().is_some_and(|p| !Path::new("/sys/bus/pci/devices").join(p).exists());
+        if now >= was && !pci_gone {
+            return error;
+        }
+        let pci = self.info.pci_address.as_deref().map(|p| format!(" (PCI {p})")).unwrap_or_default();
+        EngineError::Gone(format!(
+            "{}{pci} went away during the transfer: it now holds {now} of the {was} bytes it had when opened \
+             (removed, hot-unplugged or shrunk){}; the transfer failed with: {error}",
+            self.path.display(),
+            if pci_gone { ", and its PCI function has left sysfs" } else { "" }
+        ))
     }
 
     fn run_sync(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {

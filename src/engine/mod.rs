@@ -187,6 +187,9 @@ pub enum EngineError {
     Short { done: u64, wanted: u64, why: String },
     #[error("{what}: {source}")]
     Io { what: String, source: std::io::Error },
+    /// The device was removed (hot-unplugged, `device_del`) or shrank while in use.
+    #[error("device gone: {0}")]
+    Gone(String),
     #[error(transparent)]
     InvalidInput(#[from] crate::error::InvalidInput),
 }
