@@ -293,6 +293,46 @@ fn mixed_topology_emulated_devices_and_iommu() {
     assert_eq!(link(snap.device(&root_port_bdf(2)), "link_status"), (5.0, 4));
     let virtio = snap.device(&snap.find(0x1af4, 0x1041)[0]);
     assert_eq!(link(virtio, "link_status"), (2.5, 1));
+
+    // A guest that stops answering is killed at the deadline, and the error says so.
+    let hung = guest.run_with_deadline("sleep 60", Duration::from_secs(2)).unwrap_err();
+    assert!(hung.contains("guest hung") && hung.contains("QEMU killed"), "{hung}");
+    assert!(guest.run("true").unwrap_err().contains("the guest is gone"));
+}
+
+/// The harness itself, without QEMU: topology → QEMU arguments, and the module load order.
+#[test]
+fn topologies_become_qemu_arguments_and_modules_load_in_dependency_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = Topology::preset("switch").unwrap().qemu_args(dir.path()).join(" ");
+    for part in [
+        "pcie-root-port,id=rp0,bus=pcie.0,addr=0x2.0,chassis=1,slot=1,x-speed=8,x-width=16",
+        "x3130-upstream,id=rp0.up,bus=rp0",
+        "xio3130-downstream,id=rp0.dn0,bus=rp0.up",
+        "nvme,id=nvme0,bus=rp0.dn0,serial=nvme0,drive=nvme0.disk",
+        "e1000e,id=e1000e0,bus=rp0.dn1,netdev=e1000e0.net",
+        "xio3130-downstream,id=rp0.dn2,bus=rp0.up",
+        "pcie-root-port,id=rp1,bus=pcie.0,addr=0x3.0,chassis=5,slot=5,x-speed=5,x-width=2",
+        "virtio-net-pci,id=virtio0,bus=rp1",
+    ] {
+        assert!(args.contains(part), "{part} missing from {args}");
+    }
+    assert_eq!(std::fs::metadata(dir.path().join("nvme0.img")).unwrap().len(), 64 << 20);
+    assert!(Topology::preset("mixed").unwrap().qemu_args(dir.path())[..2] == ["-device", "intel-iommu"]);
+    let dep = "kernel/drivers/nvme/host/nvme.ko: kernel/drivers/nvme/host/nvme-core.ko kernel/block/t10-pi.ko kernel/lib/crc64.ko\n\
+               kernel/drivers/nvme/host/nvme-core.ko: kernel/block/t10-pi.ko kernel/lib/crc64.ko\n\
+               kernel/drivers/uio/uio_pci_generic.ko: kernel/drivers/uio/uio.ko\n";
+    assert_eq!(
+        testbed::initramfs::module_load_order(dep, &["nvme", "uio-pci-generic", "absent"]),
+        [
+            "kernel/lib/crc64.ko",
+            "kernel/block/t10-pi.ko",
+            "kernel/drivers/nvme/host/nvme-core.ko",
+            "kernel/drivers/nvme/host/nvme.ko",
+            "kernel/drivers/uio/uio.ko",
+            "kernel/drivers/uio/uio_pci_generic.ko"
+        ]
+    );
 }
 
 #[test]
