@@ -294,6 +294,24 @@ fn mixed_topology_emulated_devices_and_iommu() {
     let virtio = snap.device(&snap.find(0x1af4, 0x1041)[0]);
     assert_eq!(link(virtio, "link_status"), (2.5, 1));
 
+    // Emulated functions are named as such: by vendor ID (virtio, QEMU), or by QEMU's subsystem
+    // vendor on Intel chipset IDs; their links are called nominal. The e1000e carries Intel's
+    // IDs only, so the machine note (DMI says QEMU) is all that covers it.
+    assert_eq!(virtio["emulated_by"], "virtio (Red Hat): vendor ID 0x1af4");
+    assert!(warning_codes(virtio).contains(&"emulated_device".into()), "{}", virtio["warnings"]);
+    let nominal = virtio["warnings"].as_array().unwrap().iter().find(|w| w["code"] == "emulated_device").unwrap();
+    assert!(nominal["message"].as_str().unwrap().contains("link speed and width are nominal"), "{nominal}");
+    assert_eq!(snap.device(&root_port_bdf(0))["emulated_by"], "QEMU (Red Hat): vendor ID 0x1b36");
+    assert_eq!(snap.device("0000:00:00.0")["emulated_by"], "virtio (Red Hat): subsystem vendor ID 0x1af4");
+    assert_eq!(edu["emulated_by"], "QEMU: vendor ID 0x1234");
+    let e1000e = snap.device(&snap.find(0x8086, 0x10d3)[0]);
+    assert_eq!(e1000e["emulated_by"], Value::Null);
+    assert!(!warning_codes(e1000e).contains(&"emulated_device".into()));
+    let notes = snap.inspect["notes"].to_string();
+    assert!(notes.contains("this machine is virtual (QEMU Standard PC (Q35 + ICH9, 2009) (DMI))"), "{notes}");
+    let verbose = run(&mut guest, &format!("pcieperf inspect -v -s {}", virtio["bdf"].as_str().unwrap()));
+    assert!(verbose.contains("Emulated by: virtio (Red Hat): vendor ID 0x1af4 (link nominal, not physical)"), "{verbose}");
+
     // A guest that stops answering is killed at the deadline, and the error says so.
     let hung = guest.run_with_deadline("sleep 60", Duration::from_secs(2)).unwrap_err();
     assert!(hung.contains("guest hung") && hung.contains("QEMU killed"), "{hung}");
