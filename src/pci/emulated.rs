@@ -49,6 +49,13 @@ pub fn emulator(device: &Device) -> Option<String> {
     emulator_named(subsystem).map(|name| format!("{name}: subsystem vendor ID {subsystem:#06x}"))
 }
 
+/// [`emulator`] for a function of the live machine (or a sysfs tree), by address.
+pub fn emulator_of(sys_root: &Path, bdf: &str) -> Option<String> {
+    let address: super::Bdf = bdf.parse().ok()?;
+    let found = super::sysfs::read_device(address, &sys_root.join("bus/pci/devices").join(bdf))?;
+    emulator(&Device::decode(address, found.config, None, None, Vec::new()))
+}
+
 /// The sentence reports print for an emulated function.
 pub fn nominal_link_sentence(emulator: &str) -> String {
     format!(

@@ -13,6 +13,7 @@ pub mod nodes;
 pub mod device;
 pub mod dump;
 pub mod emulated;
+pub mod health;
 pub mod ids;
 pub mod report;
 pub mod sysfs;
