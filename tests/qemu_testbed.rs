@@ -294,6 +294,24 @@ fn mixed_topology_emulated_devices_and_iommu() {
     let virtio = snap.device(&snap.find(0x1af4, 0x1041)[0]);
     assert_eq!(link(virtio, "link_status"), (2.5, 1));
 
+    // Emulated functions are named as such: by vendor ID (virtio, QEMU), or by QEMU's subsystem
+    // vendor on Intel chipset IDs; their links are called nominal. The e1000e carries Intel's
+    // IDs only, so the machine note (DMI says QEMU) is all that covers it.
+    assert_eq!(virtio["emulated_by"], "virtio (Red Hat): vendor ID 0x1af4");
+    assert!(warning_codes(virtio).contains(&"emulated_device".into()), "{}", virtio["warnings"]);
+    let nominal = virtio["warnings"].as_array().unwrap().iter().find(|w| w["code"] == "emulated_device").unwrap();
+    assert!(nominal["message"].as_str().unwrap().contains("link speed and width are nominal"), "{nominal}");
+    assert_eq!(snap.device(&root_port_bdf(0))["emulated_by"], "QEMU (Red Hat): vendor ID 0x1b36");
+    assert_eq!(snap.device("0000:00:00.0")["emulated_by"], "virtio (Red Hat): subsystem vendor ID 0x1af4");
+    assert_eq!(edu["emulated_by"], "QEMU: vendor ID 0x1234");
+    let e1000e = snap.device(&snap.find(0x8086, 0x10d3)[0]);
+    assert_eq!(e1000e["emulated_by"], Value::Null);
+    assert!(!warning_codes(e1000e).contains(&"emulated_device".into()));
+    let notes = snap.inspect["notes"].to_string();
+    assert!(notes.contains("this machine is virtual (QEMU Standard PC (Q35 + ICH9, 2009) (DMI))"), "{notes}");
+    let verbose = run(&mut guest, &format!("pcieperf inspect -v -s {}", virtio["bdf"].as_str().unwrap()));
+    assert!(verbose.contains("Emulated by: virtio (Red Hat): vendor ID 0x1af4 (link nominal, not physical)"), "{verbose}");
+
     // A guest that stops answering is killed at the deadline, and the error says so.
     let hung = guest.run_with_deadline("sleep 60", Duration::from_secs(2)).unwrap_err();
     assert!(hung.contains("guest hung") && hung.contains("QEMU killed"), "{hung}");
@@ -350,8 +368,25 @@ fn nvme_topology_dma_run_and_removal() {
     assert_eq!(results["simulated"], false);
     let engine = &results["conditions"]["engine"];
     assert_eq!(engine["pci_address"], nvme_bdf, "{engine}");
-    assert_eq!(results["conditions"]["link"]["link"], serde_json::json!({ "generation": "Gen1", "width": 1 }), "{}", results["conditions"]);
+    let conditions = &results["conditions"]["link"];
+    assert_eq!(conditions["params"]["link"], serde_json::json!({ "generation": "Gen1", "width": 1 }), "{conditions}");
+    assert_eq!(conditions["source"], format!("PCI {nvme_bdf} and its path to the root port (sysfs)"));
     assert_eq!(results["points"].as_array().unwrap().len(), 2);
+    // QEMU's NVMe controller (vendor 0x1b36) is named emulated: no comparison with the ceiling.
+    assert_eq!(results["conditions"]["emulated_by"], "QEMU (Red Hat): vendor ID 0x1b36");
+    let causes: Vec<&str> = results["findings"].as_array().unwrap().iter().map(|f| f["cause"].as_str().unwrap()).collect();
+    assert!(causes.contains(&"emulated") && !causes.contains(&"link") && !causes.contains(&"unexplained"), "{causes:?}");
+    assert!(results["conditions"]["virtual_machine"].as_str().unwrap().starts_with("QEMU"), "{}", results["conditions"]);
+    // Every AER counter of the device and its root port, before and after: none moved.
+    let health = &results["link_health"];
+    let functions: Vec<&str> = health["before"]["functions"].as_array().unwrap().iter().map(|f| f["bdf"].as_str().unwrap()).collect();
+    assert_eq!(functions, [nvme_bdf, "0000:00:02.0"]);
+    assert!(health["before"]["functions"][1]["counters"]["aer_rootport_total_err_cor"].is_u64(), "{health}");
+    assert_eq!(health["changes"], serde_json::json!([]));
+    let text = run(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 1s");
+    assert!(text.contains("EMULATED:    QEMU (Red Hat): vendor ID 0x1b36"), "{text}");
+    assert!(text.contains(&format!("AER counters before/after on {nvme_bdf} → 0000:00:02.0:")) && text.contains("none moved"), "{text}");
+
     // Writes without --destructive are refused and nothing reaches the disk.
     let refused = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir h2d --sizes 64KiB --duration 1s").unwrap();
     assert_eq!(refused.code, 2, "{refused:?}");
@@ -371,6 +406,32 @@ fn nvme_topology_dma_run_and_removal() {
     assert_eq!(results["conditions"]["target"], "block:/dev/nvme0n1");
     assert_eq!(results["complete"], true);
     assert!(results["points"].as_array().unwrap().iter().all(|p| p["mode"] == "d2h"), "run wrote to the disk");
+    assert_eq!(results["link_health"]["before"]["functions"][0]["bdf"], nvme_bdf);
+    assert_eq!(results["conditions"]["emulated_by"], "QEMU (Red Hat): vendor ID 0x1b36");
+
+    // A non-fatal Completion Timeout (UESta bit 14) injected on the root port while measuring (QEMU sends no
+    // message for injected correctable errors here, the NVMe driver does not enable reporting,
+    // and a fatal error's link reset stalls the emulated NVMe controller): the kernel counts
+    // it, the run records the counter before and after, and names the change as a finding and
+    // in the JSON.
+    guest
+        .start_background("aer", "pcieperf dma --target block:/dev/nvme0n1 --sizes 256KiB --duration 8s --cov-target 0.0001 --json")
+        .unwrap();
+    run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 2");
+    guest.qmp.hmp("pcie_aer_inject_error rp0 0x4000").unwrap();
+    let during = guest.wait_background("aer", Duration::from_secs(120)).unwrap();
+    assert!(during.code == 0 || during.code == 1, "{during:?}");
+    let results = json(&during.stdout);
+    let changes = results["link_health"]["changes"].as_array().unwrap();
+    assert!(
+        changes.iter().any(|c| c["bdf"] == "0000:00:02.0" && c["counter"] == "aer_dev_nonfatal/CmpltTO" && c["before"] == 0 && c["after"] == 1),
+        "{changes:?}"
+    );
+    let finding = results["findings"].as_array().unwrap().iter().find(|f| f["cause"] == "link_errors").expect("a link_errors finding");
+    let message = finding["message"].as_str().unwrap();
+    assert!(message.contains("0000:00:02.0 aer_dev_nonfatal/CmpltTO 0 → 1") && message.contains("uncorrectable errors may have dropped"), "{finding}");
+    assert!(!message.contains("TOTAL_ERR_NONFATAL"), "totals are left out of the sentence: {message}");
+    run(&mut guest, "for i in $(seq 100); do dmesg | grep -q 'AER: device recovery' && break; sleep 0.1; done");
 
     // The controller removed (device_del) in the middle of a measurement: a clear error naming
     // the device, partial results written and marked incomplete, exit 1, no hang.

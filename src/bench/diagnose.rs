@@ -2,6 +2,7 @@
 
 use crate::bench::results::{Cause, Finding, Mode, Results, Stopped};
 use crate::model::Limit;
+use crate::pci::health::AerChange;
 use crate::units::format_size;
 
 /// Share of the ceiling above which the link itself is taken to be the limit.
@@ -51,6 +52,24 @@ pub fn findings(results: &Results) -> Vec<Finding> {
     }
     if let Some(failure) = &results.verification.first_failure {
         add(Cause::VerificationFailed, format!("{} transfer(s) failed verification; first: {failure}", results.verification.failed));
+    }
+    if let Some(message) = results.link_health.as_ref().and_then(|h| link_errors(&h.changes)) {
+        add(Cause::LinkErrors, message);
+    }
+    let emulated = results.conditions.emulated_by.as_ref();
+    if let Some(emulator) = emulated {
+        add(
+            Cause::Emulated,
+            format!(
+                "the device is emulated by a hypervisor ({emulator}): its link is nominal and the rates are the emulator's, \
+                 not PCI Express throughput; they are not compared with the model's ceiling"
+            ),
+        );
+    } else if let Some(vm) = results.conditions.virtual_machine.as_ref().filter(|_| !results.simulated) {
+        add(
+            Cause::Emulated,
+            format!("measured inside a virtual machine ({vm}): if the hypervisor emulates this device, its link is nominal and the rates are the emulator's"),
+        );
     }
     let link = results.conditions.link.as_ref();
     if let Some((trained, capable)) = link.filter(|c| c.below_capability()).and_then(|c| Some((c.params.link, c.capable?))) {
@@ -127,7 +146,8 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         if let Some(finding) = spread(results, mode) {
             add(Cause::Spread, finding);
         }
-        if let Some(finding) = worst_above_ceiling(results, mode) {
+        // An emulated device's link is nominal: being above its ceiling says nothing.
+        if let Some(finding) = worst_above_ceiling(results, mode).filter(|_| emulated.is_none()) {
             add(Cause::AboveCeiling, finding);
         }
     }
@@ -138,7 +158,7 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         .collect();
     let mut add = |cause: Cause, message: String| out.push(Finding { cause, message });
     for mode in [Mode::D2h, Mode::H2d, Mode::Both] {
-        let Some(point) = largest(results, mode) else { continue };
+        let Some(point) = largest(results, mode).filter(|_| emulated.is_none()) else { continue };
         let (Some(ceiling), Some(summary)) = (&point.ceiling, &point.summary) else { continue };
         let percent = ceiling.percent_reached.unwrap_or(0.0);
         let at = format!("{} at {}", mode.name(), format_size(point.size_bytes));
@@ -207,6 +227,25 @@ fn worst_above_ceiling(results: &Results, mode: Mode) -> Option<String> {
             let what = format!("{} at {}", mode.name(), format_size(p.size_bytes));
             above_ceiling(&what, measured, ceiling, 0.0, "the engine's clock")
         })
+}
+
+/// The finding for AER counters that moved during the run, naming each (totals left out when
+/// their file's own counters say more); `None` when nothing moved.
+fn link_errors(changes: &[AerChange]) -> Option<String> {
+    if changes.is_empty() {
+        return None;
+    }
+    let named: Vec<&AerChange> = changes.iter().filter(|c| !c.is_total()).collect();
+    let listed: Vec<String> = (if named.is_empty() { changes.iter().collect() } else { named })
+        .iter()
+        .map(|c| format!("{} {} {} → {}", c.bdf, c.counter, c.before, c.after))
+        .collect();
+    let consequence = if changes.iter().all(AerChange::is_correctable) {
+        "correctable errors are replayed, which costs bandwidth: the figures may be below what the link allows"
+    } else {
+        "uncorrectable errors may have dropped or corrupted transfers: treat the figures as suspect"
+    };
+    Some(format!("AER counters on the device's path moved during the run ({}): {consequence}", listed.join(", ")))
 }
 
 /// True when the per-transfer cost m still takes a tenth or more of a step of `bytes`.

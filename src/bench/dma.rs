@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::bench::clock::HostClock;
 use crate::bench::interrupts::{self, Snapshot};
 use crate::bench::predict;
-use crate::bench::results::{Conditions, Convergence, Mode, Point, Results, Sample, Stopped, Summary, VerificationSummary, SCHEMA};
+use crate::bench::results::{Conditions, Convergence, LinkHealth, Mode, Point, Results, Sample, Stopped, Summary, VerificationSummary, SCHEMA};
 use crate::bench::stalls;
 use crate::bench::stats::{Stats, StopRule};
 use crate::bench::verify::{Check, Verifier, VerifyKind, VerifyTally};
@@ -161,6 +161,8 @@ pub fn measure(
     let clock = HostClock::new();
     let mut verifier = Verifier::new(options.verify, options.seed, info.data_model);
     let irq_before = Snapshot::read();
+    let sys = crate::pci::sysfs::default_root();
+    let aer_before = info.pci_address.as_deref().and_then(|a| crate::pci::health::snapshot(&sys, a));
     let mut results = Results {
         schema: SCHEMA.into(),
         simulated: info.simulated,
@@ -172,6 +174,7 @@ pub fn measure(
         interrupts: None,
         verification: VerificationSummary { method: verifier.method(), passed: 0, failed: 0, unchecked: 0, first_failure: None },
         findings: Vec::new(),
+        link_health: None,
     };
     let plan: Vec<(Mode, u64)> = options.modes.iter().flat_map(|&m| options.sizes.iter().map(move |&s| (m, s))).collect();
     progress.begin(plan.len());
@@ -198,6 +201,11 @@ pub fn measure(
         }
         results.interrupts = Some(interrupts::delta(&before, &after, &keys));
     }
+    results.link_health = aer_before.map(|before| {
+        let after = crate::pci::health::snapshot(&sys, info.pci_address.as_deref().unwrap_or_default());
+        let changes = after.as_ref().map(|a| before.changes(a)).unwrap_or_default();
+        LinkHealth { before, after, changes }
+    });
     results.verification.method = verifier.method();
     results.complete = results.stopped.is_none();
     results.fits = predict::fits(&results.points, link.as_ref().ok());
@@ -252,6 +260,8 @@ fn conditions(info: &EngineInfo, link: &Result<crate::model::Conditions, String>
         copy_to_user: options.copy_to_user,
         host_clock: clock.info(),
         device_clock_hz: info.device_clock_hz,
+        emulated_by: info.pci_address.as_deref().and_then(|a| crate::pci::emulated::emulator_of(&crate::pci::sysfs::default_root(), a)),
+        virtual_machine: if info.simulated { None } else { crate::pci::emulated::virtual_machine(&crate::pci::sysfs::default_root()) },
         machine: None,
     }
 }

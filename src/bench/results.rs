@@ -11,6 +11,7 @@ use crate::bench::stats::Stats;
 use crate::bench::verify::{VerifyFailure, VerifyKind, VerifyTally};
 use crate::engine::{Direction, EngineInfo};
 use crate::model::Limit;
+use crate::pci::health::{AerChange, AerSnapshot};
 
 /// Schema name and version written into every document.
 pub const SCHEMA: &str = "pcieperf.results/2";
@@ -75,6 +76,20 @@ pub struct Results {
     pub verification: VerificationSummary,
     /// What limits the result, most important first.
     pub findings: Vec<Finding>,
+    /// The AER counters of the device and its path before and after measuring (real devices
+    /// the kernel keeps counters for).
+    #[serde(default)]
+    pub link_health: Option<LinkHealth>,
+}
+
+/// Link health around a run: every AER counter of the device and each port on its path to the
+/// root port, before and after, and the counters that moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkHealth {
+    pub before: AerSnapshot,
+    /// `None` when the device had left sysfs by the end (removed).
+    pub after: Option<AerSnapshot>,
+    pub changes: Vec<AerChange>,
 }
 
 /// Why a run stopped before the end.
@@ -123,6 +138,13 @@ pub struct Conditions {
     pub copy_to_user: bool,
     pub host_clock: ClockInfo,
     pub device_clock_hz: Option<f64>,
+    /// Who emulates the device ("virtio (Red Hat): vendor ID 0x1af4"), when its IDs say a
+    /// hypervisor does: its link is nominal and the rates are the emulator's, not PCIe's.
+    #[serde(default)]
+    pub emulated_by: Option<String>,
+    /// The machine is a virtual machine (DMI, /sys/hypervisor): the device may be emulated too.
+    #[serde(default)]
+    pub virtual_machine: Option<String>,
     /// The machine as inspected before measuring (`run` only).
     #[serde(default)]
     pub machine: Option<crate::bench::machine::MachineContext>,
@@ -297,6 +319,10 @@ pub enum Cause {
     AboveCeiling,
     /// The T(N) fit does not describe the measurements.
     FitRejected,
+    /// AER counters of the device or its path moved while measuring.
+    LinkErrors,
+    /// The device is emulated by a hypervisor: its link is nominal, the rates the emulator's.
+    Emulated,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

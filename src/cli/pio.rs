@@ -99,7 +99,10 @@ pub fn run(args: PioArgs) -> anyhow::Result<i32> {
     for warning in &pinning.warnings {
         eprintln!("pcieperf: warning: {warning}");
     }
-    let run = run_pio(mmio, &info, conditions.as_ref(), pinning, &pio)?;
+    let mut run = run_pio(mmio, &info, conditions.as_ref(), pinning, &pio)?;
+    if let Some(emulator) = info.pci_address.as_deref().and_then(|bdf| crate::pci::emulated::emulator_of(&args.sysfs_root, bdf)) {
+        run.notes.push(crate::pci::emulated::nominal_link_sentence(&emulator));
+    }
     let json = serde_json::to_string_pretty(&run)? + "\n";
     if let Some(path) = &args.out {
         write_atomic(path, &json)?;

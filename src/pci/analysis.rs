@@ -40,6 +40,9 @@ pub fn analyse(device: &Device, context: &Context) -> Vec<Warning> {
     payload_checks(device, context, &mut warnings);
     aspm_check(device, &mut warnings);
     aer_checks(device, &mut warnings);
+    if let Some(emulator) = super::emulated::emulator(device).filter(|_| device.has_link()) {
+        warnings.push(warn("emulated_device", super::emulated::nominal_link_sentence(&emulator)));
+    }
     if let Some(problem) = device.caps.problem.as_ref().filter(|p| !matches!(p, super::walk::WalkProblem::Unavailable { .. })) {
         warnings.push(warn("capability_list_corrupt", format!("{problem}: later capabilities are not decoded")));
     }

@@ -12,6 +12,8 @@ pub mod config;
 pub mod nodes;
 pub mod device;
 pub mod dump;
+pub mod emulated;
+pub mod health;
 pub mod ids;
 pub mod report;
 pub mod sysfs;
@@ -127,6 +129,15 @@ pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
         .filter(|bdf| options.selector.is_none_or(|s| s.matches(bdf)))
         .map(|bdf| report::build(&machine, bdf, &names))
         .collect();
+    let mut notes = machine.notes;
+    if let Source::Sysfs(root) = &options.source {
+        if let Some(vm) = emulated::virtual_machine(root) {
+            notes.push(format!(
+                "this machine is virtual ({vm}): functions its hypervisor emulates have nominal links and move data at the emulator's speed; \
+                 those with a hypervisor's IDs are marked emulated, others may be emulated too (or passed through)"
+            ));
+        }
+    }
     Ok(Inspection {
         schema: SCHEMA,
         version: SCHEMA_VERSION,
@@ -137,7 +148,7 @@ pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
         pci_ids: names.source.as_ref().map(|p| p.display().to_string()),
         privileged: machine.live && sysfs::is_root(),
         devices,
-        notes: machine.notes,
+        notes,
     })
 }
 

@@ -94,6 +94,9 @@ pub struct DeviceReport {
     pub class_code: Option<u32>,
     pub class_name: Option<String>,
     pub port_type: Option<&'static str>,
+    /// Who emulates this function ("QEMU (Red Hat): vendor ID 0x1b36"), when its IDs say it is
+    /// a hypervisor's: its link is nominal, not physical.
+    pub emulated_by: Option<String>,
     pub max_payload_supported_bytes: Option<u32>,
     pub max_payload_bytes: Option<u32>,
     /// Smallest MaxPayload supported by the device and every port on its path to the root.
@@ -224,6 +227,7 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
         class_code,
         class_name: class_code.and_then(|c| names.class(c)).map(str::to_string),
         port_type: device.pcie.as_ref().map(|p| p.port_type.name()),
+        emulated_by: super::emulated::emulator(device),
         max_payload_supported_bytes: regs.map(|r| r.max_payload_supported_bytes),
         max_payload_bytes: regs.map(|r| r.max_payload_bytes),
         path_max_payload_supported_bytes: path_supported,
@@ -312,6 +316,9 @@ pub fn render_verbose(report: &DeviceReport, raw: bool) -> String {
     }
     if let Some(driver) = &report.driver {
         line(format!("Driver: {driver}"));
+    }
+    if let Some(emulator) = &report.emulated_by {
+        line(format!("Emulated by: {emulator} (link nominal, not physical)"));
     }
     if let Some(node) = report.numa_node {
         line(format!("NUMA node: {node}"));

@@ -41,6 +41,9 @@ pub fn conditions(results: &Results) -> String {
     for assumption in c.link.iter().flat_map(|l| &l.assumed) {
         let _ = writeln!(out, "             assumed: {assumption}");
     }
+    if let Some(emulator) = &c.emulated_by {
+        let _ = writeln!(out, "EMULATED:    {emulator}: the link is nominal and the rates are the emulator's, not PCI Express throughput");
+    }
     let _ = writeln!(out, "host:        {} ({}), pcieperf {}, started {}", c.host, c.kernel, c.tool_version, c.start_time_utc);
     let _ = writeln!(out, "host clock:  {clock}; engine clock: {}", if c.simulated { "virtual (simulated)" } else { "the engine's host clock" });
     let _ = writeln!(
@@ -272,6 +275,13 @@ pub fn render(results: &Results) -> String {
             "on the whole host (no /proc/interrupts line names the device)".into()
         };
         let _ = writeln!(out, "Interrupts during the run: {} {scope}", irq.count);
+    }
+    if let Some(health) = &results.link_health {
+        let counters: usize = health.before.functions.iter().map(|f| f.counters.len()).sum();
+        let path: Vec<&str> = health.before.functions.iter().map(|f| f.bdf.as_str()).collect();
+        let moved = if health.changes.is_empty() { "none moved".to_string() } else { format!("{} moved", health.changes.len()) };
+        let gone = if health.after.is_none() { " (the device had left sysfs by the end)" } else { "" };
+        let _ = writeln!(out, "AER counters before/after on {}: {counters} read, {moved}{gone}", path.join(" → "));
     }
     let _ = writeln!(out, "\nSummary (best median per mode):");
     out.push_str(&headline(results));

@@ -139,10 +139,11 @@ impl BarEngine {
             "BAR{} of {}{} via {}{}",
             target.bar,
             function.bdf,
-            profile.map_or(String::new(), |p| format!(" ({}{})", p.name, if p.emulated { ", emulated: timings are the emulator's, not PCIe" } else { "" })),
+            profile.map_or(String::new(), |p| format!(" ({})", p.name)),
             format!("{:?}", target.via).to_lowercase(),
             if target.wc { ", write-combining" } else { "" }
-        );
+        ) + &crate::pci::emulated::emulator_of(&root, &function.bdf.to_string())
+            .map_or(String::new(), |e| format!("; emulated ({e}): timings are the emulator's, not PCIe"));
         let info = EngineInfo {
             kind: "bar".into(),
             target: format!("bar:{argument}"),

@@ -9,16 +9,14 @@ pub struct Profile {
     pub device: u16,
     /// (BAR, first byte, end byte exclusive) ranges whose writes destroy nothing.
     pub scratch: &'static [(u8, u64, u64)],
-    /// An emulated device: its timings are the emulator's, never PCIe figures.
-    pub emulated: bool,
 }
 
 /// QEMU's `edu` teaching device: BAR0+0x04 is the liveness register (reads back the bitwise
 /// inverse of what was written). Its DMA buffer (device address 0x40000) is not in the BAR.
-pub const EDU: Profile = Profile { name: "QEMU edu", vendor: 0x1234, device: 0x11e8, scratch: &[(0, 0x04, 0x08)], emulated: true };
+pub const EDU: Profile = Profile { name: "QEMU edu", vendor: 0x1234, device: 0x11e8, scratch: &[(0, 0x04, 0x08)] };
 
 /// QEMU's `ivshmem-plain`: BAR2 is shared RAM (BAR0 holds registers).
-pub const IVSHMEM: Profile = Profile { name: "QEMU ivshmem-plain", vendor: 0x1af4, device: 0x1110, scratch: &[(2, 0, u64::MAX)], emulated: true };
+pub const IVSHMEM: Profile = Profile { name: "QEMU ivshmem-plain", vendor: 0x1af4, device: 0x1110, scratch: &[(2, 0, u64::MAX)] };
 
 pub const PROFILES: [Profile; 2] = [EDU, IVSHMEM];
 
