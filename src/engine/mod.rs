@@ -251,7 +251,7 @@ pub fn check_access(bar: u8, offset: u64, bytes: u64, size_bytes: u64) -> Result
         ))
         .into());
     }
-    if bytes <= 8 && offset % bytes != 0 {
+    if bytes <= 8 && !offset.is_multiple_of(bytes) {
         return Err(crate::error::InvalidInput::new(format!("BAR{bar}+{offset:#x}: a {bytes}-byte access must be {bytes}-byte aligned")).into());
     }
     Ok(())

@@ -40,7 +40,7 @@ pub trait Personality: Send {
 /// The personality named in a target.
 pub fn personality(name: &str) -> Result<Box<dyn Personality>, InvalidInput> {
     match name {
-        "edu" => Ok(Box::new(super::edu::Edu::default())),
+        "edu" => Ok(Box::new(super::edu::Edu)),
         other => Err(InvalidInput::new(format!("personality={other}: known personalities: edu (QEMU's edu device)"))),
     }
 }
