@@ -58,7 +58,8 @@ struct Ours {
 
 impl Ours {
     fn new(path: &Path, write: bool, bs: u64, qd: usize, buffer: Buffer, size: u64) -> Ours {
-        let options = OpenOptions { queue_depth: qd, io_bytes: bs, ..OpenOptions::default() };
+        // The bench's own scratch file: writes need the consent a user's file would.
+        let options = OpenOptions { queue_depth: qd, io_bytes: bs, destructive: write, ..OpenOptions::default() };
         let engine = block::open(&path.display().to_string(), &options).expect("open block engine");
         let (aligned, plain) = match buffer {
             Buffer::Reused => (Some(AlignedBuf::new(qd * bs as usize)), Vec::new()),

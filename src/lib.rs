@@ -11,6 +11,8 @@
 //! Units: `MBps` is 10^6 bytes per second (the source documents' convention), sizes are bytes
 //! unless a name says otherwise, times are nanoseconds (`_ns`).
 
+pub mod bounded;
+pub mod cancel;
 pub mod error;
 pub mod named;
 pub mod table;

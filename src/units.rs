@@ -1,7 +1,10 @@
 //! Sizes and rates as users type them and as the documents print them.
 //!
 //! Sizes: `128`, `128B`, `4kB`/`1MB`/`1GB` (powers of 10), `4KiB`/`1MiB`/`1GiB` (powers of 2).
-//! A bare `k`/`M`/`G` is refused because fio reads `4k` as 4096 while the documents' `MB` is
+//! One rule: a size means one thing or is refused. Decimal suffixes are accepted only as SI
+//! writes them (`kB`, `MB`, `GB`); binary ones in any case (`KiB`, `kib`). A bare `k`/`M`/`G`
+//! and other spellings of the decimal ones (`KB`, `kb`, `mb`, `Gb`) are refused, because fio
+//! reads `4k` as 4096, JEDEC's `KB` is 1024 and `Mb` is a megabit, while the documents' `MB` is
 //! 10^6: the user must say which. Size lists: `64,128,256`, ranges `4KiB..64MiB` (doubling, the
 //! default step), `64..4096:x4` (multiply), `64..1024:+64` (add), and mixtures of those.
 //! Rates: `MBps` = 10^6 bytes/s throughout, as in the source documents.
@@ -11,6 +14,7 @@ use crate::error::InvalidInput;
 /// One megabyte per second as the documents define it: 10^6 bytes per second.
 pub const BYTES_PER_MB: f64 = 1e6;
 
+/// Suffixes in lower case; decimal ones must also be spelt exactly as SI writes them.
 const SIZE_SUFFIXES: &[(&str, u64)] = &[
     ("b", 1),
     ("kb", 1_000),
@@ -20,6 +24,9 @@ const SIZE_SUFFIXES: &[(&str, u64)] = &[
     ("mib", 1 << 20),
     ("gib", 1 << 30),
 ];
+
+/// The only accepted spellings of the decimal suffixes.
+const SI_SPELLINGS: &[&str] = &["kB", "MB", "GB"];
 
 /// Largest size accepted anywhere: 1 TiB. Larger values are almost certainly typos.
 pub const MAX_SIZE_BYTES: u64 = 1 << 40;
@@ -38,11 +45,14 @@ pub fn parse_size(text: &str) -> Result<u64, InvalidInput> {
              (powers of 10) or KiB, MiB, GiB (powers of 2)"
         ))
     };
-    if matches!(suffix_lower.as_str(), "k" | "m" | "g") {
+    let decimal_misspelt = matches!(suffix_lower.as_str(), "kb" | "mb" | "gb") && !SI_SPELLINGS.contains(&suffix.trim());
+    if matches!(suffix_lower.as_str(), "k" | "m" | "g") || decimal_misspelt {
+        let letter = suffix_lower[..1].to_ascii_uppercase();
         return Err(InvalidInput::new(format!(
-            "ambiguous size '{text}': write {n}{u}B for 10^n bytes or {n}{u}iB for 2^n bytes",
-            n = number,
-            u = suffix.trim().to_ascii_uppercase().replace('K', "k"),
+            "ambiguous size '{text}': write {number}{}B for 10^{} bytes or {number}{letter}iB for 2^{} bytes",
+            letter.replace('K', "k"),
+            match letter.as_str() { "K" => 3, "M" => 6, _ => 9 },
+            match letter.as_str() { "K" => 10, "M" => 20, _ => 30 },
         )));
     }
     let multiplier = if suffix_lower.is_empty() {
@@ -253,6 +263,12 @@ mod tests {
     #[test]
     fn ambiguous_and_malformed_sizes_are_refused() {
         assert!(parse_size("4k").unwrap_err().0.contains("ambiguous"));
+        for misspelt in ["4KB", "4kb", "1mb", "1Mb", "1gB"] {
+            let error = parse_size(misspelt).unwrap_err().0;
+            assert!(error.contains("ambiguous") && error.contains("iB"), "{misspelt}: {error}");
+        }
+        assert_eq!(parse_size("4kB").unwrap(), 4_000);
+        assert_eq!(parse_size("4kib").unwrap(), 4096);
         assert!(parse_size("x").is_err());
         assert!(parse_size("1.5B").is_err());
         assert!(parse_size("-4").is_err());

@@ -17,8 +17,9 @@ fn disk_file(name: &str, len: u64) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// Tests write their own scratch files: they give the consent a user's file would need.
 fn options(queue_depth: usize, io_bytes: u64) -> OpenOptions {
-    OpenOptions { queue_depth, io_bytes, ..OpenOptions::default() }
+    OpenOptions { queue_depth, io_bytes, destructive: true, ..OpenOptions::default() }
 }
 
 fn target(path: &Path) -> String {
@@ -69,7 +70,7 @@ fn file_round_trip_through_bounce_and_direct_buffers_keeps_offsets() {
 #[test]
 fn synchronous_fallback_moves_the_same_data_and_says_so() {
     let (_dir, path) = disk_file("sync", 1 << 20);
-    let mut engine = engine::open(&format!("{},sync", target(&path)), &OpenOptions::default()).unwrap();
+    let mut engine = engine::open(&format!("{},sync", target(&path)), &options(0, 0)).unwrap();
     assert!(engine.info().description.contains("synchronous"), "{}", engine.info().description);
     assert!(!engine.info().concurrent);
     let pattern = Pattern::lfsr(3);
@@ -109,7 +110,7 @@ fn both_directions_at_once_share_one_range_on_one_ring() {
 #[test]
 fn sizes_offsets_and_capacity_are_checked_as_invalid_input() {
     let (_dir, path) = disk_file("small", 64 * 1024);
-    let mut engine = engine::open(&target(&path), &OpenOptions::default()).unwrap();
+    let mut engine = engine::open(&target(&path), &options(0, 0)).unwrap();
     let mut buf = vec![0u8; 1000];
     let err = engine.transfer(Io::D2h(&mut buf), 0, DEADLINE).unwrap_err();
     assert!(matches!(err, EngineError::InvalidInput(_)) && err.to_string().contains("4096"), "{err}");

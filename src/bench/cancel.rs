@@ -1,17 +1,13 @@
-//! Ctrl-C: stop cleanly between transfers and keep what was measured.
+//! Ctrl-C, SIGTERM, SIGHUP: stop cleanly between transfers and keep what was measured. The flag
+//! and its handler live in the leaf module [`crate::cancel`] so engines' waits can poll it too.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::AtomicBool;
 
-static CANCELLED: AtomicBool = AtomicBool::new(false);
-static INSTALLED: OnceLock<bool> = OnceLock::new();
+pub use crate::cancel::EXIT_INTERRUPTED;
 
-/// Install the Ctrl-C handler (once per process) and return the flag procedures check between
-/// transfers. If a handler cannot be installed, Ctrl-C keeps its default effect.
+/// Install the handler (once per process; `main` already did) and return the flag procedures
+/// check between transfers.
 pub fn on_ctrl_c() -> &'static AtomicBool {
-    INSTALLED.get_or_init(|| ctrlc::set_handler(|| CANCELLED.store(true, Ordering::SeqCst)).is_ok());
-    &CANCELLED
+    crate::cancel::install();
+    crate::cancel::flag()
 }
-
-/// Exit code for a run stopped by Ctrl-C (128 + SIGINT).
-pub const EXIT_INTERRUPTED: i32 = 130;

@@ -85,7 +85,6 @@ pub fn validate(info: &EngineInfo, options: &DmaOptions) -> Result<(), InvalidIn
     }
     for &mode in &options.modes {
         if let Some(d) = mode.directions().iter().find(|d| !info.directions.contains(d)) {
-            // The description says why (a block device opened without --destructive is read-only).
             return Err(InvalidInput::new(format!("target {} cannot move data {} ({})", info.target, d.name(), info.description)));
         }
         if mode == Mode::Both && !info.concurrent {
@@ -331,7 +330,10 @@ impl<'a> PointRunner<'a> {
     fn run(&mut self, cancel: &AtomicBool) -> Option<Stopped> {
         let (engine0, wall0) = (self.engine.now_ns(), self.clock.now_ns());
         let budget_ns = self.options.duration.as_secs_f64() * 1e9;
-        let wall_budget_ns = self.options.wall_limit.as_secs_f64() * 1e9;
+        // Simulated points are budgeted in virtual time only (reproducible for a seed); the wall
+        // clock only guards against a runaway simulation, and hitting that guard is an error.
+        let simulated = self.engine.info().simulated;
+        let wall_budget_ns = if simulated { sim_wall_cap(self.options).as_secs_f64() * 1e9 } else { self.options.wall_limit.as_secs_f64() * 1e9 };
         let mut times: Vec<f64> = Vec::new();
         let stopped = loop {
             if cancel.load(Ordering::SeqCst) {
@@ -339,6 +341,10 @@ impl<'a> PointRunner<'a> {
                 break Some(Stopped::Interrupted);
             }
             match self.step() {
+                Err(EngineError::Interrupted) => {
+                    self.stop_reason = "interrupted";
+                    break Some(Stopped::Interrupted);
+                }
                 Err(error) => {
                     self.stop_reason = "error";
                     let what = format!("{} {} transfer", self.mode.name(), format_size(self.size));
@@ -362,6 +368,10 @@ impl<'a> PointRunner<'a> {
                 break None;
             }
             if self.wall_ns >= wall_budget_ns {
+                if simulated {
+                    self.stop_reason = "error";
+                    break Some(Stopped::Error { message: sim_wall_cap_message(self.options) });
+                }
                 self.stop_reason = "wall_limit";
                 break None;
             }
@@ -475,6 +485,20 @@ fn timed_copy(clock: &HostClock, from: &[u8], to: &mut [u8], crc_too: bool) -> f
         black_box(crc32(black_box(to)));
     }
     clock.now_ns() - t0
+}
+
+/// Wall-clock guard of a simulated point: far above what a simulation needs (its budget is
+/// virtual time), so only a runaway one reaches it.
+pub fn sim_wall_cap(options: &DmaOptions) -> Duration {
+    (options.wall_limit * 10).max(Duration::from_secs(60))
+}
+
+fn sim_wall_cap_message(options: &DmaOptions) -> String {
+    format!(
+        "the simulation of one point ran past its wall-clock guard of {:.0} s: stopped rather than report figures \
+         that would depend on this machine's load",
+        sim_wall_cap(options).as_secs_f64()
+    )
 }
 
 /// After a d2h transfer: the optional copy to user space, then the check (of the user copy

@@ -12,7 +12,7 @@ use crate::bench::stats::StopRule;
 use crate::bench::verify::VerifyKind;
 use crate::engine::{self, Engine, OpenOptions};
 use crate::error::InvalidInput;
-use crate::report::{csv, html, json, metrics, progress::TerminalProgress, text};
+use crate::report::{csv, html, json, metrics, output, progress::TerminalProgress, text};
 use crate::units;
 use super::values::named;
 
@@ -34,7 +34,8 @@ pub struct DmaArgs {
     /// Print the results document (JSON) on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
-    /// Write the results document (JSON) to this file, atomically.
+    /// Write the results document (JSON) to this file (a new path or a writable regular file;
+    /// `-`: standard output), atomically.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Stop repeating once the median's 95 % confidence interval is within ± this many percent
@@ -84,9 +85,29 @@ impl MeasureArgs {
         options.copy_to_user = self.copy_to_user;
     }
 
-    /// Open a target with these flags (the same seed drives the pattern and the simulator).
-    pub fn open(&self, target: &str) -> anyhow::Result<Box<dyn Engine>> {
-        Ok(engine::open(target, &self.engine.open_options(self.seed))?)
+    /// The target to measure: a scratch file (`--scratch DIR`, large enough for `largest_bytes`),
+    /// else the one given, else the one `choose` picks. The scratch file lives as long as the
+    /// returned guard.
+    pub fn target(&self, given: Option<&str>, largest_bytes: u64) -> anyhow::Result<(engine::Choice, Option<tempfile::NamedTempFile>)> {
+        let Some(dir) = &self.engine.scratch else {
+            return Ok((engine::choose(given, &engine::detect()), None));
+        };
+        let file = tempfile::Builder::new()
+            .prefix("pcieperf-scratch-")
+            .tempfile_in(dir)
+            .and_then(|file| file.as_file().set_len(largest_bytes).map(|()| file))
+            .map_err(|e| InvalidInput::new(format!("--scratch {}: cannot create a scratch file there: {e}", dir.display())))?;
+        let why = format!("a scratch file pcieperf created ({} bytes, removed at the end): writes touch nothing else", largest_bytes);
+        eprintln!("pcieperf: measuring {}: {why}", file.path().display());
+        Ok((engine::Choice { target: format!("block:{}", file.path().display()), why }, Some(file)))
+    }
+
+    /// Open a target with these flags (the same seed drives the pattern and the simulator); a
+    /// scratch file is ours to write.
+    pub fn open(&self, target: &str, scratch: bool) -> anyhow::Result<Box<dyn Engine>> {
+        let mut options = self.engine.open_options(self.seed);
+        options.destructive |= scratch;
+        Ok(engine::open(target, &options)?)
     }
 
     /// Where a finished run goes besides the terminal.
@@ -119,9 +140,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// How to open hardware targets; shared by `dma` and `run`. Zero means the engine's default.
 #[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
-    /// Allow writes that destroy data on a block device (h2d and both on `block:`).
+    /// Allow writes that destroy data on a block device or file (h2d and both on `block:`).
+    /// Without it `block:` only reads, and checks that repeated reads agree.
     #[arg(long)]
     pub destructive: bool,
+    /// Measure a scratch file pcieperf creates in DIR (on the disk to measure) and removes at
+    /// the end: reads and writes, nothing else touched.
+    #[arg(long, value_name = "DIR", conflicts_with = "target")]
+    pub scratch: Option<PathBuf>,
     /// I/Os kept in flight on `block:` targets [default: 8].
     #[arg(long, default_value_t = 0, hide_default_value = true)]
     pub queue_depth: usize,
@@ -176,33 +202,75 @@ pub struct Outputs<'a> {
     pub notes: Vec<String>,
 }
 
-/// Write every requested view, print the summary, and choose the exit code: 130 after Ctrl-C,
-/// 1 after an engine error or a verification failure, else 0. The results file is written
-/// before anything else so nothing measured is lost.
-pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
-    if let Some(path) = outputs.out {
-        json::write(path, results)?;
+impl Outputs<'_> {
+    /// The paths of the files asked for.
+    pub fn paths(&self) -> Vec<&Path> {
+        [self.out, self.html, self.metrics].into_iter().flatten().collect()
     }
-    if let Some(path) = outputs.html {
-        json::write_atomic(path, &html::render(results))?;
-    }
-    if let Some(path) = outputs.metrics {
-        json::write_atomic(path, &metrics::render(results))?;
-    }
-    if outputs.json_stdout {
-        print!("{}", json::to_string(results));
-    } else if outputs.csv_stdout {
-        print!("{}", csv::render(results));
-    } else {
-        for note in &outputs.notes {
-            println!("note: {note}");
+
+    /// Refuse, before anything is measured, outputs that would destroy something (see
+    /// [`output`]); `target`'s files are the run's inputs.
+    pub fn check(&self, target: &str) -> Result<(), InvalidInput> {
+        if (self.json_stdout || self.csv_stdout) && self.paths().iter().any(|p| output::is_stdout(p)) {
+            return Err(InvalidInput::new("--json and --csv already print on standard output: give the other output a file"));
         }
-        print!("{}", text::render(results));
+        output::check_all(&self.paths(), &output::files_in_target(target))
     }
+}
+
+/// Where the results document goes: `path`, except that an interrupted run never replaces an
+/// earlier complete document; it goes to `NAME.partial.json` beside it.
+fn results_path(path: &Path, results: &Results) -> std::path::PathBuf {
+    let replaces_complete = !output::is_stdout(path) && json::read(path).is_ok_and(|earlier| earlier.complete);
+    if !results.complete && replaces_complete {
+        output::partial_path(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// Write every requested view, print the summary, and choose the exit code: 130 after a
+/// signal, 1 after an engine error, a verification failure or an output that could not be
+/// written (the summary is printed anyway and the document kept where the message says), else
+/// 0. The results file is written before anything else so nothing measured is lost.
+pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
+    let mut failures = Vec::new();
+    let mut results_file = None;
     if let Some(path) = outputs.out {
+        let path = results_path(path, results);
+        match output::write_or_keep(&path, &json::to_string(results), "results document") {
+            Ok(()) => results_file = Some(path),
+            Err(message) => failures.push(message),
+        }
+    }
+    let views: [(Option<&Path>, &str, fn(&Results) -> String); 2] =
+        [(outputs.html, "HTML report", html::render), (outputs.metrics, "metrics", metrics::render)];
+    for (path, what, render) in views {
+        if let Some(Err(message)) = path.map(|path| output::write_or_keep(path, &render(results), what)) {
+            failures.push(message);
+        }
+    }
+    let summary = if outputs.json_stdout {
+        json::to_string(results)
+    } else if outputs.csv_stdout {
+        csv::render(results)
+    } else {
+        outputs.notes.iter().map(|note| format!("note: {note}\n")).collect::<String>() + &text::render(results)
+    };
+    // A document on standard output (`-`) takes it: the summary goes to standard error.
+    if outputs.paths().iter().any(|p| output::is_stdout(p)) {
+        eprint!("{summary}");
+    } else {
+        print!("{summary}");
+    }
+    let shown = results_file.filter(|p| !output::is_stdout(p));
+    if let Some(path) = &shown {
         eprintln!("results ({}) written to {}", results.label(), path.display());
     }
-    let kept = outputs.out.map_or(String::new(), |p| format!("; partial results kept in {}", p.display()));
+    for failure in &failures {
+        eprintln!("pcieperf: {failure}");
+    }
+    let kept = shown.map_or(String::new(), |p| format!("; partial results kept in {}", p.display()));
     match &results.stopped {
         Some(Stopped::Interrupted) => eprintln!("pcieperf: interrupted{kept}"),
         Some(Stopped::Error { message }) => eprintln!("pcieperf: {message}{kept}"),
@@ -212,7 +280,8 @@ pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
             }
         }
     }
-    Ok(results.exit_code())
+    let code = results.exit_code();
+    Ok(if code == 0 && !failures.is_empty() { 1 } else { code })
 }
 
 /// Percent on the command line, fraction in the options.
@@ -233,15 +302,15 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     options.stall_threshold_ns = args.stall_threshold.as_secs_f64() * 1e9;
     options.deadline = args.deadline;
     args.measure.apply(&mut options);
-    let target = match args.target {
-        Some(target) => target,
-        None => engine::choose(None, &engine::detect()).target,
-    };
-    let mut engine = args.measure.open(&target)?;
+    let largest = options.sizes.iter().copied().max().unwrap_or(0);
+    let (choice, scratch) = args.measure.target(args.target.as_deref(), largest)?;
+    let outputs = args.measure.outputs(args.json, args.csv, args.out.as_deref(), Vec::new());
+    outputs.check(&choice.target)?;
+    let mut engine = args.measure.open(&choice.target, scratch.is_some())?;
     let quiet = args.json || args.csv;
     let mut progress = TerminalProgress::new(quiet, engine.info().simulated);
     let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
-    emit(&results, &args.measure.outputs(args.json, args.csv, args.out.as_deref(), Vec::new()))
+    emit(&results, &outputs)
 }
 
 #[cfg(test)]

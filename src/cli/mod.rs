@@ -1,7 +1,7 @@
 //! The command line: argument parsing and wiring, nothing else.
 //!
 //! Exit codes: 0 success, 1 a failure (or warnings with `--strict`), 2 bad input,
-//! 130 interrupted (partial results are still written).
+//! 130 interrupted by SIGINT, SIGTERM or SIGHUP (partial results are still written).
 
 mod demo;
 mod dma;
@@ -47,6 +47,9 @@ pub enum Command {
 
 /// Run the command line and return the process exit code.
 pub fn main() -> i32 {
+    // First thing: from here on a signal only sets the flag, so a run interrupted at any moment
+    // still writes what it has (see `crate::cancel`).
+    crate::cancel::install();
     restore_default_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -64,13 +67,18 @@ pub fn main() -> i32 {
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
         Err(error) => {
             eprintln!("pcieperf: {}", describe(&error));
             exit_code_for(&error)
         }
+    };
+    // A signal that came while a command without results was running still ends it as one.
+    if crate::cancel::requested() {
+        return crate::cancel::EXIT_INTERRUPTED;
     }
+    code
 }
 
 /// The error and its causes on one line, leaving out a cause whose text an outer message already

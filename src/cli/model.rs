@@ -612,12 +612,19 @@ fn run_fit(args: FitArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Most accesses `--record` counts: far beyond any trace, and small enough that bytes and
+/// times stay exact.
+const MAX_RECORD_ACCESSES: u64 = 1_000_000_000;
+
 fn run_mmio(args: MmioArgs) -> anyhow::Result<()> {
     let (params, is_default) = args.link.params()?;
     let unit = args.output.unit;
     let rows: Vec<mmio::SingleAccess> = mmio::ACCESS_SIZES.iter().map(|&n| mmio::single_access(&params, n)).collect();
     let record = match args.record {
         Some(0) => return invalid("--record needs at least 1 access"),
+        Some(count) if count > MAX_RECORD_ACCESSES => {
+            return invalid(format!("--record {count}: at most {MAX_RECORD_ACCESSES} accesses (10^9)"))
+        }
         Some(count) => {
             if !(1..=4096).contains(&args.access) {
                 return invalid(format!("invalid access size {}: allowed 1 to 4096 bytes", args.access));
@@ -761,6 +768,11 @@ fn run_message(args: MessageArgs) -> anyhow::Result<()> {
     let (params, is_default) = args.link.params()?;
     if args.message_bytes == 0 {
         return invalid("invalid --message-bytes 0: a message needs at least 1 byte of payload");
+    }
+    for (flag, bytes) in [("--message-bytes", args.message_bytes), ("--overhead-bytes", args.overhead_bytes)] {
+        if bytes > crate::units::MAX_SIZE_BYTES {
+            return invalid(format!("invalid {flag} {bytes}: at most 1 TiB ({} bytes)", crate::units::MAX_SIZE_BYTES));
+        }
     }
     let unit = args.output.unit;
     let result = message::message_throughput(&params, args.message_bytes, args.overhead_bytes);

@@ -8,7 +8,7 @@ use crate::bench::pin::{pin_here, Pinning};
 use crate::bench::pio::{parse_tests, read_only_tests, run_pio, PioOptions};
 use crate::engine::{open, OpenOptions, Width};
 use crate::error::InvalidInput;
-use crate::report::json::write_atomic;
+use crate::report::output::write as write_atomic;
 use crate::report::pio as view;
 
 /// Document 000 §4.3's tests, as `--help` lists them (checked against `bench::pio::TESTS`).

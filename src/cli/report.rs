@@ -1,36 +1,38 @@
 //! `pcieperf report`: re-render a saved run, or compare two.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::error::invalid;
-use crate::report::{compare, csv, html, json, metrics, pio, text};
+use crate::report::{compare, csv, html, json, metrics, output, pio, text};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// One results document to show, or two to compare (A then B).
+    /// One results document to show, or two to compare (A then B); `-` reads standard input.
     #[arg(required = true, num_args = 1..=2)]
     pub files: Vec<PathBuf>,
     /// Print the run as CSV.
     #[arg(long)]
     pub csv: bool,
-    /// Write the run as an HTML report to this file.
+    /// Write the run as an HTML report to this file (`-`: standard output).
     #[arg(long)]
     pub html: Option<PathBuf>,
-    /// Write a Prometheus text exposition of the run to this file.
+    /// Write a Prometheus text exposition of the run to this file (`-`: standard output).
     #[arg(long)]
     pub metrics: Option<PathBuf>,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
+    let outputs: Vec<&Path> = [args.html.as_deref(), args.metrics.as_deref()].into_iter().flatten().collect();
+    output::check_all(&outputs, &args.files)?;
     let texts: Vec<String> = args.files.iter().map(|f| std::fs::read_to_string(f).unwrap_or_default()).collect();
     if texts.iter().any(|t| pio::is_pio(t)) {
         return run_pio(&args, &texts);
     }
     let runs = args.files.iter().map(|f| json::read(f)).collect::<anyhow::Result<Vec<_>>>()?;
     if let [a, b] = runs.as_slice() {
-        if args.csv || args.html.is_some() || args.metrics.is_some() {
+        if args.csv || !outputs.is_empty() {
             return invalid("--csv, --html and --metrics take one results document, not two");
         }
         let name = |i: usize| args.files[i].display().to_string();
@@ -38,19 +40,24 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let results = &runs[0];
-    if let Some(path) = &args.html {
-        json::write_atomic(path, &html::render(results))?;
-        eprintln!("HTML report ({}) written to {}", results.label(), path.display());
-    }
-    if let Some(path) = &args.metrics {
-        json::write_atomic(path, &metrics::render(results))?;
+    let mut failed = false;
+    for (path, what, text) in [(&args.html, "HTML report", html::render(results)), (&args.metrics, "metrics", metrics::render(results))] {
+        let Some(path) = path else { continue };
+        match output::write_or_keep(path, &text, what) {
+            Ok(()) if !output::is_stdout(path) => eprintln!("{what} ({}) written to {}", results.label(), path.display()),
+            Ok(()) => {}
+            Err(message) => {
+                eprintln!("pcieperf: {message}");
+                failed = true;
+            }
+        }
     }
     if args.csv {
         print!("{}", csv::render(results));
-    } else if args.html.is_none() && args.metrics.is_none() {
+    } else if outputs.is_empty() {
         print!("{}", text::render(results));
     }
-    Ok(0)
+    Ok(failed as i32)
 }
 
 /// A `pcieperf.pio/1` document (or two to compare).
@@ -71,7 +78,7 @@ fn run_pio(args: &ReportArgs, texts: &[String]) -> anyhow::Result<i32> {
         return invalid("--metrics is for DMA results documents (pcieperf.results); pio documents render as text, CSV or HTML");
     }
     if let Some(path) = &args.html {
-        json::write_atomic(path, &pio::html(&runs[0]))?;
+        output::write(path, &pio::html(&runs[0]))?;
     } else if args.csv {
         print!("{}", pio::csv(&runs[0]));
     } else {

@@ -21,7 +21,8 @@ pub struct RunArgs {
     /// the simulated endpoint `sim`).
     #[arg(long)]
     pub target: Option<String>,
-    /// Results document (JSON); default `pcieperf-<host>-<UTC time>.json` here.
+    /// Results document (JSON); default `pcieperf-<host>-<UTC time>.json` here; `-`: standard
+    /// output.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Fewer sizes and a shorter budget per size (for a first look, or tests).
@@ -42,11 +43,17 @@ pub fn default_out() -> PathBuf {
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let candidates = engine::detect();
-    let engine::Choice { target, why } = engine::choose(args.target.as_deref(), &candidates);
-    let mut engine = args.measure.open(&target)?;
-    let info = engine.info().clone();
     let mut options = plan::options(args.quick);
     args.measure.apply(&mut options);
+    let largest = options.sizes.iter().copied().max().unwrap_or(0);
+    let (engine::Choice { target, why }, scratch) = match &args.measure.engine.scratch {
+        Some(_) => args.measure.target(None, largest)?,
+        None => (engine::choose(args.target.as_deref(), &candidates), None),
+    };
+    let out = args.out.clone().unwrap_or_else(default_out);
+    args.measure.outputs(args.json, false, Some(&out), Vec::new()).check(&target)?;
+    let mut engine = args.measure.open(&target, scratch.is_some())?;
+    let info = engine.info().clone();
     let mut notes = vec![format!("target {target} ({why}){}", if info.simulated { " — simulated" } else { "" })];
     let machine = machine::inspect_for(&info, &InspectOptions::default(), candidates);
     notes.extend(machine.lines());
@@ -57,6 +64,5 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let mut progress = TerminalProgress::new(args.json, info.simulated);
     let mut results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
     results.conditions.machine = Some(machine);
-    let out = args.out.unwrap_or_else(default_out);
     emit(&results, &args.measure.outputs(args.json, false, Some(&out), notes))
 }

@@ -14,8 +14,9 @@
 //! last (d2h), which fall inside the measured time. Each I/O is issued as soon as it is queued,
 //! as fio does.
 //!
-//! Writes destroy data on a block device: refused unless `OpenOptions::destructive`; allowed on
-//! a regular file (tests and CI use one on the machine's disk: real device DMA, no consent needed).
+//! Writes destroy data, on a block device and on a file alike: both are opened read-only unless
+//! `OpenOptions::destructive` (`--destructive`), and reads are then checked for consistency only
+//! (`DataModel::Opaque`). A file pcieperf made itself (`--scratch DIR`) is opened with consent.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -46,8 +47,7 @@ const MAX_IO_BYTES: usize = 64 << 20;
 /// node kind (a real block device is not needed to test that writes to one are refused).
 pub fn writes_allowed(kind: NodeKind, destructive: bool) -> bool {
     match kind {
-        NodeKind::Regular => true,
-        NodeKind::BlockDevice => destructive,
+        NodeKind::Regular | NodeKind::BlockDevice => destructive,
         _ => false,
     }
 }
@@ -55,8 +55,8 @@ pub fn writes_allowed(kind: NodeKind, destructive: bool) -> bool {
 /// The message for a refused write.
 pub fn refusal(path: &Path) -> EngineError {
     EngineError::Unsupported(format!(
-        "refusing to write to block device {}: writes destroy its data; pass --destructive to allow h2d \
-         (device reads host memory) on it, or use a file on the device",
+        "refusing to write to {}: writes destroy its data; pass --destructive to allow h2d (device reads host \
+         memory) on it, or --scratch DIR to measure a scratch file pcieperf creates and removes",
         path.display()
     ))
 }
@@ -555,11 +555,12 @@ impl BlockEngine {
     fn wait_one(&mut self, deadline: &Deadline) -> Result<(), EngineError> {
         let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
         loop {
-            let left = deadline.remaining().ok_or_else(|| deadline.timeout("block I/O still in flight"))?;
+            let left = deadline.slice().ok_or_else(|| deadline.timeout("block I/O still in flight"))?;
             let ts = types::Timespec::from(left);
             let args = types::SubmitArgs::new().timespec(&ts);
             match ring.submitter().submit_with_args(1, &args) {
                 Ok(_) => return Ok(()),
+                // A slice ended (or the deadline): look at completions, the deadline and the signal flag.
                 Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
                     if !ring.completion().is_empty() {
                         return Ok(());
@@ -718,8 +719,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_need_consent_on_block_devices_only() {
-        assert!(writes_allowed(NodeKind::Regular, false));
+    fn writes_need_consent_on_block_devices_and_files() {
+        assert!(!writes_allowed(NodeKind::Regular, false));
+        assert!(writes_allowed(NodeKind::Regular, true));
         assert!(!writes_allowed(NodeKind::BlockDevice, false));
         assert!(writes_allowed(NodeKind::BlockDevice, true));
         assert!(!writes_allowed(NodeKind::CharDevice, true));

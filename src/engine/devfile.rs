@@ -205,11 +205,24 @@ impl Deadline {
         Deadline { end: Instant::now() + total, total }
     }
 
+    /// Time left; `None` once the deadline passed or a signal asked the run to stop.
     pub fn remaining(&self) -> Option<Duration> {
+        if crate::cancel::requested() {
+            return None;
+        }
         self.end.checked_duration_since(Instant::now()).filter(|left| !left.is_zero())
     }
 
+    /// The next wait: at most [`crate::cancel::POLL_SLICE`], so a signal is seen within it.
+    pub fn slice(&self) -> Option<Duration> {
+        self.remaining().map(crate::cancel::slice)
+    }
+
+    /// The error for a wait that ended: a timeout, or `Interrupted` when a signal ended it.
     pub fn timeout(&self, what: impl Into<String>) -> EngineError {
+        if crate::cancel::requested() {
+            return EngineError::Interrupted;
+        }
         EngineError::Timeout { what: what.into(), after: self.total }
     }
 }
@@ -218,7 +231,7 @@ impl Deadline {
 /// Returns the revents; a hang-up or error on the fd is reported in them, not hidden.
 pub fn poll_until(fd: RawFd, events: i16, deadline: &Deadline, what: &str) -> Result<i16, EngineError> {
     loop {
-        let left = deadline.remaining().ok_or_else(|| deadline.timeout(what.to_string()))?;
+        let left = deadline.slice().ok_or_else(|| deadline.timeout(what.to_string()))?;
         let mut pfd = libc::pollfd { fd, events, revents: 0 };
         let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
         // SAFETY: one valid pollfd.
@@ -233,6 +246,7 @@ pub fn poll_until(fd: RawFd, events: i16, deadline: &Deadline, what: &str) -> Re
         if ready > 0 {
             return Ok(pfd.revents);
         }
+        // Nothing yet: the loop looks at the deadline and the signal flag again.
     }
 }
 

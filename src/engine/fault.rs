@@ -12,15 +12,26 @@
 //! - `skip=N`: the first N transfers pass untouched (default 0); `chunk=BYTES` (default 4096,
 //!   one pattern block, a multiple of 4) is the unit of drop/dup/reorder.
 //!
-//! h2d data is damaged before the inner engine sees it (so the device's CRC32 differs from the
-//! host's); d2h data is damaged after the inner engine filled the buffer (so the pattern check
-//! fails). Where the damage lands is drawn from the seed.
+//! Every armed fault changes what the host finally sees; damage never cancels itself:
+//! - Data that makes a round trip (a `Memory` or `Loopback` inner engine: written h2d, read back
+//!   d2h) is damaged on the way back only, so a swap on the write is not undone by a swap on the
+//!   read-back. With a `Generator` inner engine (the device checks h2d by CRC32 and generates
+//!   d2h data) h2d data is damaged before the inner engine sees it and d2h data after it filled
+//!   the buffer. An `Opaque` inner engine is refused: its reads are only compared with each
+//!   other, so damage that repeats could not be seen.
+//! - Stacked wrappers (`fault:reorder:fault:reorder:sim`) become one wrapper that applies each
+//!   armed kind once per transfer (each level keeps its own `skip`); at most
+//!   [`MAX_FAULT_LEVELS`] levels, so a hostile target cannot exhaust anything.
+//! - When the damage leaves the bytes as they were (identical chunks, or a buffer too short for
+//!   two chunks where several faults hit the only word), the first byte is inverted instead.
+//!
+//! Where the damage lands is drawn from the seed.
 
 use std::time::Duration;
 
 use crate::engine::pattern::PATTERN_BLOCK_BYTES;
 use crate::engine::sim::rng::SimRng;
-use crate::engine::{Engine, EngineEntry, Opening, EngineError, EngineInfo, Io, Mmio, Transfer};
+use crate::engine::{DataModel, Engine, EngineEntry, EngineError, EngineInfo, Io, Mmio, Opening, Transfer};
 use crate::error::InvalidInput;
 
 /// One kind of damage.
@@ -107,61 +118,115 @@ pub const ENTRY: EngineEntry = EngineEntry {
     detect: None,
 };
 
-/// The wrapper.
+/// Most `fault:` wrappers one target may stack.
+pub const MAX_FAULT_LEVELS: usize = 4;
+
+/// One `fault:SPEC:` level and the transfers it has seen.
+struct Level {
+    spec: FaultSpec,
+    transfers: u64,
+}
+
+/// The wrapper (every stacked level in one).
 pub struct FaultEngine {
     inner: Box<dyn Engine>,
     info: EngineInfo,
-    spec: FaultSpec,
+    levels: Vec<Level>,
+    /// Damage h2d data too (a `Generator` device checks it by CRC32); otherwise the data comes
+    /// back d2h and is damaged there only.
+    damage_h2d: bool,
     rng: SimRng,
-    transfers: u64,
     /// Time lost in simulated hangs, added to a simulated inner engine's clock.
     hung_ns: f64,
 }
 
 impl FaultEngine {
-    /// Open `fault:SPEC:INNER_TARGET`.
+    /// Open `fault:SPEC:INNER_TARGET`; stacked `fault:` levels are read in a loop, not recursion.
     pub fn open(opening: &Opening) -> Result<Self, EngineError> {
-        let (target, options) = (opening.target, opening.options);
-        let rest = target.strip_prefix("fault:").unwrap_or("");
-        let (spec, inner) = rest.split_once(':').ok_or_else(|| {
-            InvalidInput::new(format!("invalid fault target '{target}': expected fault:KIND[,KIND...][,skip=N][,chunk=BYTES]:TARGET"))
-        })?;
-        let spec = FaultSpec::parse(spec)?;
-        Ok(FaultEngine::wrap(target, opening.open_inner(inner)?, spec, options.seed))
+        let target = opening.target;
+        let mut rest = target;
+        let mut specs = Vec::new();
+        while let Some(after) = rest.strip_prefix("fault:") {
+            if specs.len() == MAX_FAULT_LEVELS {
+                return Err(InvalidInput::new(format!("too many nested fault: wrappers: at most {MAX_FAULT_LEVELS}")).into());
+            }
+            let (spec, inner) = after.split_once(':').ok_or_else(|| {
+                InvalidInput::new(format!("invalid fault target '{target}': expected fault:KIND[,KIND...][,skip=N][,chunk=BYTES]:TARGET"))
+            })?;
+            specs.push(FaultSpec::parse(spec)?);
+            rest = inner;
+        }
+        let inner = opening.open_inner(rest)?;
+        if inner.info().data_model == DataModel::Opaque {
+            return Err(InvalidInput::new(format!(
+                "fault injection needs data the host can check, but {rest} is read-only with unknown contents (reads are only \
+                 compared with each other): give --destructive or --scratch DIR for a file, or use another target"
+            ))
+            .into());
+        }
+        let mut engine = FaultEngine::wrap(target, inner, specs.remove(0), opening.options.seed);
+        engine.levels.extend(specs.into_iter().map(|spec| Level { spec, transfers: 0 }));
+        engine.info.description = engine.describe();
+        Ok(engine)
     }
 
     pub fn wrap(target: &str, inner: Box<dyn Engine>, spec: FaultSpec, seed: u64) -> Self {
-        let inner_info = inner.info();
-        let injected: Vec<&str> = spec.faults.iter().map(|f| f.describe()).collect();
-        let info = EngineInfo {
-            kind: "fault".into(),
-            target: target.into(),
-            description: format!(
-                "fault injection ({}{}) over {}",
-                injected.join(", "),
-                if spec.skip > 0 { format!(", after {} clean transfers", spec.skip) } else { String::new() },
-                inner_info.description
-            ),
-            ..inner_info.clone()
+        let info = EngineInfo { kind: "fault".into(), target: target.into(), ..inner.info().clone() };
+        let damage_h2d = !matches!(info.data_model, DataModel::Memory | DataModel::Loopback);
+        let mut engine = FaultEngine {
+            inner,
+            info,
+            levels: vec![Level { spec, transfers: 0 }],
+            damage_h2d,
+            rng: SimRng::new(seed ^ 0xFA17),
+            hung_ns: 0.0,
         };
-        FaultEngine { inner, info, spec, rng: SimRng::new(seed ^ 0xFA17), transfers: 0, hung_ns: 0.0 }
+        engine.info.description = engine.describe();
+        engine
     }
 
+    fn describe(&self) -> String {
+        let levels: Vec<String> = self
+            .levels
+            .iter()
+            .map(|level| {
+                let injected: Vec<&str> = level.spec.faults.iter().map(|f| f.describe()).collect();
+                let after = if level.spec.skip > 0 { format!(", after {} clean transfers", level.spec.skip) } else { String::new() };
+                format!("{}{after}", injected.join(", "))
+            })
+            .collect();
+        format!("fault injection ({}) over {}", levels.join("; "), self.inner.info().description)
+    }
+
+    /// The outermost level's spec.
     pub fn spec(&self) -> &FaultSpec {
-        &self.spec
+        &self.levels[0].spec
     }
 
-    /// Whether this transfer is damaged (counts it).
-    fn armed(&mut self) -> bool {
-        self.transfers += 1;
-        self.transfers > self.spec.skip
+    /// The faults armed for this transfer (counts it at every level): each kind once, and the
+    /// chunk of the outermost armed level.
+    fn armed(&mut self) -> Option<(Vec<Fault>, usize)> {
+        let mut faults: Vec<Fault> = Vec::new();
+        let mut chunk = None;
+        for level in &mut self.levels {
+            level.transfers += 1;
+            if level.transfers > level.spec.skip {
+                chunk.get_or_insert(level.spec.chunk_bytes as usize);
+                for &fault in &level.spec.faults {
+                    if !faults.contains(&fault) {
+                        faults.push(fault);
+                    }
+                }
+            }
+        }
+        chunk.map(|chunk| (faults, chunk))
     }
 
     fn hang(&mut self, deadline: Duration, what: &str) -> EngineError {
         if self.inner.info().simulated {
             self.hung_ns += deadline.as_nanos() as f64;
-        } else {
-            std::thread::sleep(deadline);
+        } else if crate::cancel::sleep(deadline) {
+            return EngineError::Interrupted;
         }
         EngineError::Timeout { what: format!("{what} (fault injection: hang)"), after: deadline }
     }
@@ -172,12 +237,19 @@ impl FaultEngine {
         transfer.end_ns += self.hung_ns;
         transfer
     }
+}
 
-    /// Damage `data` with every configured fault except the hang.
-    fn damage(&mut self, data: &mut [u8]) {
-        for fault in self.spec.faults.clone() {
-            damage(fault, data, self.spec.chunk_bytes as usize, &mut self.rng);
-        }
+/// Apply every fault (but the hang) to `data`, and make sure the bytes changed.
+fn damage_all(faults: &[Fault], data: &mut [u8], chunk_bytes: usize, rng: &mut SimRng) {
+    if data.is_empty() {
+        return;
+    }
+    let original = data.to_vec();
+    for &fault in faults {
+        damage(fault, data, chunk_bytes, rng);
+    }
+    if data == original.as_slice() {
+        data[0] ^= 0xFF; // the damage undid itself or moved identical bytes: make it visible
     }
 }
 
@@ -224,21 +296,22 @@ impl Engine for FaultEngine {
     }
 
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
-        if !self.armed() {
+        let Some((faults, chunk)) = self.armed() else {
             return self.inner.transfer(io, device_offset, deadline).map(|t| self.on_our_clock(t));
-        }
-        if self.spec.faults.contains(&Fault::Hang) {
+        };
+        if faults.contains(&Fault::Hang) {
             return Err(self.hang(deadline, &format!("{} transfer of {} bytes", io.direction().name(), io.len())));
         }
         let transfer = match io {
-            Io::H2d(data) => {
+            Io::H2d(data) if self.damage_h2d => {
                 let mut sent = data.to_vec();
-                self.damage(&mut sent);
+                damage_all(&faults, &mut sent, chunk, &mut self.rng);
                 self.inner.transfer(Io::H2d(&sent), device_offset, deadline)
             }
+            Io::H2d(data) => self.inner.transfer(Io::H2d(data), device_offset, deadline),
             Io::D2h(buf) => {
                 let transfer = self.inner.transfer(Io::D2h(&mut *buf), device_offset, deadline)?;
-                self.damage(buf);
+                damage_all(&faults, buf, chunk, &mut self.rng);
                 Ok(transfer)
             }
         };
@@ -252,17 +325,19 @@ impl Engine for FaultEngine {
         device_offset: u64,
         deadline: Duration,
     ) -> Result<(Transfer, Transfer), EngineError> {
-        if !self.armed() {
+        let Some((faults, chunk)) = self.armed() else {
             let (a, b) = self.inner.transfer_both(h2d, d2h, device_offset, deadline)?;
             return Ok((self.on_our_clock(a), self.on_our_clock(b)));
-        }
-        if self.spec.faults.contains(&Fault::Hang) {
+        };
+        if faults.contains(&Fault::Hang) {
             return Err(self.hang(deadline, "concurrent h2d+d2h transfer"));
         }
         let mut sent = h2d.to_vec();
-        self.damage(&mut sent);
+        if self.damage_h2d {
+            damage_all(&faults, &mut sent, chunk, &mut self.rng);
+        }
         let (a, b) = self.inner.transfer_both(&sent, d2h, device_offset, deadline)?;
-        self.damage(d2h);
+        damage_all(&faults, d2h, chunk, &mut self.rng);
         Ok((self.on_our_clock(a), self.on_our_clock(b)))
     }
 

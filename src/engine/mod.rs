@@ -194,6 +194,9 @@ pub enum EngineError {
     Gone(String),
     #[error(transparent)]
     InvalidInput(#[from] crate::error::InvalidInput),
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) ended the wait; what was in flight was cancelled.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// Width of one CPU-initiated access: one load or store instruction, one TLP.

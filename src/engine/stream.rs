@@ -315,7 +315,7 @@ fn peer_closed(error: EngineError, what: &str) -> EngineError {
 /// `events` narrowed to what fired (a hang-up counts as ready so read/write reports it).
 fn poll_many(fds: &mut [libc::pollfd], deadline: &Deadline) -> Result<Vec<libc::pollfd>, EngineError> {
     loop {
-        let left = deadline.remaining().ok_or_else(|| deadline.timeout(String::new()))?;
+        let left = deadline.slice().ok_or_else(|| deadline.timeout(String::new()))?;
         let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
         // SAFETY: `fds` is a valid array of pollfd.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };

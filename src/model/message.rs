@@ -33,6 +33,7 @@ impl MessageOverhead {
 /// writes.
 pub fn message_throughput(params: &LinkParams, message_bytes: u64, overhead_bytes: u64) -> MessageOverhead {
     let link_mbps = steady_write_mbps(params);
-    let message_efficiency = message_bytes as f64 / (message_bytes + overhead_bytes) as f64;
+    // In f64: the sum of two user numbers must not wrap (u64::MAX overhead is an efficiency of ~0).
+    let message_efficiency = message_bytes as f64 / (message_bytes as f64 + overhead_bytes as f64);
     MessageOverhead { message_bytes, overhead_bytes, link_mbps, message_efficiency, mbps: link_mbps * message_efficiency }
 }

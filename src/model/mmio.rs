@@ -57,7 +57,7 @@ pub struct WriteRecord {
 pub fn write_record(params: &LinkParams, access_bytes: u64, count: u64) -> WriteRecord {
     let start = params.start_addr % tlp::ADDRESS_BOUNDARY_BYTES;
     let pieces = [Piece { start, len: access_bytes, count }];
-    let flow = write::write_pieces(params, &pieces, access_bytes * count, Span::Record);
+    let flow = write::write_pieces(params, &pieces, access_bytes.saturating_mul(count), Span::Record);
     let encoded = params.link.encoded_mbps();
     let rate = |bytes: f64| crate::units::mbps(bytes, flow.duration_ns);
     WriteRecord {
@@ -103,6 +103,6 @@ pub fn read_record(params: &LinkParams, access_bytes: u64, count: u64) -> ReadRe
         count,
         per_read_ns,
         duration_ns,
-        payload_mbps: crate::units::mbps((access_bytes * count) as f64, duration_ns),
+        payload_mbps: crate::units::mbps(access_bytes as f64 * count as f64, duration_ns),
     }
 }

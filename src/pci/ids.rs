@@ -39,7 +39,7 @@ impl PciIds {
             None => DEFAULT_PATHS.iter().map(PathBuf::from).collect(),
         };
         for candidate in candidates {
-            if let Ok(bytes) = std::fs::read(&candidate) {
+            if let Ok(bytes) = crate::bounded::read(&candidate, crate::bounded::PCI_IDS) {
                 let mut ids = PciIds::parse_filtered(&String::from_utf8_lossy(&bytes), vendors);
                 ids.source = Some(candidate);
                 return ids;

@@ -76,8 +76,7 @@ impl Machine {
                 }
             }
             Source::Dump(path) => {
-                let text = std::fs::read(path).map_err(|e| InvalidInput::new(format!("cannot read dump {}: {e}", path.display())))?;
-                let text = String::from_utf8(text).map_err(|_| InvalidInput::new(format!("dump {} is not text", path.display())))?;
+                let text = crate::bounded::read_to_string(path, crate::bounded::DUMP)?;
                 for d in dump::parse(&text)? {
                     machine.devices.insert(d.bdf, Device::decode(d.bdf, d.config, None, None, Vec::new()));
                 }
@@ -122,6 +121,11 @@ impl Machine {
 pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
     let machine = Machine::load(&options.source)?;
     let vendors = machine.devices.values().filter_map(|d| d.config.vendor_id()).collect();
+    // A named pci.ids that exists must be a regular file within the limit (a missing one leaves
+    // devices unnamed, as before).
+    if let Some(path) = options.pci_ids.as_deref().filter(|p| p.exists()) {
+        crate::bounded::check_file(path, crate::bounded::PCI_IDS)?;
+    }
     let names = ids::PciIds::load_for(options.pci_ids.as_deref(), &vendors);
     let devices = machine
         .devices

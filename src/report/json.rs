@@ -1,8 +1,7 @@
-//! The results document on disk: pretty JSON, written atomically, read back with its schema
-//! checked.
+//! The results document on disk: pretty JSON, written by the output rules, read back (within a
+//! size limit) with its schema checked.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 
@@ -31,36 +30,30 @@ pub fn from_str(text: &str) -> Result<Results, InvalidInput> {
         Some(other) => return Err(InvalidInput::new(format!("unsupported results schema '{other}': this pcieperf reads '{SCHEMA}'"))),
         None => return Err(InvalidInput::new(format!("not a pcieperf results document: no \"schema\": \"{SCHEMA}\""))),
     }
+    let mut value = value;
+    strip_control_characters(&mut value);
     serde_json::from_value(value).map_err(|e| InvalidInput::new(format!("malformed {SCHEMA} document: {e}")))
 }
 
-/// Read a document from a file.
+/// Remove control characters from every string: a results file is data, and escape sequences
+/// in it must not reach the terminal when a view prints them.
+fn strip_control_characters(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => text.retain(|c| !c.is_control()),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_control_characters),
+        serde_json::Value::Object(map) => map.values_mut().for_each(strip_control_characters),
+        _ => {}
+    }
+}
+
+/// Read a document from a file (`-`: standard input), within the size limit of a results
+/// document.
 pub fn read(path: &Path) -> anyhow::Result<Results> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {}", path.display()))
-        .map_err(|e| anyhow::Error::new(InvalidInput::new(format!("{e:#}"))))?;
+    let text = crate::bounded::read_to_string(path, crate::bounded::RESULTS)?;
     from_str(&text).with_context(|| path.display().to_string())
 }
 
-/// Write `text` to `path` atomically: a temporary file in the same directory, flushed to disk,
-/// then renamed over the target. A reader sees the old file or the new one, never half of one.
-pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().with_context(|| format!("{} is not a file name", path.display()))?;
-    let temp: PathBuf = dir.join(format!(".{}.tmp{}", name.to_string_lossy(), std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result.with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Write the document to `path` atomically.
+/// Write the document to `path` by the rules of [`super::output`].
 pub fn write(path: &Path, results: &Results) -> anyhow::Result<()> {
-    write_atomic(path, &to_string(results))
+    super::output::write(path, &to_string(results))
 }

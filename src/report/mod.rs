@@ -8,6 +8,7 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod metrics;
+pub mod output;
 pub mod pio;
 pub mod progress;
 pub mod text;

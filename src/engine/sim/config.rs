@@ -13,6 +13,9 @@ pub const DEFAULT_PRESET: &str = "gen3x8";
 /// Preset names, for messages and help.
 pub const PRESETS: [&str; 6] = ["doc000", "doc001", "doc003", "gen3x8", "gen4x16", "gen5x16"];
 
+/// Most stalls per second a simulator option may ask for.
+pub const MAX_STALLS_PER_S: f64 = 1e9;
+
 /// Every parameter of the simulated endpoint and its host. Times in ns, rates per second.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
@@ -256,6 +259,10 @@ impl SimConfig {
         }
         if self.stall_min_ns > self.stall_max_ns || self.long_stall_min_ns > self.long_stall_max_ns {
             return Err(InvalidInput::new("simulator stall minimum is above its maximum"));
+        }
+        // One stall per ns is already a dead link; beyond that the counters would only overflow.
+        if self.stalls_per_s > MAX_STALLS_PER_S || self.long_stalls_per_s > MAX_STALLS_PER_S {
+            return Err(InvalidInput::new(format!("simulator stall rate {key}: at most {MAX_STALLS_PER_S:e} per second")));
         }
         if self.timer_period_ns > 0.0 && 1.5 * self.timer_irq_ns >= self.timer_period_ns {
             return Err(InvalidInput::new("simulator timer interrupt must be shorter than its period"));

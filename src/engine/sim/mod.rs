@@ -174,8 +174,9 @@ impl SimEngine {
         if l1_ns > 0.0 {
             out.busy_ns += l1_ns;
             out.max_stall_ns = out.max_stall_ns.max(l1_ns);
-            out.stalls += 1;
-            out.stalls_over_threshold += (l1_ns > threshold_ns) as u64;
+            // Counters saturate: a stall rate the user set absurdly high must not wrap them.
+            out.stalls = out.stalls.saturating_add(1);
+            out.stalls_over_threshold = out.stalls_over_threshold.saturating_add((l1_ns > threshold_ns) as u64);
         }
         out
     }
@@ -248,14 +249,14 @@ impl SimEngine {
             let busy = self.device_ns(out.busy_ns);
             self.regs.tx = Some(PendingResult { done_at_ns: start_ns + busy, tenths: tenths(busy) });
             self.regs.tx_bit_errors = out.errors as u32;
-            (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over + out.stalls_over_threshold, end_ns.max(start_ns + busy));
+            (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over.saturating_add(out.stalls_over_threshold), end_ns.max(start_ns + busy));
         }
         if read {
             let out = self.stream(bytes, read_mbps, l1_ns, 0x4e);
             let busy = self.device_ns(out.busy_ns);
             self.regs.rx = Some(PendingResult { done_at_ns: start_ns + busy, tenths: tenths(busy) });
             self.regs.rx_bit_errors = out.errors as u32;
-            (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over + out.stalls_over_threshold, end_ns.max(start_ns + busy));
+            (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over.saturating_add(out.stalls_over_threshold), end_ns.max(start_ns + busy));
         }
         self.regs.max_stall = (max_stall_ns / demo_registers::STALL_UNIT_NS).round() as u32;
         self.regs.stall_count = over.min(u32::MAX as u64) as u32;

@@ -58,9 +58,9 @@ pub fn stream(config: &SimConfig, rng: &mut SimRng, data_ns: f64, bytes: u64, th
     let b = long.draw(rng, seconds, threshold_ns);
     StreamOutcome {
         busy_ns: data_ns + a.total_ns + b.total_ns,
-        stalls: a.count + b.count,
+        stalls: a.count.saturating_add(b.count),
         max_stall_ns: a.max_ns.max(b.max_ns),
-        stalls_over_threshold: a.over + b.over,
+        stalls_over_threshold: a.over.saturating_add(b.over),
         errors: rng.poisson(bytes as f64 * config.errors_per_tb / 1e12),
     }
 }

@@ -1,0 +1,207 @@
+//! Output files (`--out`, `--html`, `--metrics` of every command): checked before anything is
+//! measured, written so that nothing else is ever destroyed, and never lost.
+//!
+//! Rules (docs/safety.md):
+//! - `-` is standard output.
+//! - A path must be a new name or an existing regular file that is writable: directories,
+//!   device nodes, FIFOs and sockets are refused, and so are read-only files and the run's own
+//!   inputs (the file a `block:FILE` target measures, the documents `report` reads), compared by
+//!   device and inode, whatever the spelling.
+//! - Symbolic links are refused (pcieperf never writes through a link nor replaces one): name
+//!   the file it points to.
+//! - Writing goes to a temporary file with an unpredictable name in the same directory, flushed
+//!   to disk, then renamed over the path: a reader sees the old file or the new one.
+//! - When writing still fails at the end, the text is kept in a file in the temporary directory
+//!   and the message names it.
+
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::bounded::kind_name;
+use crate::error::InvalidInput;
+
+/// True for `-`, standard output.
+pub fn is_stdout(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
+/// The directory a path's file lives in.
+fn directory_of(path: &Path) -> &Path {
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// Check one output path (see the module's rules); `inputs` are the files the run reads.
+pub fn check(path: &Path, inputs: &[PathBuf]) -> Result<(), InvalidInput> {
+    if is_stdout(path) {
+        return Ok(());
+    }
+    let shown = path.display();
+    if path.file_name().is_none() {
+        return Err(InvalidInput::new(format!("{shown} is not a file name")));
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => {
+            let kind = meta.file_type();
+            if kind.is_symlink() {
+                return Err(InvalidInput::new(format!(
+                    "{shown} is a symbolic link: pcieperf never writes through or replaces a link; name the file it points to \
+                     (or - for standard output)"
+                )));
+            }
+            if !kind.is_file() {
+                return Err(InvalidInput::new(format!(
+                    "{shown} is {}: results go only to a regular file or a new path (or - for standard output)",
+                    kind_name(&kind)
+                )));
+            }
+            if meta.permissions().readonly() || !access_writable(path) {
+                return Err(InvalidInput::new(format!("{shown} is read-only: pcieperf does not replace files it may not write")));
+            }
+            if let Some(input) = inputs.iter().find(|input| same_file(&meta, input)) {
+                return Err(InvalidInput::new(format!(
+                    "{shown} is one of this run's inputs ({}): refusing to overwrite it",
+                    input.display()
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(InvalidInput::new(format!("cannot check {shown}: {e}"))),
+    }
+    let dir = directory_of(path);
+    tempfile::Builder::new()
+        .prefix(".pcieperf-probe")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| InvalidInput::new(format!("cannot write {shown}: cannot create a file in {}: {e}", dir.display())))
+}
+
+/// Check every output of a run: each alone, no two naming the same file, at most one on stdout.
+pub fn check_all(outputs: &[&Path], inputs: &[PathBuf]) -> Result<(), InvalidInput> {
+    for path in outputs {
+        check(path, inputs)?;
+    }
+    if outputs.iter().filter(|p| is_stdout(p)).count() > 1 {
+        return Err(InvalidInput::new("only one output can go to standard output (-)"));
+    }
+    for (i, a) in outputs.iter().enumerate() {
+        for b in &outputs[i + 1..] {
+            let same = a == b || std::fs::metadata(a).is_ok_and(|meta| same_file(&meta, b));
+            if same && !is_stdout(a) {
+                return Err(InvalidInput::new(format!("{} is named for two outputs", a.display())));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Files named in a target (`block:FILE`, `chardev:W,R`, `fault:…:block:FILE,sync`): every
+/// piece after a `:` or between `,` that exists on disk.
+pub fn files_in_target(target: &str) -> Vec<PathBuf> {
+    target
+        .match_indices(':')
+        .map(|(at, _)| &target[at + 1..])
+        .flat_map(|rest| rest.split(','))
+        .map(PathBuf::from)
+        .filter(|path| std::fs::metadata(path).is_ok())
+        .collect()
+}
+
+fn same_file(meta: &std::fs::Metadata, other: &Path) -> bool {
+    std::fs::metadata(other).is_ok_and(|o| o.dev() == meta.dev() && o.ino() == meta.ino())
+}
+
+/// access(W_OK): the permission bits say writable, but not to us.
+fn access_writable(path: &Path) -> bool {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default();
+    // SAFETY: a valid NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// Write `text` to `path` (`-`: standard output), checking it again first (the path may have
+/// changed since the run started), through a temporary file renamed over it.
+pub fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    if is_stdout(path) {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        return Ok(out.flush()?);
+    }
+    check(path, &[])?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let written = (|| -> std::io::Result<()> {
+        let mut temp = tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(directory_of(path))?;
+        temp.write_all(text.as_bytes())?;
+        // tempfile creates 0600; a results file is as readable as any file the user makes.
+        temp.as_file().set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
+        temp.as_file().sync_all()?;
+        temp.persist(path).map(drop).map_err(|e| e.error)
+    })();
+    written.map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+}
+
+/// [`write`], and when that fails keep the text in the temporary directory; the error message
+/// names where it went.
+pub fn write_or_keep(path: &Path, text: &str, what: &str) -> Result<(), String> {
+    let error = match write(path, text) {
+        Ok(()) => return Ok(()),
+        Err(error) => format!("{error:#}"),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "pcieperf".into());
+    let kept = (|| -> std::io::Result<PathBuf> {
+        let mut file = tempfile::Builder::new().prefix(&format!("{name}.")).tempfile_in(std::env::temp_dir())?;
+        file.write_all(text.as_bytes())?;
+        file.as_file().sync_all()?;
+        Ok(file.keep().map_err(|e| e.error)?.1)
+    })();
+    Err(match kept {
+        Ok(fallback) => format!("{error}; the {what} was kept in {}", fallback.display()),
+        Err(e) => format!("{error}; the {what} could not be kept in {} either: {e}", std::env::temp_dir().display()),
+    })
+}
+
+/// `NAME.partial.json` beside `NAME.json` (or `NAME` without an extension).
+pub fn partial_path(path: &Path) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let ext = path.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_else(|| "json".into());
+    path.with_file_name(format!("{stem}.partial.{ext}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_paths_and_writable_files_pass_and_the_rest_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new.json");
+        check(&new, &[]).unwrap();
+        std::fs::write(&new, "old").unwrap();
+        check(&new, &[]).unwrap();
+        let err = check(&new, &[dir.path().join("./new.json")]).unwrap_err().0;
+        assert!(err.contains("inputs"), "{err}");
+        let err = check(dir.path(), &[]).unwrap_err().0;
+        assert!(err.contains("a directory"), "{err}");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&new, &link).unwrap();
+        assert!(check(&link, &[]).unwrap_err().0.contains("symbolic link"));
+        check(Path::new("-"), &[]).unwrap();
+        assert!(check_all(&[Path::new("-"), Path::new("-")], &[]).is_err());
+        assert!(check_all(&[&new, &dir.path().join("new.json")], &[]).unwrap_err().0.contains("two outputs"));
+    }
+
+    #[test]
+    fn partial_names_sit_beside_the_complete_file() {
+        assert_eq!(partial_path(Path::new("d/run.json")), PathBuf::from("d/run.partial.json"));
+        assert_eq!(partial_path(Path::new("run")), PathBuf::from("run.partial.json"));
+    }
+
+    #[test]
+    fn targets_name_their_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("disk");
+        std::fs::write(&file, "x").unwrap();
+        let target = format!("fault:drop:block:{},sync", file.display());
+        assert_eq!(files_in_target(&target), vec![file]);
+        assert!(files_in_target("sim:doc001").is_empty());
+    }
+}
