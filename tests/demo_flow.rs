@@ -53,7 +53,7 @@ fn recorded(engine: &SimEngine, swapped: bool) -> Vec<Access> {
         .mmio_log()
         .iter()
         .map(|a| {
-            let value = if swapped { a.value.swap_bytes() } else { a.value };
+            let value = if swapped { (a.value as u32).swap_bytes() } else { a.value as u32 };
             (a.kind, a.bar, a.offset, (a.kind == AccessKind::Write).then_some(value))
         })
         .collect()
@@ -88,7 +88,7 @@ fn polling_repeats_until_the_result_is_ready() {
     let polls: Vec<_> = engine.mmio_log().iter().filter(|a| (a.bar, a.offset) == reg::TX_RESULT).collect();
     assert!(polls.len() > 10, "{} polls", polls.len());
     assert!(polls[..polls.len() - 1].iter().all(|a| a.value == 0));
-    assert_eq!(polls.last().unwrap().value, report.results[0].tx_tenths.unwrap());
+    assert_eq!(polls.last().unwrap().value, u64::from(report.results[0].tx_tenths.unwrap()));
 }
 
 #[test]

@@ -125,3 +125,31 @@ ERR:          0
         assert_eq!(total.count, 35 + 4 + 150);
     }
 }
+
+/// Interrupts counted on one CPU's column of `/proc/interrupts`, summed over every line (timer,
+/// local timer, rescheduling, device): what can hold up a thread pinned to that CPU.
+pub fn cpu_total(text: &str, cpu: usize) -> Option<u64> {
+    let mut lines = text.lines();
+    let column = lines.next()?.split_whitespace().position(|w| w == format!("CPU{cpu}"))?;
+    Some(
+        lines
+            .filter_map(|line| line.split_once(':').and_then(|(_, rest)| rest.split_whitespace().nth(column)?.parse::<u64>().ok()))
+            .sum(),
+    )
+}
+
+/// [`cpu_total`] of the live `/proc/interrupts`.
+pub fn cpu_total_now(cpu: usize) -> Option<u64> {
+    cpu_total(&std::fs::read_to_string("/proc/interrupts").ok()?, cpu)
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    #[test]
+    fn one_cpu_column() {
+        let text = "           CPU0       CPU1\n  0:  44  0  IO-APIC timer\nLOC:  1000  2000  Local timer interrupts\nERR:  0\n";
+        assert_eq!(super::cpu_total(text, 0), Some(1044));
+        assert_eq!(super::cpu_total(text, 1), Some(2000));
+        assert_eq!(super::cpu_total(text, 7), None);
+    }
+}

@@ -10,6 +10,8 @@ pub mod dma;
 pub mod host;
 pub mod interrupts;
 pub mod machine;
+pub mod pin;
+pub mod pio;
 pub mod predict;
 pub mod results;
 pub mod run;

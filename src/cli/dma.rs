@@ -209,6 +209,7 @@ impl EngineArgs {
             channels: self.channels,
             device_clock_hz: self.device_clock,
             data_unread: false,
+            sysfs_root: None,
         }
     }
 }

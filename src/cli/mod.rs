@@ -7,6 +7,7 @@ mod demo;
 mod dma;
 mod inspect;
 mod model;
+mod pio;
 mod report;
 mod run;
 mod serve;
@@ -90,6 +91,9 @@ pub enum Command {
     Dma(dma::DmaArgs),
     /// Run the performance-demo register flow of document 001 §4 against a target.
     Demo(demo::DemoArgs),
+    /// CPU-initiated MMIO: document 000 §4's tests (single accesses, sequences, write combining,
+    /// stopwatch) against a BAR (bar:BDF) or the simulator.
+    Pio(pio::PioArgs),
     /// The main job: inspect, pick a target, measure both directions over a size sweep, summarise.
     Run(run::RunArgs),
     /// Show a saved results document again (text, CSV, HTML), or compare two runs.
@@ -126,6 +130,7 @@ pub fn main() -> i32 {
         Some(Command::Inspect(args)) => inspect::run(args),
         Some(Command::Dma(args)) => dma::run(args),
         Some(Command::Demo(args)) => demo::run(args),
+        Some(Command::Pio(args)) => pio::run(args),
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Report(args)) => report::run(args),
         Some(Command::Serve(args)) => serve::run(args),

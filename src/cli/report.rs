@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::error::invalid;
-use crate::report::{compare, csv, html, json, metrics, output, text};
+use crate::report::{compare, csv, html, json, metrics, output, pio, text};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -38,6 +38,10 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let outputs: Vec<&Path> = [args.html.as_deref(), args.metrics.as_deref()].into_iter().flatten().collect();
     output::check_all(&outputs, &args.files)?;
+    let texts: Vec<String> = args.files.iter().map(|f| std::fs::read_to_string(f).unwrap_or_default()).collect();
+    if texts.iter().any(|t| pio::is_pio(t)) {
+        return run_pio(&args, &texts);
+    }
     let runs = args.files.iter().map(|f| json::read(f)).collect::<anyhow::Result<Vec<_>>>()?;
     if let [a, b] = runs.as_slice() {
         if args.csv || args.metrics.is_some() {
@@ -81,4 +85,31 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         print!("{}", text::render(results));
     }
     Ok(failed as i32)
+}
+
+/// A `pcieperf.pio/1` document (or two to compare).
+fn run_pio(args: &ReportArgs, texts: &[String]) -> anyhow::Result<i32> {
+    let runs = texts
+        .iter()
+        .zip(&args.files)
+        .map(|(text, file)| pio::from_str(text).map_err(|e| crate::error::InvalidInput::new(format!("{}: {e}", file.display()))))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let [a, b] = runs.as_slice() {
+        if args.csv || args.html.is_some() || args.metrics.is_some() {
+            return invalid("--csv, --html and --metrics take one results document, not two");
+        }
+        print!("{}", pio::compare(a, b, (&args.files[0].display().to_string(), &args.files[1].display().to_string())));
+        return Ok(0);
+    }
+    if args.metrics.is_some() {
+        return invalid("--metrics is for DMA results documents (pcieperf.results); pio documents render as text, CSV or HTML");
+    }
+    if let Some(path) = &args.html {
+        output::write(path, &pio::html(&runs[0]))?;
+    } else if args.csv {
+        print!("{}", pio::csv(&runs[0]));
+    } else {
+        print!("{}", pio::text(&runs[0]));
+    }
+    Ok(0)
 }

@@ -14,6 +14,7 @@
 //! "FPGA→Mem" = XDMA C2H.
 
 pub mod access;
+pub mod bar;
 pub mod block;
 pub mod devfile;
 pub mod fault;
@@ -21,6 +22,7 @@ pub mod pattern;
 pub mod registry;
 pub mod sim;
 pub mod stream;
+pub mod vfio;
 pub mod xdma;
 
 pub use devfile::AlignedBuf;
@@ -197,12 +199,134 @@ pub enum EngineError {
     Interrupted,
 }
 
+/// Width of one CPU-initiated access: one load or store instruction, one TLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "u8", try_from = "u8")]
+pub enum Width {
+    B1,
+    B2,
+    B4,
+    B8,
+}
+
+impl Width {
+    pub const ALL: [Width; 4] = [Width::B1, Width::B2, Width::B4, Width::B8];
+
+    pub fn bytes(self) -> u64 {
+        match self {
+            Width::B1 => 1,
+            Width::B2 => 2,
+            Width::B4 => 4,
+            Width::B8 => 8,
+        }
+    }
+
+    pub fn from_bytes(bytes: u64) -> Option<Width> {
+        Width::ALL.into_iter().find(|w| w.bytes() == bytes)
+    }
+
+    /// The largest value an access of this width carries.
+    pub fn mask(self) -> u64 {
+        u64::MAX >> (64 - 8 * self.bytes())
+    }
+}
+
+impl From<Width> for u8 {
+    fn from(width: Width) -> u8 {
+        width.bytes() as u8
+    }
+}
+
+impl TryFrom<u8> for Width {
+    type Error = String;
+    fn try_from(bytes: u8) -> Result<Width, String> {
+        Width::from_bytes(bytes as u64).ok_or_else(|| format!("access width {bytes}: allowed 1, 2, 4 or 8 bytes"))
+    }
+}
+
+/// Check that an access of `bytes` at `offset` lies inside a region of `size_bytes` and is
+/// naturally aligned (an unaligned access would be split into two TLPs, or fault).
+pub fn check_access(bar: u8, offset: u64, bytes: u64, size_bytes: u64) -> Result<(), EngineError> {
+    let inside = offset.checked_add(bytes).is_some_and(|end| end <= size_bytes);
+    if !inside {
+        return Err(crate::error::InvalidInput::new(format!(
+            "BAR{bar}+{offset:#x}: a {bytes}-byte access does not fit in the BAR ({size_bytes:#x} bytes)"
+        ))
+        .into());
+    }
+    if bytes <= 8 && !offset.is_multiple_of(bytes) {
+        return Err(crate::error::InvalidInput::new(format!("BAR{bar}+{offset:#x}: a {bytes}-byte access must be {bytes}-byte aligned")).into());
+    }
+    Ok(())
+}
+
 /// CPU-initiated access to a device's registers (a memory BAR, or the simulator's).
+///
+/// Every access is exactly the width asked: one volatile load or store, never widened or split.
+/// Engines that reach registers only 32 bits at a time (`xdma`'s user BAR) implement `read32` and
+/// `write32` and refuse other widths.
 pub trait Mmio {
     fn read32(&mut self, bar: u8, offset: u64) -> Result<u32, EngineError>;
     fn write32(&mut self, bar: u8, offset: u64, value: u32) -> Result<(), EngineError>;
     /// Wait, in the engine's time (virtual for the simulator), e.g. while polling a register.
     fn sleep(&mut self, duration: Duration);
+
+    /// One read of exactly `width` bytes, zero-extended.
+    fn read(&mut self, bar: u8, offset: u64, width: Width) -> Result<u64, EngineError> {
+        match width {
+            Width::B4 => self.read32(bar, offset).map(u64::from),
+            _ => Err(EngineError::Unsupported(format!("this target reaches registers 32 bits at a time, not {} bytes", width.bytes()))),
+        }
+    }
+
+    /// One write of exactly `width` bytes (the low bytes of `value`).
+    fn write(&mut self, bar: u8, offset: u64, width: Width, value: u64) -> Result<(), EngineError> {
+        match width {
+            Width::B4 => self.write32(bar, offset, value as u32),
+            _ => Err(EngineError::Unsupported(format!("this target reaches registers 32 bits at a time, not {} bytes", width.bytes()))),
+        }
+    }
+
+    /// `data.len()` sequential one-byte stores from `offset`, then a store fence (document 000
+    /// Test 14). On a write-combining mapping the CPU merges them in 64-byte buffers: a full buffer
+    /// leaves as one 64-byte TLP, the rest in 8-byte chunks (`model::write_combining`).
+    fn write_combined(&mut self, bar: u8, offset: u64, data: &[u8]) -> Result<(), EngineError> {
+        let _ = (bar, offset, data);
+        Err(EngineError::Unsupported("this target has no write-combining mapping (bar:BDF,wc on a prefetchable BAR)".into()))
+    }
+
+    /// Size of BAR `bar` in bytes, when the engine knows it.
+    fn bar_bytes(&mut self, bar: u8) -> Option<u64> {
+        let _ = bar;
+        None
+    }
+
+    /// The BAR CPU-access tests use unless told otherwise (the simulator: its RAM BAR).
+    fn default_bar(&self) -> u8 {
+        0
+    }
+
+    /// Whether writing `bytes` at `offset` destroys nothing: a device profile names it scratch
+    /// (QEMU edu's liveness register, an ivshmem RAM BAR), or the device is simulated.
+    /// Other writes need the user's consent (`--destructive`).
+    fn is_scratch(&self, bar: u8, offset: u64, bytes: u64) -> bool {
+        let _ = (bar, offset, bytes);
+        false
+    }
+
+    /// Engines in virtual time (the simulator) read their clock here, charging what reading a
+    /// stopwatch costs on the host they simulate; real engines return None and procedures time
+    /// them with the host clock.
+    fn virtual_clock_ns(&mut self) -> Option<f64> {
+        None
+    }
+
+    /// Interrupts the engine counts itself, cumulative since it opened: the simulator's host timer,
+    /// the device's own through UIO or VFIO. None when it cannot count (read between tests, not
+    /// per access: for real devices it is a system call).
+    fn interrupts(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 /// The contract every engine implements.
@@ -261,6 +385,8 @@ pub struct OpenOptions {
     pub device_clock_hz: Option<f64>,
     /// Nobody reads the d2h data (`--verify none`): a simulated engine need not produce it.
     pub data_unread: bool,
+    /// Where sysfs is (`bar`, `vfio`); None = `/sys`.
+    pub sysfs_root: Option<std::path::PathBuf>,
 }
 
 /// A target found on this machine, and whether `pcieperf run` may use it unasked.

@@ -11,5 +11,6 @@ pub mod json;
 pub mod metrics;
 pub mod output;
 pub mod plot;
+pub mod pio;
 pub mod progress;
 pub mod text;

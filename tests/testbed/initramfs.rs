@@ -20,6 +20,8 @@ const MODULES: &[&str] = &[
     "virtio_net",
     "uio_pci_generic",
     "vfio-pci",
+    // vfio's soft dependency (busybox modprobe ignores softdeps): VFIO_SET_IOMMU needs it.
+    "vfio_iommu_type1",
 ];
 
 /// A bootable kernel and an initramfs for it.

@@ -177,9 +177,8 @@ impl Topology {
             args.push(spec);
         };
         if self.iommu {
-            // Must come before the devices it translates for. DMA translation only: interrupt
-            // remapping makes TCG guests' timer check flaky under load.
-            device("intel-iommu,intremap=off".into());
+            // Must come before the devices it translates for.
+            device("intel-iommu".into());
         }
         let placed = self.placed();
         let mut next = placed.iter();

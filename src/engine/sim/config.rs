@@ -52,6 +52,8 @@ pub struct SimConfig {
     /// CPU, and the host's own part of a 32-bit read on top of the link's round trip.
     pub mmio_write_ns: f64,
     pub mmio_read_host_ns: f64,
+    /// What reading the host's stopwatch (the TSC) costs: document 000 Test 16.
+    pub stopwatch_ns: f64,
     /// Bit errors (link retries) per 10^12 bytes moved.
     pub errors_per_tb: f64,
     /// PCI-status bits the model does not derive (the document's board reported bit 28 set).
@@ -61,7 +63,7 @@ pub struct SimConfig {
 }
 
 /// Free-form keys: (name, meaning).
-pub const KEYS: [(&str, &str); 21] = [
+pub const KEYS: [(&str, &str); 22] = [
     ("mps", "MaxPayload bytes"),
     ("mrrs", "MaxReadRequest bytes"),
     ("header", "3dw or 4dw"),
@@ -82,6 +84,7 @@ pub const KEYS: [(&str, &str); 21] = [
     ("copy_mbps", "copy to user space rate (0 = no copy)"),
     ("errors_per_tb", "bit errors per 10^12 bytes"),
     ("mmio_write_ns", "CPU write spacing"),
+    ("stopwatch_ns", "cost of reading the host's stopwatch"),
     ("byteswap", "registers byte-swapped (0/1)"),
 ];
 
@@ -111,6 +114,7 @@ impl SimConfig {
             copy_mbps: None,
             mmio_write_ns: 60.0,
             mmio_read_host_ns: 300.0,
+            stopwatch_ns: 20.0,
             errors_per_tb: 0.0,
             status_extra_bits: 0,
             byteswap: false,
@@ -137,6 +141,8 @@ impl SimConfig {
                 c.mmio_write_ns = 110.0;
                 // 1520 ns measured − 676 ns on the link (80 request + 500 latency + 96 completion).
                 c.mmio_read_host_ns = 844.0;
+                // Test 16: reading the TSC costs about 150 ns on that Atom.
+                c.stopwatch_ns = 150.0;
                 c
             }
             // Document 001: the performance demo in a Gen1 x4 slot, MPS 128, MRRS 512 (status
@@ -245,6 +251,7 @@ impl SimConfig {
             "copy_mbps" => self.copy_mbps = Some(number()?).filter(|v| *v > 0.0),
             "errors_per_tb" => self.errors_per_tb = number()?,
             "mmio_write_ns" => self.mmio_write_ns = number()?,
+            "stopwatch_ns" => self.stopwatch_ns = number()?,
             "byteswap" => self.byteswap = whole()? != 0,
             _ => {
                 return Err(InvalidInput::new(format!("unknown simulator option '{key}': keys are {}", key_names())));

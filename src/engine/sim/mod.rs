@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::pattern::{crc32, Pattern};
 use crate::engine::{
-    DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer,
+    DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Width, Transfer,
 };
 use crate::error::InvalidInput;
 
@@ -61,7 +61,9 @@ pub struct MmioAccess {
     pub kind: AccessKind,
     pub bar: u8,
     pub offset: u64,
-    pub value: u32,
+    pub width: Width,
+    /// The value on the bus, zero-extended (the first 8 bytes of a write-combined store).
+    pub value: u64,
     pub at_ns: f64,
 }
 
@@ -304,24 +306,39 @@ impl SimEngine {
         }
     }
 
-    fn check_register(&self, bar: u8, offset: u64) -> Result<(), EngineError> {
-        let size = match bar {
-            0..=2 => 4096,
-            demo_registers::RAM_BAR => demo_registers::RAM_BYTES,
-            _ => return Err(InvalidInput::new(format!("BAR{bar} does not exist on the simulated endpoint (BAR0–BAR3)")).into()),
-        };
-        if offset % 4 != 0 || offset + 4 > size {
-            return Err(InvalidInput::new(format!("BAR{bar}+{offset:#x}: offsets must be 32-bit aligned and below {size:#x}")).into());
+    /// BAR0–BAR2 hold 32-bit registers (4 KiB each); BAR3 is RAM any width may reach.
+    fn check_register(&self, bar: u8, offset: u64, bytes: u64) -> Result<(), EngineError> {
+        let size = self.sim_bar_bytes(bar).ok_or_else(|| InvalidInput::new(format!("BAR{bar} does not exist on the simulated endpoint (BAR0–BAR3)")))?;
+        crate::engine::check_access(bar, offset, bytes, size)?;
+        if bar != demo_registers::RAM_BAR && bytes != 4 {
+            return Err(InvalidInput::new(format!("BAR{bar}+{offset:#x}: the simulated endpoint's registers are 32-bit; {bytes}-byte accesses reach only its RAM (BAR{})", demo_registers::RAM_BAR)).into());
         }
         Ok(())
+    }
+
+    fn sim_bar_bytes(&self, bar: u8) -> Option<u64> {
+        match bar {
+            0..=2 => Some(4096),
+            demo_registers::RAM_BAR => Some(demo_registers::RAM_BYTES),
+            _ => None,
+        }
+    }
+
+    fn ram_slice(&mut self, offset: u64, bytes: u64) -> &mut [u8] {
+        &mut self.regs.ram[offset as usize..(offset + bytes) as usize]
     }
 
     fn bus(&self, value: u32) -> u32 {
         if self.config.byteswap { value.swap_bytes() } else { value }
     }
 
-    fn record(&mut self, kind: AccessKind, bar: u8, offset: u64, value: u32) {
-        self.log.push(MmioAccess { kind, bar, offset, value, at_ns: self.now_ns });
+    fn record(&mut self, kind: AccessKind, bar: u8, offset: u64, width: Width, value: u64) {
+        self.log.push(MmioAccess { kind, bar, offset, width, value, at_ns: self.now_ns });
+    }
+
+    /// The host reaches the CPU after any timer interrupt in progress, then spends `ns`.
+    fn charge(&mut self, ns: f64) {
+        self.now_ns = self.timer.run_at(self.now_ns) + ns;
     }
 }
 
@@ -402,22 +419,79 @@ impl Engine for SimEngine {
 
 impl Mmio for SimEngine {
     fn read32(&mut self, bar: u8, offset: u64) -> Result<u32, EngineError> {
-        self.check_register(bar, offset)?;
-        self.now_ns = self.timer.run_at(self.now_ns) + host::mmio_read_ns(&self.config);
-        let value = self.bus(self.register(bar, offset)?);
-        self.record(AccessKind::Read, bar, offset, value);
-        Ok(value)
+        self.read(bar, offset, Width::B4).map(|v| v as u32)
     }
 
     fn write32(&mut self, bar: u8, offset: u64, value: u32) -> Result<(), EngineError> {
-        self.check_register(bar, offset)?;
-        self.now_ns = self.timer.run_at(self.now_ns) + host::mmio_write_ns(&self.config);
-        self.record(AccessKind::Write, bar, offset, value);
-        self.set_register(bar, offset, self.bus(value));
-        Ok(())
+        self.write(bar, offset, Width::B4, value.into())
     }
 
     fn sleep(&mut self, duration: Duration) {
         self.now_ns += duration.as_nanos() as f64;
+    }
+
+    fn read(&mut self, bar: u8, offset: u64, width: Width) -> Result<u64, EngineError> {
+        let bytes = width.bytes();
+        self.check_register(bar, offset, bytes)?;
+        self.charge(host::mmio_read_ns(&self.config, bytes));
+        let value = if bar == demo_registers::RAM_BAR {
+            let mut word = [0u8; 8];
+            word[..bytes as usize].copy_from_slice(self.ram_slice(offset, bytes));
+            u64::from_le_bytes(word)
+        } else {
+            self.bus(self.register(bar, offset)?).into()
+        };
+        self.record(AccessKind::Read, bar, offset, width, value);
+        Ok(value)
+    }
+
+    fn write(&mut self, bar: u8, offset: u64, width: Width, value: u64) -> Result<(), EngineError> {
+        let bytes = width.bytes();
+        self.check_register(bar, offset, bytes)?;
+        self.charge(host::mmio_write_ns(&self.config, bytes));
+        let value = value & width.mask();
+        self.record(AccessKind::Write, bar, offset, width, value);
+        if bar == demo_registers::RAM_BAR {
+            self.ram_slice(offset, bytes).copy_from_slice(&value.to_le_bytes()[..bytes as usize]);
+        } else {
+            self.set_register(bar, offset, self.bus(value as u32));
+        }
+        Ok(())
+    }
+
+    fn write_combined(&mut self, bar: u8, offset: u64, data: &[u8]) -> Result<(), EngineError> {
+        if bar != demo_registers::RAM_BAR {
+            return Err(EngineError::Unsupported(format!("BAR{bar} of the simulated endpoint holds registers; write combining reaches its RAM (BAR{})", demo_registers::RAM_BAR)));
+        }
+        crate::engine::check_access(bar, offset, data.len() as u64, demo_registers::RAM_BYTES)?;
+        self.charge(host::wc_write_ns(&self.config, offset, data.len() as u64));
+        let mut first = [0u8; 8];
+        let head = data.len().min(8);
+        first[..head].copy_from_slice(&data[..head]);
+        self.record(AccessKind::Write, bar, offset, Width::B1, u64::from_le_bytes(first));
+        self.ram_slice(offset, data.len() as u64).copy_from_slice(data);
+        Ok(())
+    }
+
+    fn bar_bytes(&mut self, bar: u8) -> Option<u64> {
+        self.sim_bar_bytes(bar)
+    }
+
+    fn default_bar(&self) -> u8 {
+        demo_registers::RAM_BAR
+    }
+
+    /// Nothing real is behind the simulator: every write is harmless.
+    fn is_scratch(&self, _bar: u8, _offset: u64, _bytes: u64) -> bool {
+        true
+    }
+
+    fn virtual_clock_ns(&mut self) -> Option<f64> {
+        self.charge(self.config.stopwatch_ns);
+        Some(self.now_ns)
+    }
+
+    fn interrupts(&mut self) -> Option<u64> {
+        Some(self.timer.interrupts_between(0.0, self.now_ns))
     }
 }
