@@ -33,12 +33,16 @@ def missing_prerequisites():
     return missing
 
 
+def build_dir_of(link):
+    return Path(os.environ.get("PCIEPERF_HDL_BUILD", HERE.parent / "build")) / link
+
+
 def build(link):
     from cocotb_tools.runner import get_runner
 
     bits, clk_hz = LINKS[link]
     runner = get_runner("icarus")
-    build_dir = Path(os.environ.get("PCIEPERF_HDL_BUILD", HERE.parent / "build")) / link
+    build_dir = build_dir_of(link)
     runner.build(
         sources=sorted(RTL.glob("*.v")),
         includes=[RTL],
@@ -55,8 +59,9 @@ def run(link, module, testcase=None, extra_env=None, log_file=None):
     from cocotb_tools.runner import get_results
 
     runner, build_dir = build(link)
+    extra_env = {"PCIEPERF_THROUGHPUT_JSON": str(build_dir / "throughput.json"), **(extra_env or {})}
     env = {"PCIEPERF_LINK": link, "PYTHONPATH": str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    env.update(extra_env or {})
+    env.update(extra_env)
     results = runner.test(
         test_module=module,
         hdl_toplevel="pcieperf_top",
@@ -68,6 +73,52 @@ def run(link, module, testcase=None, extra_env=None, log_file=None):
         log_file=log_file,
     )
     return get_results(results)
+
+
+def pcieperf_binary():
+    """The pcieperf binary cargo built (debug first: `cargo test` builds it)."""
+    if os.environ.get("PCIEPERF_BIN"):
+        return Path(os.environ["PCIEPERF_BIN"])
+    for profile in ("debug", "release"):
+        path = HERE.parents[1] / "target" / profile / "pcieperf"
+        if path.exists():
+            return path
+    return None
+
+
+# The co-simulated throughput may not beat pcieperf's model by more than cocotbext-pcie's link
+# leaves out (SKP ordered sets, ~0.4 % at 8b/10b and 128b/130b, and DLLPs beyond the ones the
+# port model sends), nor fall below the engines' own per-TLP cost (docs/hdl.md).
+MODEL_RATIO_BOUNDS = (0.80, 1.03)
+
+
+def compare_with_model(link, measured_path):
+    """Measured device-cycle throughput vs `pcieperf model` for the same link, MPS, MRRS,
+    tags and size. Returns the number of failed comparisons."""
+    binary = pcieperf_binary()
+    if binary is None:
+        print(f"hdl {link}: skipped: model comparison (no pcieperf binary; run cargo build first)")
+        return 0
+    import json
+    import subprocess
+
+    measured = json.loads(Path(measured_path).read_text())
+    # The root complex model answers reads at once; the link adds ~10 ns each way.
+    command = [str(binary), "model", "--link", link, "--mps", str(measured["mps_bytes"]),
+               "--mrrs", str(measured["mrrs_bytes"]), "--tags", str(measured["tags"]),
+               "--read-latency-ns", "20", "--sizes", str(measured["bytes"]), "--json"]
+    model = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)["rows"][0]
+    failed = 0
+    for direction, model_key in (("h2d", "read_MBps"), ("d2h", "write_MBps")):
+        got, want = measured[f"{direction}_MBps"], model[model_key]
+        ratio = got / want
+        ok = MODEL_RATIO_BOUNDS[0] <= ratio <= MODEL_RATIO_BOUNDS[1]
+        failed += not ok
+        print(f"hdl {link}: {direction} {measured['bytes']} bytes, MPS {measured['mps_bytes']}, "
+              f"MRRS {measured['mrrs_bytes']}: co-simulated {got:.0f} MB/s "
+              f"({measured[direction + '_cycles']} cycles at {measured['clock_hz'] / 1e6:.1f} MHz), "
+              f"model {want:.0f} MB/s, ratio {ratio:.3f} {'ok' if ok else 'OUT OF BOUNDS'}")
+    return failed
 
 
 def main():
@@ -94,7 +145,12 @@ def main():
 
     total = failed = 0
     for link in LINKS if args.link == "all" else [args.link]:
+        throughput = build_dir_of(link) / "throughput.json"
+        throughput.unlink(missing_ok=True)
         tests, fails = run(link, "test_core", testcase=args.testcase)
+        if throughput.exists():
+            tests += 1
+            fails += compare_with_model(link, throughput)
         print(f"hdl {link}: {tests - fails} passed, {fails} failed", flush=True)
         total += tests
         failed += fails
