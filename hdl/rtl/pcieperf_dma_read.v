@@ -50,7 +50,7 @@ module pcieperf_dma_read #(
 `include "pcieperf_functions.vh"
 
     localparam LANES = DATA_WIDTH / 32;
-    localparam [4:0] LANES5 = LANES;
+    localparam [4:0] LANES5 = 5'(LANES);
     localparam SLOT_WORDS = 1024;                 // 4 KiB: the largest MaxReadRequest
     localparam TAG_BITS = $clog2(MAX_TAGS);
     localparam ROB_BITS = TAG_BITS + 10;
@@ -76,6 +76,9 @@ module pcieperf_dma_read #(
     wire [12:0] len_bytes;
     wire        walk_done;
     reg  [127:0] descriptor;
+    // DW-aligned by construction; RC tuser (byte enables, SOP/EOP flags) is not needed in
+    // DWORD-aligned mode without straddling.
+    wire        unused = &{1'b0, addr[1:0], len_bytes[1:0], rc_tuser, rc_byte_count[1:0]};
     reg  [10:0]  request_words;
     reg          sending;
     reg  [1:0]   send_beat;
@@ -119,7 +122,7 @@ module pcieperf_dma_read #(
         rc_desc = rc_desc_reg;
         rc_data_lanes = 5'd0;
         for (k = 0; k < LANES; k = k + 1) begin
-            rd = {5'd0, rc_beat} * LANES + k;
+            rd = 16'({5'd0, rc_beat} * LANES + k);
             if (rd < 16'd3)
                 rc_desc[32*rd[1:0] +: 32] = rc_tdata[32*k +: 32];
             else if (rc_tkeep[k])
@@ -139,32 +142,74 @@ module pcieperf_dma_read #(
     assign data_beat = rc_accept && rc_data_lanes != 5'd0;
 
     // ---- drain side: the oldest request, once complete, LANES words per cycle ---------------
+    // Stage 1 reads the words from the reorder buffer (a registered RAM read); stage 2 checks
+    // them against the pattern and folds them into the CRC.
     reg  [10:0] drain_word;
     wire        head_ready = state == S_RUN && outstanding != 7'd0
                              && slot_received[head_tag] == slot_words[head_tag];
-    wire        head_start = drain_word == 11'd0;
-    wire [31:0] drain_lfsr = (head_start && slot_offset[head_tag][11:0] == 12'd0)
-                             ? block_seed(seed, slot_offset[head_tag][63:12]) : lfsr;
-    reg  [32*(LANES+1)-1:0] chain;
-    integer c;
-    always @* begin
-        chain[31:0] = drain_lfsr;
-        for (c = 0; c < LANES; c = c + 1)
-            chain[32*(c+1) +: 32] = xorshift32(chain[32*c +: 32]);
-    end
     wire [10:0] drain_left = slot_words[head_tag] - drain_word;
     wire [4:0]  drain_lanes = (drain_left < {6'd0, LANES5}) ? drain_left[4:0] : LANES5;
     wire        drain_last = head_ready && drain_left <= {6'd0, LANES5};
 
+    reg                   check_valid;       // stage 2 holds words
+    reg  [DATA_WIDTH-1:0] check_words;
+    reg  [4:0]            check_lanes;
+    reg  [63:0]           check_offset;      // pattern offset of the first word
+    reg                   check_reseed;      // first words of a pattern block
+
+    wire [31:0] check_lfsr = check_reseed ? block_seed(seed, check_offset[63:12]) : lfsr;
+    reg  [32*(LANES+1)-1:0] chain;
+    integer c;
+    always @* begin
+        chain[31:0] = check_lfsr;
+        for (c = 0; c < LANES; c = c + 1)
+            chain[32*(c+1) +: 32] = xorshift32(chain[32*c +: 32]);
+    end
+
     assign busy = state != S_IDLE;
 
-    integer j, b;
-    reg [31:0] word, diff, crc_next, errors_next;
-    reg [63:0] word_offset;
-    reg        found;
-    reg [15:0] rob_index;
-    reg [1:0]  first_byte;
+    // Where each lane of a completion beat goes in the reorder buffer.
+    reg [LANES-1:0]          rc_lane_write;
+    reg [ROB_BITS*LANES-1:0] rc_lane_index;
+    integer w;
+    reg [15:0] lane_dw;
+    always @* begin
+        for (w = 0; w < LANES; w = w + 1) begin
+            lane_dw = 16'({5'd0, rc_beat} * LANES + w);
+            rc_lane_write[w] = rc_accept && lane_dw >= 16'd3 && rc_tkeep[w];
+            rc_lane_index[ROB_BITS*w +: ROB_BITS] = ROB_BITS'({rc_tag, 10'd0} + {5'd0, rc_first_word} + lane_dw - 16'd3);
+        end
+    end
 
+    // Stage 2: CRC, bit errors against the pattern, first error offset.
+    reg [31:0] crc_next, errors_next, word, diff;
+    reg [63:0] first_error_next;
+    reg        found_next;
+    reg [1:0]  first_byte;
+    integer b;
+    always @* begin
+        crc_next = crc_state;
+        errors_next = bit_errors;
+        found_next = error_found;
+        first_error_next = first_error_offset;
+        for (b = 0; b < LANES; b = b + 1) begin
+            word = check_words[32*b +: 32];
+            diff = word ^ chain[32*(b+1) +: 32];
+            first_byte = diff[7:0] != 8'd0 ? 2'd0 : diff[15:8] != 8'd0 ? 2'd1 : diff[23:16] != 8'd0 ? 2'd2 : 2'd3;
+            if (5'(b) < check_lanes) begin
+                crc_next = crc32_word(crc_next, word);
+                if (check_enable && diff != 32'd0) begin
+                    errors_next = errors_next + {26'd0, popcount32(diff)};
+                    if (!found_next) begin
+                        first_error_next = check_offset + {54'd0, 8'(b), 2'b00} + {62'd0, first_byte};
+                        found_next = 1'b1;
+                    end
+                end
+            end
+        end
+    end
+
+    integer j;
     always @(posedge clk) begin
         if (rst) begin
             state <= S_IDLE;
@@ -182,6 +227,11 @@ module pcieperf_dma_read #(
             rc_beat <= 11'd0;
             rc_desc_reg <= 96'd0;
             drain_word <= 11'd0;
+            check_valid <= 1'b0;
+            check_words <= {DATA_WIDTH{1'b0}};
+            check_lanes <= 5'd0;
+            check_offset <= 64'd0;
+            check_reseed <= 1'b0;
             bit_errors <= 32'd0;
             first_error_offset <= 64'd0;
             error_found <= 1'b0;
@@ -213,7 +263,7 @@ module pcieperf_dma_read #(
                         state <= S_RUN;
                     end
                 end
-                S_RUN: if (walk_done && !sending && outstanding == 7'd0) state <= S_IDLE;
+                S_RUN: if (walk_done && !sending && outstanding == 7'd0 && !check_valid) state <= S_IDLE;
                 default: state <= S_IDLE;
             endcase
 
@@ -226,7 +276,7 @@ module pcieperf_dma_read #(
                 slot_words[issue_tag] <= len_bytes[12:2];
                 slot_received[issue_tag] <= 11'd0;
                 slot_offset[issue_tag] <= offset;
-                issue_tag <= (issue_tag == MAX_TAGS - 1) ? {TAG_BITS{1'b0}} : issue_tag + 1'b1;
+                issue_tag <= issue_tag + 1'b1;   // MAX_TAGS is a power of two: wraps
                 sending <= 1'b1;
                 send_beat <= 2'd0;
             end else if (sending && rq_tready) begin
@@ -238,13 +288,8 @@ module pcieperf_dma_read #(
             if (rc_accept) begin
                 rc_desc_reg <= rc_desc;
                 rc_beat <= rc_tlast ? 11'd0 : rc_beat + 11'd1;
-                for (j = 0; j < LANES; j = j + 1) begin
-                    rd = {5'd0, rc_beat} * LANES + j;
-                    if (rd >= 16'd3 && rc_tkeep[j]) begin
-                        rob_index = {rc_tag, 10'd0} + {5'd0, rc_first_word} + rd - 16'd3;
-                        rob[rob_index[ROB_BITS-1:0]] <= rc_tdata[32*j +: 32];
-                    end
-                end
+                for (j = 0; j < LANES; j = j + 1)
+                    if (rc_lane_write[j]) rob[rc_lane_index[ROB_BITS*j +: ROB_BITS]] <= rc_tdata[32*j +: 32];
                 if (rc_failed && rc_tlast) begin
                     // No (usable) data will come for this request: release it; its words are
                     // checked as they stand, so the failure also shows as bit errors.
@@ -255,40 +300,30 @@ module pcieperf_dma_read #(
                 end
             end
 
-            // Drain the oldest complete request in order: check and CRC.
+            // Stage 1: read the oldest complete request's next words, in issue order.
+            check_valid <= head_ready;
             if (head_ready) begin
-                crc_next = crc_state;
-                errors_next = bit_errors;
-                found = error_found;
-                for (b = 0; b < LANES; b = b + 1) begin
-                    if (b < drain_lanes) begin
-                        rob_index = {head_tag, 10'd0} + {5'd0, drain_word} + b;
-                        word = rob[rob_index[ROB_BITS-1:0]];
-                        crc_next = crc32_word(crc_next, word);
-                        diff = word ^ chain[32*(b+1) +: 32];
-                        if (check_enable && diff != 32'd0) begin
-                            errors_next = errors_next + {26'd0, popcount32(diff)};
-                            if (!found) begin
-                                first_byte = diff[7:0] != 8'd0 ? 2'd0 : diff[15:8] != 8'd0 ? 2'd1
-                                           : diff[23:16] != 8'd0 ? 2'd2 : 2'd3;
-                                word_offset = slot_offset[head_tag] + {51'd0, drain_word + b[10:0], 2'b00};
-                                first_error_offset <= word_offset + {62'd0, first_byte};
-                                found = 1'b1;
-                            end
-                        end
-                    end
-                end
-                crc_state <= crc_next;
-                crc32 <= ~crc_next;
-                bit_errors <= errors_next;
-                error_found <= found;
-                lfsr <= chain[32*drain_lanes +: 32];
+                for (j = 0; j < LANES; j = j + 1)
+                    check_words[32*j +: 32] <= rob[ROB_BITS'({head_tag, 10'd0} + {5'd0, drain_word} + 15'(j))];
+                check_lanes <= drain_lanes;
+                check_offset <= slot_offset[head_tag] + {51'd0, drain_word, 2'b00};
+                check_reseed <= drain_word == 11'd0 && slot_offset[head_tag][11:0] == 12'd0;
                 if (drain_last) begin
                     drain_word <= 11'd0;
-                    head_tag <= (head_tag == MAX_TAGS - 1) ? {TAG_BITS{1'b0}} : head_tag + 1'b1;
+                    head_tag <= head_tag + 1'b1;
                 end else begin
                     drain_word <= drain_word + {6'd0, drain_lanes};
                 end
+            end
+
+            // Stage 2: check and CRC.
+            if (check_valid) begin
+                crc_state <= crc_next;
+                crc32 <= ~crc_next;
+                bit_errors <= errors_next;
+                error_found <= found_next;
+                if (!error_found && found_next) first_error_offset <= first_error_next;
+                lfsr <= chain[32*check_lanes +: 32];
             end
             outstanding <= outstanding + {6'd0, can_issue} - {6'd0, drain_last};
             if (outstanding[5:0] > max_outstanding) max_outstanding <= outstanding[5:0];

@@ -42,6 +42,7 @@ module pcieperf_dma_write #(
 
     wire [63:0] addr, offset;
     wire [12:0] len_bytes;
+    wire        unused_low_bits = &{1'b0, addr[1:0], len_bytes[1:0]};  // DW-aligned by construction
     wire        walk_done;
     wire        advance = state == S_PREP && !walk_done;
 
@@ -73,7 +74,7 @@ module pcieperf_dma_write #(
         beat_keep = {LANES{1'b0}};
         payload_lanes = 5'd0;
         for (lane = 0; lane < LANES; lane = lane + 1) begin
-            d = {5'd0, beat} * LANES + lane;
+            d = 16'({5'd0, beat} * LANES + lane);
             if (d < 16'd4) begin
                 beat_data[32*lane +: 32] = descriptor[32*d[1:0] +: 32];
                 beat_keep[lane] = 1'b1;
@@ -83,7 +84,7 @@ module pcieperf_dma_write #(
                 payload_lanes = payload_lanes + 5'd1;
             end
         end
-        beat_last = ({5'd0, beat} + 16'd1) * LANES >= 16'd4 + {5'd0, tlp_words};
+        beat_last = ({21'd0, beat} + 32'd1) * LANES >= 32'd4 + {21'd0, tlp_words};
     end
 
     assign rq_tvalid = state == S_SEND;

@@ -17,11 +17,11 @@ endfunction
 
 // State at the start of pattern block `block` (block = stream byte offset / 4096).
 function [31:0] block_seed;
-    input [63:0] seed;
+    input [63:0] run_seed;
     input [51:0] block;
     reg [63:0] z;
     begin
-        z = seed ^ ({12'd0, block} * 64'h9E3779B97F4A7C15);
+        z = run_seed ^ ({12'd0, block} * 64'h9E3779B97F4A7C15);
         z = (z ^ (z >> 30)) * 64'hBF58476D1CE4E5B9;
         z = (z ^ (z >> 27)) * 64'h94D049BB133111EB;
         z = z ^ (z >> 31);
@@ -61,14 +61,14 @@ endfunction
 // Bytes of the next TLP: the smallest of the size limit, what is left, the distance to the
 // next 4 KiB address boundary, to the next pattern block, and to the end of the current buffer.
 function [12:0] tlp_bytes;
-    input [12:0] limit_bytes;
+    input [12:0] limit;
     input [47:0] remaining_bytes;
     input [11:0] addr_low;
     input [11:0] offset_low;
     input [31:0] chunk_left_bytes;
     reg [47:0] n;
     begin
-        n = {35'd0, limit_bytes};
+        n = {35'd0, limit};
         if (remaining_bytes < n) n = remaining_bytes;
         if ({35'd0, 13'h1000 - {1'b0, addr_low}} < n) n = {35'd0, 13'h1000 - {1'b0, addr_low}};
         if ({35'd0, 13'h1000 - {1'b0, offset_low}} < n) n = {35'd0, 13'h1000 - {1'b0, offset_low}};

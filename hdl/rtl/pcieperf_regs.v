@@ -65,7 +65,7 @@ module pcieperf_regs #(
 );
     localparam LANES = DATA_WIDTH / 32;
     localparam UNIT_CYCLES = CLK_HZ / 62500000;     // cycles per 16 ns unit of document 001
-    localparam TENTH_CYCLES = CLK_HZ / 10;          // cycles per 0.1 s result unit
+    localparam [47:0] TENTH_CYCLES = 48'(CLK_HZ) / 48'd10;   // cycles per 0.1 s result unit
     localparam [31:0] VERSION = 32'h08021600;
     localparam [31:0] FIXED_VALUE = 32'h2000;
 
@@ -111,6 +111,16 @@ module pcieperf_regs #(
 
     assign cq_tready = state == S_RX;
 
+    // The request DWs this beat carries, placed by their index in the TLP.
+    reg [159:0] request_next;
+    always @* begin
+        request_next = request;
+        for (i = 0; i < LANES; i = i + 1) begin
+            d = 16'({5'd0, cq_beat} * LANES + i);
+            if (d < 16'd5 && cq_tkeep[i]) request_next[32*d[2:0] +: 32] = cq_tdata[32*i +: 32];
+        end
+    end
+
     wire [63:0] req_addr = {request[63:2], 2'b00};
     wire [3:0]  req_type = request[78:75];
     wire [15:0] req_id = request[95:80];
@@ -120,6 +130,9 @@ module pcieperf_regs #(
     wire [2:0]  req_tc = request[123:121];
     wire [2:0]  req_attr = request[126:124];
     wire [31:0] req_data = request[159:128];
+    // Fields a 32-bit register access does not need: DW count (always 1), address type,
+    // poisoned, BAR aperture (BARs are aligned to their size), force ECRC.
+    wire        unused = &{1'b0, request[127], request[120:115], request[79], request[74:64], request[1:0], req_addr[63:15]};
     wire [11:0] reg_offset = req_addr[11:0];
     wire [12:0] ram_word = req_addr[14:2];
 
@@ -148,9 +161,9 @@ module pcieperf_regs #(
                 12'h134: read_value = seed[63:32];
                 12'h138: read_value = {26'd0, tags};
                 12'h140: read_value = h2d_cycles[31:0];
-                12'h144: read_value = h2d_cycles[47:32];
+                12'h144: read_value = {16'd0, h2d_cycles[47:32]};
                 12'h148: read_value = d2h_cycles[31:0];
-                12'h14C: read_value = d2h_cycles[47:32];
+                12'h14C: read_value = {16'd0, d2h_cycles[47:32]};
                 12'h150: read_value = h2d_crc32;
                 12'h154: read_value = {31'd0, h2d_error_found};
                 12'h158: read_value = h2d_first_error_offset[31:0];
@@ -252,10 +265,7 @@ module pcieperf_regs #(
 
             case (state)
                 S_RX: if (cq_tvalid) begin
-                    for (i = 0; i < LANES; i = i + 1) begin
-                        d = {5'd0, cq_beat} * LANES + i;
-                        if (d < 16'd5 && cq_tkeep[i]) request[32*d[2:0] +: 32] <= cq_tdata[32*i +: 32];
-                    end
+                    request <= request_next;
                     cq_beat <= cq_tlast ? 11'd0 : cq_beat + 11'd1;
                     if (cq_tlast) state <= S_EXEC;
                 end

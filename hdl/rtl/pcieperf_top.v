@@ -59,6 +59,9 @@ module pcieperf_top #(
     output wire                     d2h_busy
 );
     wire rst = user_reset || !user_lnk_up;
+    // CQ tuser (byte enables, SOP flags) is not needed for 32-bit register accesses in
+    // DWORD-aligned mode; MSI enables of functions 1-3 do not concern function 0.
+    wire unused = &{1'b0, m_axis_cq_tuser, cfg_interrupt_msi_enable[3:1]};
 
     assign pcie_cq_np_req = 2'b11;       // always ready for non-posted requests
     assign s_axis_cc_tuser = 33'd0;
