@@ -144,7 +144,9 @@ module pcieperf_regs #(
             3'd0: case (reg_offset)
                 12'h000: read_value = VERSION;
                 12'h010: read_value = start_code;
-                12'h03C: read_value = h2d_bit_errors;
+                // RX errors: wrong bits, plus completions that failed (UR, CA, poisoned): each
+                // one is data the device never received.
+                12'h03C: read_value = h2d_bit_errors + h2d_completion_errors;
                 12'h040: read_value = 32'd0;        // TX: the host checks d2h data itself
                 12'h100: read_value = {30'd0, d2h_busy, h2d_busy};
                 12'h108: read_value = dma_h2d_addr[31:0];

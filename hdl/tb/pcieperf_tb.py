@@ -13,6 +13,7 @@ import zlib
 import cocotb
 from cocotb.triggers import RisingEdge, Timer
 from cocotbext.axi import AxiStreamBus
+from cocotbext.axi.address_space import MemoryRegion
 from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import TlpType
 from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
@@ -200,6 +201,12 @@ class Testbench:
     async def read64(self, reg):
         low = await self.read(reg)
         return low | (await self.read((reg[0], reg[1] + 4))) << 32
+
+    def map_fixed(self, addr, size):
+        """Host memory at a fixed bus address (inside the root complex's pool)."""
+        region = MemoryRegion(size)
+        self.rc.mem_pool.register_region(region, addr)
+        return region
 
     def alloc(self, size, align=4096):
         """Host memory: a region aligned to `align`, returned with its bus address."""

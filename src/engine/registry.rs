@@ -8,11 +8,11 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use super::{block, fault, sim, stream, xdma, Candidate, Engine, EngineEntry, EngineError, OpenOptions, Opening, Roots};
+use super::{block, cosim, fault, sim, stream, xdma, Candidate, Engine, EngineEntry, EngineError, OpenOptions, Opening, Roots};
 
 /// Every engine, most preferred first for `run`'s own choice.
 pub const ENGINES: &[EngineEntry] =
-    &[xdma::ENTRY, stream::XILLYBUS_ENTRY, block::ENTRY, stream::CHARDEV_ENTRY, sim::ENTRY, fault::ENTRY];
+    &[xdma::ENTRY, stream::XILLYBUS_ENTRY, block::ENTRY, stream::CHARDEV_ENTRY, sim::ENTRY, cosim::ENTRY, fault::ENTRY];
 
 /// Target used when no usable device is found.
 pub const FALLBACK_TARGET: &str = "sim";

@@ -115,11 +115,16 @@ pub fn percent_plot(results: &Results) -> String {
     plot(&format!("Percentage of the model's ceiling reached ({})", results.label()), &series).replace("MB/s (10^6 B/s)", "% of model")
 }
 
+fn capitalised(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map_or(String::new(), |first| first.to_uppercase().collect::<String>() + chars.as_str())
+}
+
 /// The whole report as one HTML page.
 pub fn render(results: &Results) -> String {
     let title = format!(
         "pcieperf results{} — {}",
-        if results.simulated { " (simulated)" } else { "" },
+        if results.simulated { format!(" ({})", results.label()) } else { String::new() },
         results.conditions.target
     );
     let mut out = String::new();
@@ -130,7 +135,7 @@ pub fn render(results: &Results) -> String {
     );
     let _ = writeln!(out, "<h1>{}</h1>", escape(&title));
     if results.simulated {
-        out.push_str("<p class=\"sim\">Simulated: no hardware was involved; every figure below comes from a simulated engine.</p>\n");
+        let _ = writeln!(out, "<p class=\"sim\">{}: no hardware was involved; every figure below comes from a simulated engine.</p>", capitalised(results.label()));
     }
     if !results.complete {
         out.push_str("<p class=\"sim\">Incomplete run: results are partial.</p>\n");
