@@ -13,6 +13,7 @@ import argparse
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,16 +34,16 @@ def missing_prerequisites():
     return missing
 
 
-def build_dir_of(link):
-    return Path(os.environ.get("PCIEPERF_HDL_BUILD", HERE.parent / "build")) / link
+def build_dir_of(link, root=None):
+    return Path(root or os.environ.get("PCIEPERF_HDL_BUILD", HERE.parent / "build")) / link
 
 
-def build(link):
+def build(link, root=None):
     from cocotb_tools.runner import get_runner
 
     bits, clk_hz = LINKS[link]
     runner = get_runner("icarus")
-    build_dir = build_dir_of(link)
+    build_dir = build_dir_of(link, root)
     runner.build(
         sources=sorted(RTL.glob("*.v")),
         includes=[RTL],
@@ -55,10 +56,10 @@ def build(link):
     return runner, build_dir
 
 
-def run(link, module, testcase=None, extra_env=None, log_file=None):
+def run(link, module, testcase=None, extra_env=None, log_file=None, build_root=None):
     from cocotb_tools.runner import get_results
 
-    runner, build_dir = build(link)
+    runner, build_dir = build(link, build_root)
     extra_env = {"PCIEPERF_THROUGHPUT_JSON": str(build_dir / "throughput.json"), **(extra_env or {})}
     env = {"PCIEPERF_LINK": link, "PYTHONPATH": str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.update(extra_env)
@@ -121,6 +122,26 @@ def compare_with_model(link, measured_path):
     return failed
 
 
+def lint():
+    """verilator --lint-only -Wall at each interface width: (checks, failures)."""
+    if shutil.which("verilator") is None:
+        print("hdl lint: skipped: verilator not installed (apt install verilator)", flush=True)
+        return 0, 0
+    import subprocess
+
+    failures = 0
+    for link, (bits, clk_hz) in LINKS.items():
+        command = ["verilator", "--lint-only", "-Wall", f"-I{RTL}", f"-GDATA_WIDTH={bits}", f"-GCLK_HZ={clk_hz}",
+                   "--top-module", "pcieperf_top", *map(str, sorted(RTL.glob("*.v")))]
+        done = subprocess.run(command, capture_output=True, text=True)
+        ok = done.returncode == 0 and "%Warning" not in done.stderr
+        failures += not ok
+        print(f"hdl lint {link} ({bits}-bit): {'clean' if ok else 'FAILED'}", flush=True)
+        if not ok:
+            print(done.stderr, flush=True)
+    return len(LINKS), failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -140,21 +161,31 @@ def main():
 
     if args.command == "cosim":
         log = Path(args.log) if args.log else None
-        run(args.link, "cosim_server", extra_env={"PCIEPERF_COSIM_SOCKET": args.socket}, log_file=log)
+        # A private build next to the socket: several servers may start at once.
+        run(args.link, "cosim_server", extra_env={"PCIEPERF_COSIM_SOCKET": args.socket}, log_file=log,
+            build_root=Path(args.socket).resolve().parent / "build")
         return 0
 
-    total = failed = 0
+    total, failed = lint()
     for link in LINKS if args.link == "all" else [args.link]:
         throughput = build_dir_of(link) / "throughput.json"
         throughput.unlink(missing_ok=True)
-        tests, fails = run(link, "test_core", testcase=args.testcase)
+        log = build_dir_of(link) / "test_core.log"
+        started = time.monotonic()
+        tests, fails = run(link, "test_core", testcase=args.testcase, log_file=log)
         if throughput.exists():
             tests += 1
             fails += compare_with_model(link, throughput)
-        print(f"hdl {link}: {tests - fails} passed, {fails} failed", flush=True)
+        print(f"hdl {link}: {tests - fails} passed, {fails} failed in {time.monotonic() - started:.0f} s (log: {log})", flush=True)
+        if fails:
+            for line in log.read_text(errors="replace").splitlines():
+                if " FAIL " in line or "Error" in line or "assert" in line:
+                    print("  " + line.strip(), flush=True)
         total += tests
         failed += fails
-    print(f"hdl test result: {'ok' if failed == 0 else 'FAILED'}. {total - failed} passed; {failed} failed", flush=True)
+    # The same shape as cargo's summary lines, so test.sh's closing line counts these tests.
+    print(f"test result: {'ok' if failed == 0 else 'FAILED'}. {total - failed} passed; {failed} failed; "
+          "(HDL: Icarus Verilog + cocotb, verilator lint)", flush=True)
     return 1 if failed else 0
 
 

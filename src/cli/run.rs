@@ -61,7 +61,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     if !args.json {
         eprintln!("pcieperf run: {} on {}{}", info.description, target, if info.simulated { format!(" ({})", info.label()) } else { String::new() });
     }
-    let mut progress = TerminalProgress::new(args.json, info.simulated);
+    let mut progress = TerminalProgress::new(args.json, info.label());
     let mut results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
     results.conditions.machine = Some(machine);
     emit(&results, &args.measure.outputs(args.json, false, Some(&out), notes))
