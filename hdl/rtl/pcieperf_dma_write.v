@@ -1,4 +1,4 @@
-// DMA write engine (device -> host): posted memory writes of up to MaxPayload bytes on the
+// DMA write engine (device -> host): back-to-back posted memory writes of up to MaxPayload bytes on the
 // UltraScale+ requester request (RQ) interface, DWORD-aligned mode, payload = pcieperf's LFSR
 // pattern at the run's stream offset, so the host verifies what arrives with Pattern::lfsr(seed).
 `timescale 1ns / 1ps
@@ -44,7 +44,10 @@ module pcieperf_dma_write #(
     wire [12:0] len_bytes;
     wire        unused_low_bits = &{1'b0, addr[1:0], len_bytes[1:0]};  // DW-aligned by construction
     wire        walk_done;
-    wire        advance = state == S_PREP && !walk_done;
+    // The next TLP is set up in PREP after the seek, then during each TLP's last beat, so
+    // back-to-back TLPs leave no idle cycle between them.
+    wire        tlp_end = state == S_SEND && rq_tready && beat_last;
+    wire        advance = (state == S_PREP || tlp_end) && !walk_done;
 
     pcieperf_walker walker (
         .clk(clk), .rst(rst), .start(start && state == S_IDLE),
@@ -121,28 +124,26 @@ module pcieperf_dma_write #(
                         state <= S_PREP;
                     end
                 end
-                S_PREP: begin
-                    if (walk_done) begin
-                        state <= S_IDLE;
-                    end else begin
-                        if (offset[11:0] == 12'd0)
-                            lfsr <= block_seed(seed, offset[63:12]);
-                        tlp_words <= len_bytes[12:2];
-                        // RQ descriptor: address, DW count, type 0001 (memory write), tag 0.
-                        descriptor <= {32'd0, 16'd0, 1'b0, 4'b0001, len_bytes[12:2], addr[63:2], 2'b00};
-                        beat <= 11'd0;
-                        state <= S_SEND;
-                    end
-                end
+                S_PREP: if (walk_done) state <= S_IDLE;
                 S_SEND: begin
                     if (rq_tready) begin
                         lfsr <= chain[32*payload_lanes +: 32];
                         beat <= beat + 11'd1;
-                        if (beat_last) state <= S_PREP;
+                        if (beat_last && walk_done) state <= S_IDLE;
                     end
                 end
                 default: state <= S_IDLE;
             endcase
+            if (advance) begin
+                // Latch the next TLP: a new pattern block restarts the generator.
+                if (offset[11:0] == 12'd0)
+                    lfsr <= block_seed(seed, offset[63:12]);
+                tlp_words <= len_bytes[12:2];
+                // RQ descriptor: address, DW count, type 0001 (memory write), tag 0.
+                descriptor <= {32'd0, 16'd0, 1'b0, 4'b0001, len_bytes[12:2], addr[63:2], 2'b00};
+                beat <= 11'd0;
+                state <= S_SEND;
+            end
         end
     end
 endmodule

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use crate::engine::{
     DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer,
 };
+use crate::engine::sim::regs::check_access;
 use crate::error::InvalidInput;
 use crate::model::{Conditions, Link, LinkParams};
 
@@ -441,12 +442,12 @@ impl Engine for CosimEngine {
 
 impl Mmio for CosimEngine {
     fn read32(&mut self, bar: u8, offset: u64) -> Result<u32, EngineError> {
-        check_register(bar, offset)?;
+        check_access(bar, offset, "the pcieperf core")?;
         Ok(Self::value(&self.call(&format!("read32 {bar} {offset:#x}"))?)? as u32)
     }
 
     fn write32(&mut self, bar: u8, offset: u64, value: u32) -> Result<(), EngineError> {
-        check_register(bar, offset)?;
+        check_access(bar, offset, "the pcieperf core")?;
         self.call(&format!("write32 {bar} {offset:#x} {value:#x}")).map(drop)
     }
 
@@ -454,17 +455,4 @@ impl Mmio for CosimEngine {
     fn sleep(&mut self, duration: Duration) {
         let _ = self.call(&format!("advance {}", duration.as_nanos()));
     }
-}
-
-/// BAR0–BAR2 are 4 KiB, BAR3 is 32 KiB (docs/hdl.md).
-fn check_register(bar: u8, offset: u64) -> Result<(), EngineError> {
-    let size = match bar {
-        0..=2 => 4096,
-        3 => 32768,
-        _ => return Err(InvalidInput::new(format!("BAR{bar} does not exist on the pcieperf core (BAR0–BAR3)")).into()),
-    };
-    if offset % 4 != 0 || offset + 4 > size {
-        return Err(InvalidInput::new(format!("BAR{bar}+{offset:#x}: offsets must be 32-bit aligned and below {size:#x}")).into());
-    }
-    Ok(())
 }

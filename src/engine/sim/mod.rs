@@ -300,15 +300,7 @@ impl SimEngine {
     }
 
     fn check_register(&self, bar: u8, offset: u64) -> Result<(), EngineError> {
-        let size = match bar {
-            0..=2 => 4096,
-            demo_registers::RAM_BAR => demo_registers::RAM_BYTES,
-            _ => return Err(InvalidInput::new(format!("BAR{bar} does not exist on the simulated endpoint (BAR0–BAR3)")).into()),
-        };
-        if offset % 4 != 0 || offset + 4 > size {
-            return Err(InvalidInput::new(format!("BAR{bar}+{offset:#x}: offsets must be 32-bit aligned and below {size:#x}")).into());
-        }
-        Ok(())
+        regs::check_access(bar, offset, "the simulated endpoint")
     }
 
     fn bus(&self, value: u32) -> u32 {

@@ -57,6 +57,21 @@ pub mod map {
     pub const STALL_UNIT_NS: f64 = 16.0;
 }
 
+/// A 32-bit access the performance-demo BARs can take: BAR0–BAR2 of 4 KiB, BAR3 of 32 KiB,
+/// aligned offsets (the simulated endpoint and the pcieperf core share the layout).
+pub fn check_access(bar: u8, offset: u64, device: &str) -> Result<(), crate::engine::EngineError> {
+    use crate::error::InvalidInput;
+    let size = match bar {
+        0..=2 => 4096,
+        map::RAM_BAR => map::RAM_BYTES,
+        _ => return Err(InvalidInput::new(format!("BAR{bar} does not exist on {device} (BAR0–BAR3)")).into()),
+    };
+    if offset % 4 != 0 || offset + 4 > size {
+        return Err(InvalidInput::new(format!("BAR{bar}+{offset:#x}: offsets must be 32-bit aligned and below {size:#x}")).into());
+    }
+    Ok(())
+}
+
 /// One run the device has started: its results appear when the clock passes `done_at_ns`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PendingResult {
