@@ -56,7 +56,9 @@ fn demo_text_is_labelled_co_simulated() {
 
 #[test]
 fn dma_both_directions_verifies_data() {
-    let Some(output) = run_cosim(&["dma", "--target", "cosim", "--dir", "both", "--sizes", "4KiB,64KiB", "--duration", "1us", "--json"]) else {
+    // --duration also bounds the host clock per point: a 64 KiB transfer in both directions takes
+    // seconds of simulation, so give each point time for a warm-up and a sample or two.
+    let Some(output) = run_cosim(&["dma", "--target", "cosim", "--dir", "both", "--sizes", "4KiB,64KiB", "--duration", "30s", "--json"]) else {
         return;
     };
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
