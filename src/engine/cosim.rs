@@ -124,6 +124,9 @@ fn start_testbench(link: &str) -> Result<(Testbench, PathBuf), EngineError> {
     std::fs::create_dir_all(&dir).map_err(io_error(format!("create {}", dir.display())))?;
     let socket = dir.join("cosim.sock");
     let log = dir.join("testbench.log");
+    // run.py's own lines (a missing prerequisite) go to a file: a pipe nobody reads could fill.
+    let said = dir.join("run.out");
+    let out = std::fs::File::create(&said).map_err(io_error(format!("create {}", said.display())))?;
     let child = Command::new("python3")
         .arg(&script)
         .args(["cosim", "--link", link, "--socket"])
@@ -131,7 +134,7 @@ fn start_testbench(link: &str) -> Result<(Testbench, PathBuf), EngineError> {
         .arg("--log")
         .arg(&log)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(out)
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| {
@@ -142,15 +145,13 @@ fn start_testbench(link: &str) -> Result<(Testbench, PathBuf), EngineError> {
     let started = Instant::now();
     while !socket.exists() {
         if let Some(status) = process.child.try_wait().map_err(io_error("wait for the testbench"))? {
-            let mut said = String::new();
-            if let Some(out) = process.child.stdout.as_mut() {
-                let _ = std::io::Read::read_to_string(out, &mut said);
-            }
+            let said = std::fs::read_to_string(&said).unwrap_or_default();
             let line = said.lines().find(|l| l.starts_with("skipped:")).map(str::to_string);
             return Err(EngineError::Unsupported(match line {
                 // run.py names the missing prerequisites on one line.
                 Some(line) => format!("cosim: {}", line.trim_start_matches("skipped: ")),
-                None => format!("cosim: the testbench exited ({status}) before listening; see {}", log.display()),
+                // The directory goes with the process: quote the log's end.
+                None => format!("cosim: the testbench exited ({status}) before listening: {}", last_lines(&log, 3)),
             }));
         }
         if started.elapsed() > START_TIMEOUT {
@@ -159,6 +160,12 @@ fn start_testbench(link: &str) -> Result<(Testbench, PathBuf), EngineError> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok((process, socket))
+}
+
+fn last_lines(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].iter().map(|l| l.trim()).collect::<Vec<_>>().join(" | ")
 }
 
 fn unique() -> u64 {
