@@ -52,6 +52,7 @@ def build(link, root=None):
         build_dir=build_dir,
         timescale=("1ns", "1ps"),
         log_file=build_dir / "build.log",
+        always=True,  # a change to an included file (.vh) is not seen by the outdated check
     )
     return runner, build_dir
 
