@@ -57,6 +57,15 @@ impl DemoMode {
     fn rx(self) -> bool {
         self != DemoMode::Write
     }
+
+    /// The pcieperf core's cycle counter of this mode (low word).
+    fn cycles_register(self) -> (u8, u64) {
+        match self {
+            DemoMode::Write => reg::WRITE_CYCLES,
+            DemoMode::Read => reg::READ_CYCLES,
+            DemoMode::ReadWrite => reg::READ_WRITE_CYCLES,
+        }
+    }
 }
 
 /// How to run the flow.
@@ -70,6 +79,11 @@ pub struct DemoOptions {
     pub poll_interval: Duration,
     /// Give up when the results are still 0 after this long (a device that stopped answering).
     pub timeout: Duration,
+    /// Step 4's value; None = the document's 0xA343C × link multiplier.
+    pub block_amount: Option<u32>,
+    /// Frequency of the device's clock, when known: the run time then comes from the per-mode
+    /// cycle counters (where the device has them) instead of the 0.1 s result registers.
+    pub device_clock_hz: Option<f64>,
 }
 
 impl Default for DemoOptions {
@@ -80,6 +94,8 @@ impl Default for DemoOptions {
             wait: Duration::from_secs(30),
             poll_interval: Duration::from_secs(1),
             timeout: Duration::from_secs(600),
+            block_amount: None,
+            device_clock_hz: None,
         }
     }
 }
@@ -123,6 +139,9 @@ pub struct DemoResult {
     /// Result registers as read (0.1 s units); None when the mode does not use the direction.
     pub tx_tenths: Option<u32>,
     pub rx_tenths: Option<u32>,
+    /// Device clock cycles of the run, from the pcieperf core's per-mode counter (None where the
+    /// device has none or its clock is unknown); `time_s` then comes from it.
+    pub device_cycles: Option<u64>,
     /// The longer of the two directions, as the GUI shows one time per button.
     pub time_s: f64,
     #[serde(rename = "MBps")]
@@ -238,7 +257,7 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options
     let link = conditions.params.link;
     let (version, swapped) = check_version(mmio)?;
     let mut bus = Bus { mmio, swapped };
-    let blocks = block_amount(link);
+    let blocks = options.block_amount.unwrap_or_else(|| block_amount(link));
     bus.write(reg::BUFFER1, options.buffers[0])?;
     bus.write(reg::BUFFER2, options.buffers[1])?;
     bus.write(reg::FIXED, reg::FIXED_VALUE)?;
@@ -267,9 +286,20 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options
     let tx_bit_errors = bus.read(reg::TX_BIT_ERRORS)?;
     let stalls_over_threshold = bus.read(reg::STALL_COUNT)?;
     let status = decode_status(bus.read(reg::PCI_STATUS)?);
+    let device_cycles = match options.device_clock_hz {
+        Some(_) => {
+            let (bar, offset) = mode.cycles_register();
+            let cycles = bus.read((bar, offset))? as u64 | (bus.read((bar, offset + reg::CYCLES_HIGH_OFFSET))? as u64) << 32;
+            (cycles > 0).then_some(cycles)
+        }
+        None => None,
+    };
 
     let bytes = demo_bytes(blocks);
-    let time_s = result_seconds(tx.unwrap_or(0).max(rx.unwrap_or(0)));
+    let time_s = match (device_cycles, options.device_clock_hz) {
+        (Some(cycles), Some(hz)) => cycles as f64 / hz,
+        _ => result_seconds(tx.unwrap_or(0).max(rx.unwrap_or(0))),
+    };
     let mbps = demo_mbps(bytes, time_s);
     let theory_mbps = theory_mbps(conditions, mode, bytes);
     let result = DemoResult {
@@ -278,6 +308,7 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options
         bytes,
         tx_tenths: tx,
         rx_tenths: rx,
+        device_cycles,
         time_s,
         mbps,
         theory_mbps,

@@ -366,8 +366,8 @@ impl Results {
         }
     }
 
-    /// "simulated" or "measured": the word every human output carries.
+    /// "co-simulated", "simulated" or "measured": the word every human output carries.
     pub fn label(&self) -> &'static str {
-        if self.simulated { "simulated" } else { "measured" }
+        self.conditions.engine.label()
     }
 }

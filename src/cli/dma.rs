@@ -341,7 +341,7 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     outputs.check(&choice.target)?;
     let mut engine = args.measure.open(&choice.target, scratch.is_some())?;
     let quiet = args.json || args.csv;
-    let mut progress = TerminalProgress::new(quiet || super::quiet(), engine.info().simulated);
+    let mut progress = TerminalProgress::new(quiet || super::quiet(), engine.info().label());
     let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
     emit(&results, &outputs)
 }

@@ -62,14 +62,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     args.measure.outputs(args.json, false, Some(&out), Vec::new()).check(&target)?;
     let mut engine = args.measure.open(&target, scratch.is_some())?;
     let info = engine.info().clone();
-    let mut notes = vec![format!("target {target} ({why}){}", if info.simulated { " — simulated" } else { "" })];
+    let mut notes = vec![format!("target {target} ({why}){}", if info.simulated { format!(" — {}", info.label()) } else { String::new() })];
     let machine = machine::inspect_for(&info, &InspectOptions::default(), candidates);
     notes.extend(machine.lines());
     notes.extend(plan::fit_to_engine(&mut options, &info));
     if !args.json && !super::quiet() {
-        eprintln!("pcieperf run: {} on {}{}", info.description, target, if info.simulated { " (simulated)" } else { "" });
+        eprintln!("pcieperf run: {} on {}{}", info.description, target, if info.simulated { format!(" ({})", info.label()) } else { String::new() });
     }
-    let mut progress = TerminalProgress::new(args.json || super::quiet(), info.simulated);
+    let mut progress = TerminalProgress::new(args.json || super::quiet(), info.label());
     let mut results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
     results.conditions.machine = Some(machine);
     emit(&results, &args.measure.outputs(args.json, false, Some(&out), notes))

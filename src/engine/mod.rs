@@ -16,6 +16,7 @@
 pub mod access;
 pub mod bar;
 pub mod block;
+pub mod cosim;
 pub mod devfile;
 pub mod fault;
 pub mod pattern;
@@ -112,6 +113,19 @@ pub struct EngineInfo {
 
 fn one() -> u32 {
     1
+}
+
+impl EngineInfo {
+    /// The word every human output carries beside this engine's figures: "co-simulated" (the
+    /// project's RTL in a simulator, `cosim`), "simulated" or "measured". JSON keeps
+    /// `simulated: true` for both kinds of simulation; `kind` tells them apart.
+    pub fn label(&self) -> &'static str {
+        match (self.kind.as_str(), self.simulated) {
+            ("cosim", _) => cosim::LABEL,
+            (_, true) => "simulated",
+            (_, false) => "measured",
+        }
+    }
 }
 
 /// What the device itself reported about one transfer.

@@ -8,11 +8,20 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use super::{bar, block, fault, sim, stream, vfio, xdma, Candidate, Engine, EngineEntry, EngineError, OpenOptions, Opening, Roots};
+use super::{bar, block, cosim, fault, sim, stream, vfio, xdma, Candidate, Engine, EngineEntry, EngineError, OpenOptions, Opening, Roots};
 
 /// Every engine, most preferred first for `run`'s own choice.
-pub const ENGINES: &[EngineEntry] =
-    &[xdma::ENTRY, stream::XILLYBUS_ENTRY, block::ENTRY, stream::CHARDEV_ENTRY, vfio::dma::ENTRY, bar::ENTRY, sim::ENTRY, fault::ENTRY];
+pub const ENGINES: &[EngineEntry] = &[
+    xdma::ENTRY,
+    stream::XILLYBUS_ENTRY,
+    block::ENTRY,
+    stream::CHARDEV_ENTRY,
+    vfio::dma::ENTRY,
+    bar::ENTRY,
+    sim::ENTRY,
+    cosim::ENTRY,
+    fault::ENTRY,
+];
 
 /// Target used when no usable device is found.
 pub const FALLBACK_TARGET: &str = "sim";

@@ -110,12 +110,17 @@ fn point_plots(results: &Results, point: &Point) -> String {
     format!("<div class=\"sizes\">{}{}</div>\n", histogram.render(), series.render())
 }
 
+fn capitalised(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map_or(String::new(), |first| first.to_uppercase().collect::<String>() + chars.as_str())
+}
+
 /// The whole report as one HTML page.
 pub fn render(results: &Results) -> String {
-    let title = format!("pcieperf results{} — {}", if results.simulated { " (simulated)" } else { "" }, results.conditions.target);
+    let title = format!("pcieperf results{} — {}", if results.simulated { format!(" ({})", results.label()) } else { String::new() }, results.conditions.target);
     let mut body = String::new();
     if results.simulated {
-        body.push_str("<p class=\"sim\">Simulated: no hardware was involved; every figure below comes from a simulated engine.</p>\n");
+        let _ = writeln!(body, "<p class=\"sim\">{}: no hardware was involved; every figure below comes from a simulated engine.</p>", capitalised(results.label()));
     }
     if !results.complete {
         body.push_str("<p class=\"sim\">Incomplete run: results are partial.</p>\n");

@@ -18,10 +18,10 @@ pub struct TerminalProgress {
 }
 
 impl TerminalProgress {
-    /// `quiet`: print nothing (machine-readable output on stdout). `simulated` adds the word to
-    /// every line.
-    pub fn new(quiet: bool, simulated: bool) -> Self {
-        TerminalProgress { bar: None, quiet, total: 0, label: if simulated { "simulated" } else { "measured" } }
+    /// `quiet`: print nothing (machine-readable output on stdout). `label` ("measured",
+    /// "simulated", "co-simulated": `EngineInfo::label`) is on every line.
+    pub fn new(quiet: bool, label: &'static str) -> Self {
+        TerminalProgress { bar: None, quiet, total: 0, label }
     }
 }
 

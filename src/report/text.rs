@@ -21,7 +21,7 @@ fn rate(mbps: f64) -> String {
 /// Title line: command, target, and "simulated" when it is.
 pub fn title(results: &Results) -> String {
     let c = &results.conditions;
-    let label = if results.simulated { " — SIMULATED (no hardware involved)" } else { "" };
+    let label = if results.simulated { format!(" — {} (no hardware involved)", results.label().to_uppercase()) } else { String::new() };
     format!("pcieperf {} — target {} ({}){label}", c.command, c.target, c.engine.description)
 }
 
@@ -47,7 +47,7 @@ pub fn conditions(results: &Results) -> String {
         let _ = writeln!(out, "EMULATED:    {emulator}: the link is nominal and the rates are the emulator's, not PCI Express throughput");
     }
     let _ = writeln!(out, "host:        {} ({}), pcieperf {}, started {}", c.host, c.kernel, c.tool_version, c.start_time_utc);
-    let _ = writeln!(out, "host clock:  {clock}; engine clock: {}", if c.simulated { "virtual (simulated)" } else { "the engine's host clock" });
+    let _ = writeln!(out, "host clock:  {clock}; engine clock: {}", if c.simulated { format!("virtual ({})", results.label()) } else { "the engine's host clock".into() });
     let _ = writeln!(
         out,
         "procedure:   warm-up, repeat until the median's 95 % interval is within ± {} % (at least 10 samples and a tenth of the budget) or {} s (engine clock) / {} s (host clock) per point; deadline {} s per transfer; seed {}",
@@ -250,9 +250,9 @@ pub fn render(results: &Results) -> String {
     let _ = writeln!(out, "{}", title(results));
     out.push_str(&conditions(results));
     let _ = writeln!(out, "Rates in MB/s = 10^6 bytes/s: the median transfer with its 95 % confidence interval, then the spread of single transfers; {}; model = pcieperf's ceiling for the same conditions and size.\n", if results.simulated {
-        "every figure is simulated"
+        format!("every figure is {}", results.label())
     } else {
-        "measured figures"
+        "measured figures".into()
     });
     out.push_str(&points_table(results));
     if let Some(copy) = copy_table(results) {

@@ -34,6 +34,13 @@ pub mod map {
     pub const STALL_COUNT: (u8, u64) = (2, 0x30);
     /// BAR2+0x34: PCI-status word with the 001 §3 bit layout; not located by 001 §4.
     pub const PCI_STATUS: (u8, u64) = (2, 0x34);
+    /// BAR2+0x38 / +0x3C / +0x40: device clock cycles of the last write, read and read/write
+    /// run (high words 0xC above): the pcieperf core's extension (hdl/), not in 001 §4, for
+    /// runs too short for the result registers' 0.1 s unit. Read 0 where not implemented.
+    pub const WRITE_CYCLES: (u8, u64) = (2, 0x38);
+    pub const READ_CYCLES: (u8, u64) = (2, 0x3C);
+    pub const READ_WRITE_CYCLES: (u8, u64) = (2, 0x40);
+    pub const CYCLES_HIGH_OFFSET: u64 = 0xC;
     /// BAR3: 32 KiB RAM for CPU-initiated access tests (document 000 §4).
     pub const RAM_BAR: u8 = 3;
     pub const RAM_BYTES: u64 = 32 * 1024;
@@ -48,6 +55,21 @@ pub mod map {
     pub const THRESHOLD_VALUE: u32 = 0x0C35;
     /// Unit of the stall and threshold registers.
     pub const STALL_UNIT_NS: f64 = 16.0;
+}
+
+/// A 32-bit access the performance-demo BARs can take: BAR0–BAR2 of 4 KiB, BAR3 of 32 KiB,
+/// aligned offsets (the simulated endpoint and the pcieperf core share the layout).
+pub fn check_access(bar: u8, offset: u64, device: &str) -> Result<(), crate::engine::EngineError> {
+    use crate::error::InvalidInput;
+    let size = match bar {
+        0..=2 => 4096,
+        map::RAM_BAR => map::RAM_BYTES,
+        _ => return Err(InvalidInput::new(format!("BAR{bar} does not exist on {device} (BAR0–BAR3)")).into()),
+    };
+    if offset % 4 != 0 || offset + 4 > size {
+        return Err(InvalidInput::new(format!("BAR{bar}+{offset:#x}: offsets must be 32-bit aligned and below {size:#x}")).into());
+    }
+    Ok(())
 }
 
 /// One run the device has started: its results appear when the clock passes `done_at_ns`.
