@@ -18,7 +18,6 @@
 //! limits of lspci's reader are lifted with a warning: lines longer than 253 characters and a
 //! last line without a newline (lspci stops with "line too long or unterminated").
 
-use std::io::Read;
 use std::path::Path;
 
 use crate::error::InvalidInput;
@@ -41,10 +40,6 @@ pub struct Dump {
     pub devices: Vec<DumpDevice>,
     pub warnings: Vec<String>,
 }
-
-/// Largest dump read: far above any real machine's (4 KiB per function, 64 Ki functions per
-/// domain as text is about 800 MiB only for a full domain; real dumps are under 10 MiB).
-pub const MAX_DUMP_BYTES: u64 = 256 << 20;
 
 /// Config space lengths lspci writes: -x (64; 128 for a CardBus bridge), -xxx (256), -xxxx (4096).
 const LENGTHS: [usize; 4] = [64, 128, 256, 4096];
@@ -222,19 +217,10 @@ fn device_like(line: &str) -> bool {
     device_line(&format!("{line} ")).is_some()
 }
 
-/// Read a dump from `path`, or standard input for `-`, up to [`MAX_DUMP_BYTES`].
+/// Read a dump from `path`, or standard input for `-`, within `crate::bounded::DUMP` (a regular
+/// file or a pipe; devices and endless inputs are refused with a message).
 pub fn read(path: &Path) -> Result<Dump, InvalidInput> {
-    let name = if path == Path::new("-") { "standard input".to_string() } else { path.display().to_string() };
-    let cannot = |e: std::io::Error| InvalidInput::new(format!("cannot read dump {name}: {e}"));
-    let mut bytes = Vec::new();
-    if path == Path::new("-") {
-        std::io::stdin().lock().take(MAX_DUMP_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
-    } else {
-        std::fs::File::open(path).map_err(cannot)?.take(MAX_DUMP_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
-    }
-    if bytes.len() as u64 > MAX_DUMP_BYTES {
-        return Err(InvalidInput::new(format!("dump {name} is larger than the {} MiB limit for dumps: not an lspci dump?", MAX_DUMP_BYTES >> 20)));
-    }
+    let bytes = crate::bounded::read(path, crate::bounded::DUMP)?;
     // Device names in verbose text may be in any encoding; only addresses and rows matter.
     parse(&String::from_utf8_lossy(&bytes))
 }
