@@ -139,18 +139,16 @@ pub fn main() -> i32 {
             return 2;
         }
     };
-    let code = match result {
+    match result {
+        // A command that finished says how it ended (its results know whether a signal stopped
+        // them); a signal that lands after the results were written does not change that.
         Ok(code) => code,
         Err(error) => {
             eprintln!("pcieperf: {}", describe(&error));
-            exit_code_for(&error)
+            // A command that failed while a signal was pending was stopped by it.
+            if crate::cancel::requested() { crate::cancel::EXIT_INTERRUPTED } else { exit_code_for(&error) }
         }
-    };
-    // A signal that came while a command without results was running still ends it as one.
-    if crate::cancel::requested() {
-        return crate::cancel::EXIT_INTERRUPTED;
     }
-    code
 }
 
 /// The error and its causes on one line, leaving out a cause whose text an outer message already
