@@ -140,7 +140,7 @@ fn fio_region_write_mbps(path: &Path, region: u64, seconds: u64) -> Option<f64> 
 /// `pcieperf dma` h2d on the region: (median MB/s, sustained MB/s, samples).
 fn pcieperf_region_write(path: &Path, region: u64, seconds: u64, verify: &str) -> (f64, f64, u64) {
     let output = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
-        .args(["dma", "--dir", "h2d", "--io-size", "128KiB", "--queue-depth", "8", "--json", "--verify", verify])
+        .args(["dma", "--dir", "h2d", "--destructive", "--io-size", "128KiB", "--queue-depth", "8", "--json", "--verify", verify])
         .arg(format!("--target=block:{}", path.display()))
         .arg(format!("--sizes={region}"))
         .arg(format!("--duration={seconds}s"))

@@ -38,11 +38,18 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let outputs: Vec<&Path> = [args.html.as_deref(), args.metrics.as_deref()].into_iter().flatten().collect();
     output::check_all(&outputs, &args.files)?;
-    let texts: Vec<String> = args.files.iter().map(|f| std::fs::read_to_string(f).unwrap_or_default()).collect();
+    // Bounded like every input: a device node or a FIFO is refused, not read forever.
+    let texts: Vec<String> =
+        args.files.iter().map(|f| crate::bounded::read_to_string(f, crate::bounded::RESULTS)).collect::<Result<_, _>>()?;
     if texts.iter().any(|t| pio::is_pio(t)) {
         return run_pio(&args, &texts);
     }
-    let runs = args.files.iter().map(|f| json::read(f)).collect::<anyhow::Result<Vec<_>>>()?;
+    let runs = args
+        .files
+        .iter()
+        .zip(&texts)
+        .map(|(f, text)| anyhow::Context::with_context(json::from_str(text), || f.display().to_string()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     if let [a, b] = runs.as_slice() {
         if args.csv || args.metrics.is_some() {
             return invalid("--csv and --metrics take one results document, not two");
