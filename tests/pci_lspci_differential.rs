@@ -11,27 +11,9 @@ use std::process::Command;
 use lspci::{our_flags, ours, parse_lspci};
 use pcieperf::pci::{dump, Bdf, Device};
 
-/// splitmix64: deterministic, so a failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn u32(&mut self) -> u32 {
-        self.next() as u32
-    }
-    fn u16(&mut self) -> u16 {
-        self.next() as u16
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn put(bytes: &mut [u8], at: usize, data: &[u8]) {
     bytes[at..at + data.len()].copy_from_slice(data);
