@@ -454,8 +454,14 @@ impl BlockEngine {
         let fd = types::Fd(self.file.as_raw_fd());
         let mut first = true;
         while state.failure.is_none() && state.in_flight.len() < self.queue_depth {
-            let Some((index, skip)) = state.queue.pop_front() else { break };
+            let Some(&(index, skip)) = state.queue.front() else { break };
             let op = ops[index];
+            // A reused buffer: the I/O that used these bytes last may still be in flight (they
+            // can complete out of order); wait for it, so I/Os in flight never share memory.
+            if state.in_flight.iter().any(|&(other, _, _)| ops[other].host == op.host) {
+                break;
+            }
+            state.queue.pop_front();
             let direct = is_page_aligned(op.host) && skip == 0;
             let slot = if direct { DIRECT } else { self.free_slot() };
             // SAFETY: slots hold io_bytes ≥ op.len; op.host is valid for op.len bytes.
