@@ -165,6 +165,8 @@ pub fn parse(text: &str) -> Result<Dump, InvalidInput> {
     let mut ignored = Ignored::default();
     let mut long_lines = Vec::new();
     let mut current: Option<Building> = None;
+    // Each address's first line: duplicates are found in constant time (dumps of 65,536 devices).
+    let mut first_line: std::collections::HashMap<Bdf, usize> = std::collections::HashMap::new();
     let finish = |building: Option<Building>, dump: &mut Dump| {
         if let Some(done) = building {
             let device = done.finish(&mut dump.warnings);
@@ -186,8 +188,10 @@ pub fn parse(text: &str) -> Result<Dump, InvalidInput> {
             if bdf.device > 0x1f || bdf.function > 7 {
                 dump.warnings.push(format!("line {number}: device {bdf} is outside 00–1f.0–7; read as lspci reads it"));
             }
-            if let Some(previous) = dump.devices.iter().find(|d| d.bdf == bdf) {
-                dump.warnings.push(format!("line {number}: device {bdf} appears again (first at line {}); lspci lists both, pcieperf keeps the first", previous.line));
+            if let Some(first) = first_line.get(&bdf) {
+                dump.warnings.push(format!("line {number}: device {bdf} appears again (first at line {first}); lspci lists both, pcieperf keeps the first"));
+            } else {
+                first_line.insert(bdf, number);
             }
             current = Some(Building::new(bdf, number));
         } else if line.is_empty() {
