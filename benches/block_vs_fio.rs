@@ -149,7 +149,7 @@ fn pcieperf_region_write(path: &Path, region: u64, seconds: u64, verify: &str) -
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("pcieperf --json");
     let point = &json["points"][0];
     let summary = &point["summary"];
-    (summary["median_mbps"].as_f64().unwrap(), summary["sustained_mbps"].as_f64().unwrap(), point["samples"].as_array().unwrap().len() as u64)
+    (summary["median_MBps"].as_f64().unwrap(), summary["sustained_MBps"].as_f64().unwrap(), point["samples"].as_array().unwrap().len() as u64)
 }
 
 /// The row: a 1 MiB region as 128 KiB writes at QD 8, whole commands, interleaved.
