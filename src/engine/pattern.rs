@@ -52,10 +52,14 @@ impl Pattern {
 
     /// Fill `buf` with the pattern as it stands at byte `offset` of the stream, in place.
     pub fn fill(&self, offset: u64, buf: &mut [u8]) {
+        self.fill_by(lanes::Path::best(), offset, buf)
+    }
+
+    fn fill_by(&self, path: lanes::Path, offset: u64, buf: &mut [u8]) {
         for piece in pieces(offset, buf.len()) {
             let out = &mut buf[piece.range.clone()];
             match (self.kind, piece.whole_blocks) {
-                (PatternKind::Lfsr, Some(first)) => lanes::fill(|i| self.block_seed(first + i as u64), out),
+                (PatternKind::Lfsr, Some(first)) => lanes::fill(path, |i| self.block_seed(first + i as u64), out),
                 (PatternKind::Counter, Some(first)) => {
                     let first_word = first * PATTERN_BLOCK_BYTES / 4;
                     for (i, word) in out.as_chunks_mut::<4>().0.iter_mut().enumerate() {
@@ -70,10 +74,14 @@ impl Pattern {
     /// Compare `buf` with the pattern at `offset`; the first differing byte, if any. Compares
     /// while generating, without a copy of the expected bytes.
     pub fn check(&self, offset: u64, buf: &[u8]) -> Option<Mismatch> {
+        self.check_by(lanes::Path::best(), offset, buf)
+    }
+
+    fn check_by(&self, path: lanes::Path, offset: u64, buf: &[u8]) -> Option<Mismatch> {
         for piece in pieces(offset, buf.len()) {
             let part = &buf[piece.range.clone()];
             let equal = match (self.kind, piece.whole_blocks) {
-                (PatternKind::Lfsr, Some(first)) => lanes::equal(|i| self.block_seed(first + i as u64), part),
+                (PatternKind::Lfsr, Some(first)) => lanes::equal(path, |i| self.block_seed(first + i as u64), part),
                 _ => {
                     let mut same = true;
                     self.visit_partial(&piece, |range, bytes| same &= part[range] == *bytes);
@@ -159,59 +167,168 @@ fn pieces(offset: u64, len: usize) -> impl Iterator<Item = Piece> {
     head_piece.into_iter().chain(whole_piece).chain(tail_piece)
 }
 
-/// Whole blocks of the LFSR, several blocks at once: each block has its own generator, and the
-/// generators of `LANES` blocks step together, independent of each other, so the CPU overlaps
-/// them (one generator alone is a chain of dependent shifts, about 1 GB/s). Output is the same
-/// bytes as one block at a time.
+/// Whole blocks of the LFSR at SIMD speed, same bytes as one generator per block.
+///
+/// One generator alone is a chain of dependent shifts (about 1 GB/s), so each block is cut into
+/// `LANES` segments, each started from the state the block's generator has there: xorshift is
+/// linear over GF(2), so stepping `SEGMENT_WORDS` times is a fixed 32×32 bit matrix, applied
+/// with nibble tables ([`jump`]). The lanes of a block step together as one vector; every
+/// `TILE` steps the tile of words is transposed so each segment gets `TILE` contiguous words (one
+/// 32-byte store, not eight scattered ones), and `CHAINS` blocks run at once so the CPU overlaps
+/// their independent chains. The segments of a block are 512 bytes apart, in different L1 cache
+/// sets (the earlier one-lane-per-block layout put 8 streams 4 KiB apart in one set).
+///
+/// The code is portable; on x86-64 CPUs with AVX2 the same code is compiled a second time with
+/// AVX2 enabled and chosen at run time ([`Path`]). Tests run every path available here.
 mod lanes {
     use super::PATTERN_BLOCK_BYTES;
 
     const BLOCK: usize = PATTERN_BLOCK_BYTES as usize;
-    const WORDS: usize = BLOCK / 4;
+    /// Generators per block (one vector of 8 × u32 with AVX2).
+    const LANES: usize = 8;
+    /// Words each lane generates: one segment of the block.
+    const SEGMENT_WORDS: usize = BLOCK / 4 / LANES;
+    /// Words of each lane generated between transpositions (8 × 4 bytes = one 32-byte store).
+    const TILE: usize = 8;
+    /// Blocks generated at once, as independent dependency chains.
+    const CHAINS: usize = 4;
 
     /// One xorshift32 step: the pattern's definition.
     #[inline(always)]
-    pub fn step(mut x: u32) -> u32 {
+    pub const fn step(mut x: u32) -> u32 {
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
         x
     }
 
-    /// Run `N` generators over `N` blocks, calling `word(lane, word_index, value)`. Eight lanes,
-    /// not more: the blocks are 4 KiB apart, so their words share an L1 cache set, and more
-    /// streams than the cache's ways evict each other (16 lanes measured 10× slower).
+    /// The state `SEGMENT_WORDS` steps on, as 8 tables (one per nibble of the state) of the XOR
+    /// of the matrix columns that nibble selects. Column `bit` is where the unit state
+    /// `1 << bit` goes, by linearity.
+    const JUMP: [[u32; 16]; 8] = {
+        let mut columns = [0u32; 32];
+        let mut bit = 0;
+        while bit < 32 {
+            let mut x = 1u32 << bit;
+            let mut i = 0;
+            while i < SEGMENT_WORDS {
+                x = step(x);
+                i += 1;
+            }
+            columns[bit] = x;
+            bit += 1;
+        }
+        let mut tables = [[0u32; 16]; 8];
+        let mut index = 0;
+        while index < 8 * 16 {
+            let (nibble, value) = (index / 16, index % 16);
+            let mut b = 0;
+            while b < 4 {
+                if value >> b & 1 == 1 {
+                    tables[nibble][value] ^= columns[4 * nibble + b];
+                }
+                b += 1;
+            }
+            index += 1;
+        }
+        tables
+    };
+
+    /// `SEGMENT_WORDS` steps of the generator at once.
     #[inline(always)]
-    fn run<const N: usize>(mut state: [u32; N], mut word: impl FnMut(usize, usize, u32)) {
-        for w in 0..WORDS {
-            for (lane, x) in state.iter_mut().enumerate() {
-                *x = step(*x);
-                word(lane, w, *x);
+    fn jump(x: u32) -> u32 {
+        let mut out = 0;
+        for (nibble, table) in JUMP.iter().enumerate() {
+            out ^= table[(x >> (4 * nibble)) as usize & 15];
+        }
+        out
+    }
+
+    /// The state before each segment's first word, for a block whose generator starts at `seed`.
+    #[inline(always)]
+    fn segment_states(seed: u32) -> [u32; LANES] {
+        let mut states = [seed; LANES];
+        for lane in 1..LANES {
+            states[lane] = jump(states[lane - 1]);
+        }
+        states
+    }
+
+    /// How a block's lanes are held and stepped: an array (any CPU) or an AVX2 register.
+    trait Lanes: Copy {
+        type Vector: Copy;
+        fn load(self, states: [u32; LANES]) -> Self::Vector;
+        /// The next `TILE` words of every lane, transposed: `rows[lane]` is that lane's words.
+        fn tile(self, states: &mut Self::Vector) -> [[u32; TILE]; LANES];
+    }
+
+    /// Plain arrays: LLVM vectorises the steps; the transposition stays scalar.
+    #[derive(Clone, Copy)]
+    struct Portable;
+
+    impl Lanes for Portable {
+        type Vector = [u32; LANES];
+
+        #[inline(always)]
+        fn load(self, states: [u32; LANES]) -> [u32; LANES] {
+            states
+        }
+
+        #[inline(always)]
+        fn tile(self, states: &mut [u32; LANES]) -> [[u32; TILE]; LANES] {
+            let mut columns = [[0u32; LANES]; TILE];
+            for column in &mut columns {
+                for x in states.iter_mut() {
+                    *x = step(*x);
+                }
+                *column = *states;
+            }
+            std::array::from_fn(|lane| std::array::from_fn(|word| columns[word][lane]))
+        }
+    }
+
+    /// Run `N` blocks' generators, calling `row(index, words)` for every run of `TILE` words, in
+    /// any order; `index` counts `TILE`-word rows from the first block's start.
+    #[inline(always)]
+    fn run<const N: usize, L: Lanes>(lanes: L, seed: impl Fn(usize) -> u32, mut row: impl FnMut(usize, [u32; TILE])) {
+        let mut states: [L::Vector; N] = std::array::from_fn(|block| lanes.load(segment_states(seed(block))));
+        const ROWS_PER_BLOCK: usize = BLOCK / 4 / TILE;
+        const ROWS_PER_SEGMENT: usize = SEGMENT_WORDS / TILE;
+        for t in 0..ROWS_PER_SEGMENT {
+            for (block, state) in states.iter_mut().enumerate() {
+                for (lane, words) in lanes.tile(state).into_iter().enumerate() {
+                    row(block * ROWS_PER_BLOCK + lane * ROWS_PER_SEGMENT + t, words);
+                }
             }
         }
     }
 
-    fn fill_group<const N: usize>(seed: impl Fn(usize) -> u32, out: &mut [u8]) {
-        let blocks: &mut [[[u8; 4]; WORDS]] = out.as_chunks_mut::<4>().0.as_chunks_mut::<WORDS>().0;
-        let blocks: &mut [[[u8; 4]; WORDS]; N] = blocks.try_into().expect("N whole blocks");
-        run::<N>(std::array::from_fn(&seed), |lane, w, x| blocks[lane][w] = x.to_le_bytes());
+    type Row = [[u8; 4]; TILE];
+
+    #[inline(always)]
+    fn fill_group<const N: usize>(lanes: impl Lanes, seed: impl Fn(usize) -> u32, out: &mut [Row]) {
+        run::<N, _>(lanes, seed, |i, words| out[i] = words.map(u32::to_le_bytes));
     }
 
-    fn equal_group<const N: usize>(seed: impl Fn(usize) -> u32, part: &[u8]) -> bool {
-        let blocks: &[[[u8; 4]; WORDS]] = part.as_chunks::<4>().0.as_chunks::<WORDS>().0;
-        let blocks: &[[[u8; 4]; WORDS]; N] = blocks.try_into().expect("N whole blocks");
-        let mut diff = 0u32;
-        run::<N>(std::array::from_fn(&seed), |lane, w, x| diff |= u32::from_le_bytes(blocks[lane][w]) ^ x);
-        diff == 0
+    #[inline(always)]
+    fn equal_group<const N: usize>(lanes: impl Lanes, seed: impl Fn(usize) -> u32, part: &[Row]) -> bool {
+        let mut diff = [0u32; TILE];
+        run::<N, _>(lanes, seed, |i, words| {
+            for (d, (actual, expected)) in diff.iter_mut().zip(part[i].iter().zip(words)) {
+                *d |= u32::from_le_bytes(*actual) ^ expected;
+            }
+        });
+        diff == [0; TILE]
     }
 
-    /// Groups of 8, then 4, 2, 1 blocks: `visit(first_block_of_group, blocks, byte_range)`.
+    /// Groups of `CHAINS`, then 2 and 1 blocks: `visit(first_block_of_group, blocks, rows)`.
+    #[inline(always)]
     fn groups(len: usize, mut visit: impl FnMut(usize, usize, std::ops::Range<usize>) -> bool) -> bool {
-        let mut block = 0;
-        let blocks = len / BLOCK;
-        for n in [8, 4, 2, 1] {
+        const ROWS: usize = BLOCK / 4 / TILE;
+        let (mut block, blocks) = (0, len / BLOCK);
+        for n in [CHAINS, 2, 1] {
             while blocks - block >= n {
-                if !visit(block, n, block * BLOCK..(block + n) * BLOCK) {
+                if !visit(block, n, block * ROWS..(block + n) * ROWS) {
                     return false;
                 }
                 block += n;
@@ -220,33 +337,172 @@ mod lanes {
         true
     }
 
-    /// Fill whole blocks; `seed(i)` is block i's seed.
-    pub fn fill(seed: impl Fn(usize) -> u32, out: &mut [u8]) {
-        groups(out.len(), |first, n, range| {
+    #[inline(always)]
+    fn fill_blocks(lanes: impl Lanes, seed: impl Fn(usize) -> u32, out: &mut [u8]) {
+        let len = out.len();
+        let rows: &mut [Row] = out.as_chunks_mut::<4>().0.as_chunks_mut::<TILE>().0;
+        groups(len, |first, n, range| {
             let seed = |i| seed(first + i);
-            let out = &mut out[range];
+            let out = &mut rows[range];
             match n {
-                8 => fill_group::<8>(seed, out),
-                4 => fill_group::<4>(seed, out),
-                2 => fill_group::<2>(seed, out),
-                _ => fill_group::<1>(seed, out),
+                CHAINS => fill_group::<CHAINS>(lanes, seed, out),
+                2 => fill_group::<2>(lanes, seed, out),
+                _ => fill_group::<1>(lanes, seed, out),
             }
             true
         });
     }
 
-    /// Whether whole blocks equal the pattern.
-    pub fn equal(seed: impl Fn(usize) -> u32, part: &[u8]) -> bool {
+    #[inline(always)]
+    fn equal_blocks(lanes: impl Lanes, seed: impl Fn(usize) -> u32, part: &[u8]) -> bool {
+        let rows: &[Row] = part.as_chunks::<4>().0.as_chunks::<TILE>().0;
         groups(part.len(), |first, n, range| {
             let seed = |i| seed(first + i);
-            let part = &part[range];
+            let part = &rows[range];
             match n {
-                8 => equal_group::<8>(seed, part),
-                4 => equal_group::<4>(seed, part),
-                2 => equal_group::<2>(seed, part),
-                _ => equal_group::<1>(seed, part),
+                CHAINS => equal_group::<CHAINS>(lanes, seed, part),
+                2 => equal_group::<2>(lanes, seed, part),
+                _ => equal_group::<1>(lanes, seed, part),
             }
         })
+    }
+
+    /// Which implementation runs.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Path {
+        /// Any CPU.
+        Portable,
+        /// x86-64 CPUs with AVX2.
+        #[cfg(target_arch = "x86_64")]
+        Avx2(avx2::Avx2),
+    }
+
+    impl Path {
+        /// The fastest path this CPU runs.
+        pub fn best() -> Path {
+            #[cfg(target_arch = "x86_64")]
+            if let Some(avx2) = avx2::Avx2::detect() {
+                return Path::Avx2(avx2);
+            }
+            Path::Portable
+        }
+
+        /// Every path this CPU runs.
+        #[cfg(test)]
+        pub fn available() -> Vec<Path> {
+            let mut paths = vec![Path::Portable];
+            paths.extend(Some(Path::best()).filter(|&p| p != Path::Portable));
+            paths
+        }
+    }
+
+    /// Fill whole blocks; `seed(i)` is block i's seed.
+    pub fn fill(path: Path, seed: impl Fn(usize) -> u32, out: &mut [u8]) {
+        match path {
+            Path::Portable => fill_blocks(Portable, seed, out),
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2(avx2) => avx2.fill(seed, out),
+        }
+    }
+
+    /// Whether whole blocks equal the pattern.
+    pub fn equal(path: Path, seed: impl Fn(usize) -> u32, part: &[u8]) -> bool {
+        match path {
+            Path::Portable => equal_blocks(Portable, seed, part),
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2(avx2) => avx2.equal(seed, part),
+        }
+    }
+
+    /// AVX2: a block's 8 lanes in one 256-bit register, the 8×8 tile transposed with unpack and
+    /// lane-permute instructions (LLVM does not find these from the portable code).
+    #[cfg(target_arch = "x86_64")]
+    mod avx2 {
+        use std::arch::x86_64::*;
+
+        use super::{Lanes, LANES, TILE};
+
+        /// Proof that this CPU has AVX2: only [`Avx2::detect`] makes one.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct Avx2(());
+
+        impl Avx2 {
+            pub fn detect() -> Option<Avx2> {
+                std::arch::is_x86_feature_detected!("avx2").then_some(Avx2(()))
+            }
+
+            pub fn fill(self, seed: impl Fn(usize) -> u32, out: &mut [u8]) {
+                // SAFETY: an `Avx2` exists only on a CPU with AVX2.
+                unsafe { fill(self, seed, out) }
+            }
+
+            pub fn equal(self, seed: impl Fn(usize) -> u32, part: &[u8]) -> bool {
+                // SAFETY: as in `fill`.
+                unsafe { equal(self, seed, part) }
+            }
+        }
+
+        /// The shared code compiled with AVX2 enabled (the row stores become 256-bit stores).
+        #[target_feature(enable = "avx2")]
+        fn fill(avx2: Avx2, seed: impl Fn(usize) -> u32, out: &mut [u8]) {
+            super::fill_blocks(avx2, seed, out)
+        }
+
+        #[target_feature(enable = "avx2")]
+        fn equal(avx2: Avx2, seed: impl Fn(usize) -> u32, part: &[u8]) -> bool {
+            super::equal_blocks(avx2, seed, part)
+        }
+
+        impl Lanes for Avx2 {
+            type Vector = __m256i;
+
+            #[inline(always)]
+            fn load(self, states: [u32; LANES]) -> __m256i {
+                // SAFETY: `self` proves the CPU has AVX2.
+                unsafe { load(states) }
+            }
+
+            #[inline(always)]
+            fn tile(self, states: &mut __m256i) -> [[u32; TILE]; LANES] {
+                // SAFETY: `self` proves the CPU has AVX2.
+                unsafe { tile(states) }
+            }
+        }
+
+        #[target_feature(enable = "avx2")]
+        fn load(states: [u32; LANES]) -> __m256i {
+            let [a, b, c, d, e, f, g, h] = states.map(|x| x as i32);
+            _mm256_setr_epi32(a, b, c, d, e, f, g, h)
+        }
+
+        #[target_feature(enable = "avx2")]
+        fn step(mut x: __m256i) -> __m256i {
+            x = _mm256_xor_si256(x, _mm256_slli_epi32::<13>(x));
+            x = _mm256_xor_si256(x, _mm256_srli_epi32::<17>(x));
+            _mm256_xor_si256(x, _mm256_slli_epi32::<5>(x))
+        }
+
+        #[target_feature(enable = "avx2")]
+        fn tile(states: &mut __m256i) -> [[u32; TILE]; LANES] {
+            let mut c = [*states; TILE];
+            for column in &mut c {
+                *states = step(*states);
+                *column = *states;
+            }
+            // c[k] = word k of every lane; pairs, then quads, then halves swap places.
+            let t = |f: fn(__m256i, __m256i) -> __m256i, a: usize, b: usize| f(c[a], c[b]);
+            let (t0, t1, t2, t3) = (t(_mm256_unpacklo_epi32, 0, 1), t(_mm256_unpackhi_epi32, 0, 1), t(_mm256_unpacklo_epi32, 2, 3), t(_mm256_unpackhi_epi32, 2, 3));
+            let (t4, t5, t6, t7) = (t(_mm256_unpacklo_epi32, 4, 5), t(_mm256_unpackhi_epi32, 4, 5), t(_mm256_unpacklo_epi32, 6, 7), t(_mm256_unpackhi_epi32, 6, 7));
+            let (u0, u1) = (_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2));
+            let (u2, u3) = (_mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3));
+            let (u4, u5) = (_mm256_unpacklo_epi64(t4, t6), _mm256_unpackhi_epi64(t4, t6));
+            let (u6, u7) = (_mm256_unpacklo_epi64(t5, t7), _mm256_unpackhi_epi64(t5, t7));
+            let low = |a, b| _mm256_permute2x128_si256::<0x20>(a, b);
+            let high = |a, b| _mm256_permute2x128_si256::<0x31>(a, b);
+            let rows = [low(u0, u4), low(u1, u5), low(u2, u6), low(u3, u7), high(u0, u4), high(u1, u5), high(u2, u6), high(u3, u7)];
+            // SAFETY: `__m256i` and `[u32; 8]` are both 32 bytes of plain integers.
+            rows.map(|row| unsafe { std::mem::transmute::<__m256i, [u32; TILE]>(row) })
+        }
     }
 }
 
@@ -292,10 +548,13 @@ mod tests {
     proptest! {
         #[test]
         fn lanes_give_the_serial_generators_bytes(pattern in any_pattern(), offset in 0u64..200_000, len in 0usize..70_000) {
-            let mut buf = vec![0u8; len];
-            pattern.fill(offset, &mut buf);
-            prop_assert_eq!(&buf, &reference(&pattern, offset, len));
-            prop_assert_eq!(pattern.check(offset, &buf), None);
+            let expected = reference(&pattern, offset, len);
+            for path in lanes::Path::available() {
+                let mut buf = vec![0u8; len];
+                pattern.fill_by(path, offset, &mut buf);
+                prop_assert!(buf == expected, "{path:?} differs from the serial generators");
+                prop_assert_eq!(pattern.check_by(path, offset, &buf), None, "{:?}", path);
+            }
         }
 
         #[test]
@@ -304,19 +563,23 @@ mod tests {
             let i = at.index(len);
             buf[i] ^= flip;
             let expected = buf[i] ^ flip;
-            prop_assert_eq!(pattern.check(offset, &buf), Some(Mismatch { offset: offset + i as u64, expected, actual: buf[i] }));
+            for path in lanes::Path::available() {
+                prop_assert_eq!(pattern.check_by(path, offset, &buf), Some(Mismatch { offset: offset + i as u64, expected, actual: buf[i] }), "{:?}", path);
+            }
         }
     }
 
     #[test]
     fn first_words_of_seed_1_are_unchanged() {
         // Pinned words (computed independently): the simulator, the fault wrapper and the
-        // Verilog core generate these; blocks 0 and 9 (9 is in the second group of 8 lanes).
-        let mut buf = vec![0u8; 10 * 4096];
-        Pattern::lfsr(1).fill(0, &mut buf);
-        let word = |at: usize| u32::from_le_bytes(buf[at..at + 4].try_into().unwrap());
-        assert_eq!([word(0), word(4)], [0x6644_2a7e, 0x8278_e49b]);
-        assert_eq!([word(9 * 4096), word(9 * 4096 + 4)], [0x4b22_399b, 0x8e3a_adf3]);
+        // Verilog core generate these; blocks 0 and 9 (9 is in the third group of blocks generated at once).
+        for path in lanes::Path::available() {
+            let mut buf = vec![0u8; 10 * 4096];
+            Pattern::lfsr(1).fill_by(path, 0, &mut buf);
+            let word = |at: usize| u32::from_le_bytes(buf[at..at + 4].try_into().unwrap());
+            assert_eq!([word(0), word(4)], [0x6644_2a7e, 0x8278_e49b], "{path:?}");
+            assert_eq!([word(9 * 4096), word(9 * 4096 + 4)], [0x4b22_399b, 0x8e3a_adf3], "{path:?}");
+        }
     }
 
     #[test]
