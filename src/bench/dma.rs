@@ -516,11 +516,11 @@ fn sim_wall_cap_message(options: &DmaOptions) -> String {
 }
 
 /// After a d2h transfer: the optional copy to user space, then the check (of the user copy
-/// when there is one, so a bad copy is caught too).
+/// when there is one, so a bad copy is caught too), which poisons what it checked.
 fn copy_and_check_d2h(
     clock: &HostClock,
     verifier: &mut Verifier,
-    d2h: &[u8],
+    d2h: &mut [u8],
     user: &mut [u8],
     copy: bool,
     crc_too: bool,

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::pattern::{crc32, Pattern, PatternKind};
+use crate::engine::pattern::{crc32, Mismatch, Pattern, PatternKind};
 use crate::engine::{AlignedBuf, DataModel, Direction, Engine, EngineError, Io, Transfer};
 
 /// Which check the user asked for (`--verify`).
@@ -111,7 +111,19 @@ pub struct Verifier {
     /// Expected d2h contents at offset 0, generated once and compared with memcmp (which runs
     /// faster than generating and comparing at once).
     expected: Vec<(Pattern, AlignedBuf)>,
+    /// The buffer (address, length) the last d2h check left poisoned: the next d2h into it
+    /// needs no poisoning pass of its own.
+    poisoned: Option<(usize, usize)>,
 }
+
+/// Where a buffer is and how long, to recognise it again.
+fn identity(buf: &[u8]) -> (usize, usize) {
+    (buf.as_ptr() as usize, buf.len())
+}
+
+/// Bytes compared, then poisoned, at a time: both passes over a piece while it is in the L1
+/// cache (a multiple of the pattern block, so pattern checks stay on the fast path).
+const CHECK_PIECE_BYTES: usize = 16 << 10;
 
 /// What an h2d buffer holds: (pattern, stream offset, length) and the CRC32 of those bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +176,7 @@ impl Verifier {
             read_back: true,
             scratch: None,
             expected: Vec::new(),
+            poisoned: None,
         }
     }
 
@@ -174,12 +187,13 @@ impl Verifier {
         self.spare = None;
         self.scratch = None;
         self.expected.clear();
+        self.poisoned = None;
     }
 
-    /// Compare `buf` with `pattern` at offset 0: through the cache of expected contents up to
-    /// [`EXPECTED_MAX_BYTES`], by generating while comparing above (no second buffer of that
-    /// size to allocate and fault in).
-    fn check_at_zero(&mut self, direction: Direction, pattern: Pattern, buf: &[u8]) -> Check {
+    /// Compare `buf` with `pattern` at offset 0, poisoning it as it goes: through the cache of
+    /// expected contents up to [`EXPECTED_MAX_BYTES`], by generating while comparing above (no
+    /// second buffer of that size to allocate and fault in).
+    fn check_at_zero(&mut self, direction: Direction, pattern: Pattern, buf: &mut [u8]) -> Check {
         if buf.len() > EXPECTED_MAX_BYTES {
             return pattern_check(direction, pattern, 0, buf);
         }
@@ -196,17 +210,7 @@ impl Verifier {
             }
         };
         let expected: &[u8] = &self.expected[index].1;
-        if expected == buf {
-            return Check::Passed;
-        }
-        let i = expected.iter().zip(buf).position(|(e, a)| e != a).unwrap_or(0);
-        Check::Failed(VerifyFailure {
-            direction,
-            check: "pattern".into(),
-            offset: Some(i as u64),
-            expected: format!("0x{:02x}", expected[i]),
-            actual: format!("0x{:02x}", buf[i]),
-        })
+        check_and_poison(direction, "pattern", 0, buf, |at, piece| first_difference(at, &expected[at as usize..], piece))
     }
 
     pub fn enabled(&self) -> bool {
@@ -325,7 +329,10 @@ impl Verifier {
             }
             _ => {}
         }
-        buf.fill(POISON);
+        // The last check poisoned this buffer in its own pass, and nothing wrote it since.
+        if self.poisoned.take() != Some(identity(buf)) {
+            buf.fill(POISON);
+        }
         Ok(())
     }
 
@@ -372,8 +379,8 @@ impl Verifier {
                 if concurrent {
                     return Ok(Check::Unchecked); // checked when the bytes come back d2h
                 }
-                let back = self.read_back_into_scratch(engine, buf.len(), deadline)?;
-                let result = self.after_d2h(&back);
+                let mut back = self.read_back_into_scratch(engine, buf.len(), deadline)?;
+                let result = self.after_d2h(&mut back);
                 self.scratch = Some(back);
                 Ok(result)
             }
@@ -386,8 +393,8 @@ impl Verifier {
     /// large region needs no second buffer of its size.
     fn read_back_memory(&mut self, engine: &mut dyn Engine, pattern: Pattern, len: usize, deadline: Duration) -> Result<Check, EngineError> {
         if len <= EXPECTED_MAX_BYTES {
-            let back = self.read_back_into_scratch(engine, len, deadline)?;
-            let result = self.check_at_zero(Direction::H2d, pattern, &back);
+            let mut back = self.read_back_into_scratch(engine, len, deadline)?;
+            let result = self.check_at_zero(Direction::H2d, pattern, &mut back);
             self.scratch = Some(back);
             return Ok(result);
         }
@@ -413,11 +420,19 @@ impl Verifier {
         Ok(back)
     }
 
-    /// Check the data a d2h transfer returned.
-    pub fn after_d2h(&mut self, buf: &[u8]) -> Check {
+    /// Check the data a d2h transfer returned, and poison `buf` for the next transfer in the
+    /// same pass.
+    pub fn after_d2h(&mut self, buf: &mut [u8]) -> Check {
         if !self.enabled() {
             return Check::Unchecked;
         }
+        let check = self.check_d2h(buf);
+        // Only a check that passed went over (and poisoned) the whole buffer.
+        self.poisoned = (check == Check::Passed).then(|| identity(buf));
+        check
+    }
+
+    fn check_d2h(&mut self, buf: &mut [u8]) -> Check {
         match self.model {
             DataModel::Generator => self.check_at_zero(Direction::D2h, Pattern::lfsr(self.seed), buf),
             DataModel::Memory => match self.memory {
@@ -431,16 +446,7 @@ impl Verifier {
             }
             DataModel::Opaque => match &self.reference {
                 Some(reference) if reference.len() == buf.len() => {
-                    match reference.iter().zip(buf).position(|(a, b)| a != b) {
-                        None => Check::Passed,
-                        Some(i) => Check::Failed(VerifyFailure {
-                            direction: Direction::D2h,
-                            check: "consistency".into(),
-                            offset: Some(i as u64),
-                            expected: format!("0x{:02x}", reference[i]),
-                            actual: format!("0x{:02x}", buf[i]),
-                        }),
-                    }
+                    check_and_poison(Direction::D2h, "consistency", 0, buf, |at, piece| first_difference(at, &reference[at as usize..], piece))
                 }
                 _ => {
                     self.reference = Some(buf.to_vec());
@@ -451,17 +457,50 @@ impl Verifier {
     }
 }
 
-fn pattern_check(direction: Direction, pattern: Pattern, offset: u64, buf: &[u8]) -> Check {
-    match pattern.check(offset, buf) {
-        None => Check::Passed,
-        Some(m) => Check::Failed(VerifyFailure {
-            direction,
-            check: "pattern".into(),
-            offset: Some(m.offset),
-            expected: format!("0x{:02x}", m.expected),
-            actual: format!("0x{:02x}", m.actual),
-        }),
+/// Compare `buf`, which starts at stream offset `offset`, with the pattern, poisoning it as it goes.
+fn pattern_check(direction: Direction, pattern: Pattern, offset: u64, buf: &mut [u8]) -> Check {
+    check_and_poison(direction, "pattern", offset, buf, |at, piece| pattern.check(at, piece))
+}
+
+/// The first byte of `actual` that differs from `expected`; `at` is `actual`'s offset.
+fn first_difference(at: u64, expected: &[u8], actual: &[u8]) -> Option<Mismatch> {
+    let expected = &expected[..actual.len()];
+    if actual == expected {
+        return None; // memcmp: the common case, fast
     }
+    let i = actual.iter().zip(expected).position(|(a, e)| a != e)?;
+    Some(Mismatch { offset: at + i as u64, expected: expected[i], actual: actual[i] })
+}
+
+/// Check `buf` (at stream offset `offset`) piece by piece, `differs(piece_offset, piece)` giving
+/// a piece's first differing byte, and poison each piece that compared equal while it is still
+/// in the L1 cache: the next transfer into `buf` needs no poisoning pass of its own. A failure
+/// leaves the rest of `buf` as it was.
+fn check_and_poison(
+    direction: Direction,
+    check: &str,
+    offset: u64,
+    buf: &mut [u8],
+    mut differs: impl FnMut(u64, &[u8]) -> Option<Mismatch>,
+) -> Check {
+    let mut done = 0;
+    while done < buf.len() {
+        let at = offset + done as u64;
+        let take = (CHECK_PIECE_BYTES - (at % CHECK_PIECE_BYTES as u64) as usize).min(buf.len() - done);
+        let piece = &mut buf[done..done + take];
+        if let Some(m) = differs(at, piece) {
+            return Check::Failed(VerifyFailure {
+                direction,
+                check: check.into(),
+                offset: Some(m.offset),
+                expected: format!("0x{:02x}", m.expected),
+                actual: format!("0x{:02x}", m.actual),
+            });
+        }
+        piece.fill(POISON);
+        done += take;
+    }
+    Check::Passed
 }
 
 /// Per-point tally of checks, kept in the results document.

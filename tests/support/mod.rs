@@ -37,6 +37,9 @@ pub struct TestEngine {
     pub refuse_writes: bool,
     /// Memory: from this transfer on, writes are acknowledged but never land.
     pub drop_writes_from: Option<usize>,
+    /// From this transfer on, d2h transfers write only the first half of the buffer (a device
+    /// that stops short: the rest holds whatever was there before).
+    pub short_d2h_from: Option<usize>,
     /// After this many transfers, stop answering.
     pub hang_after: Option<usize>,
     /// After this many transfers, raise this flag (as Ctrl-C would).
@@ -84,6 +87,7 @@ impl TestEngine {
             corrupt_crc: false,
             refuse_writes: false,
             drop_writes_from: None,
+            short_d2h_from: None,
             hang_after: None,
             cancel_after: None,
             transfers: 0,
@@ -150,6 +154,9 @@ impl TestEngine {
                 DataModel::Opaque => return Err(EngineError::Unsupported("opaque test device refuses writes".into())),
             },
             Io::D2h(buf) => {
+                let short = self.short_d2h_from.is_some_and(|n| self.transfers >= n);
+                let written = if short { buf.len() / 2 } else { buf.len() };
+                let buf = &mut buf[..written];
                 match model {
                     DataModel::Generator => Pattern::lfsr(self.seed).fill(offset, buf),
                     DataModel::Memory => {
