@@ -108,9 +108,6 @@ pub struct Verifier {
     read_back: bool,
     /// Read-back and priming buffer, kept across transfers.
     scratch: Option<AlignedBuf>,
-    /// Expected d2h contents at offset 0, generated once and compared with memcmp (which runs
-    /// faster than generating and comparing at once).
-    expected: Vec<(Pattern, AlignedBuf)>,
     /// The buffer (address, length) the last d2h check left poisoned: the next d2h into it
     /// needs no poisoning pass of its own.
     poisoned: Option<(usize, usize)>,
@@ -151,13 +148,10 @@ fn kept(slot: &mut Option<AlignedBuf>, len: usize) -> &mut AlignedBuf {
     slot.as_mut().expect("just set")
 }
 
-/// Expected buffers kept at once (Memory alternates between two patterns).
-const EXPECTED_KEPT: usize = 2;
-
-/// Largest transfer whose expected contents are kept for memcmp. Up to here the buffers stay in
-/// the CPU caches, where memcmp is faster than generating and comparing; beyond, both run at
-/// memory speed and a kept copy only costs memory and page faults.
-pub const EXPECTED_MAX_BYTES: usize = 16 << 20;
+/// Largest buffer kept beside the DMA buffers (the spare h2d pattern, the read-back buffer):
+/// larger regions are read back in pieces of this size, and their spare pattern is generated
+/// again rather than kept (faulting in a second large buffer costs more).
+pub const KEPT_MAX_BYTES: usize = 16 << 20;
 
 impl Verifier {
     pub fn new(kind: VerifyKind, seed: u64, model: DataModel) -> Self {
@@ -175,7 +169,6 @@ impl Verifier {
             h2d_count: 0,
             read_back: true,
             scratch: None,
-            expected: Vec::new(),
             poisoned: None,
         }
     }
@@ -186,31 +179,7 @@ impl Verifier {
         self.h2d_count = 0;
         self.spare = None;
         self.scratch = None;
-        self.expected.clear();
         self.poisoned = None;
-    }
-
-    /// Compare `buf` with `pattern` at offset 0, poisoning it as it goes: through the cache of
-    /// expected contents up to [`EXPECTED_MAX_BYTES`], by generating while comparing above (no
-    /// second buffer of that size to allocate and fault in).
-    fn check_at_zero(&mut self, direction: Direction, pattern: Pattern, buf: &mut [u8]) -> Check {
-        if buf.len() > EXPECTED_MAX_BYTES {
-            return pattern_check(direction, pattern, 0, buf);
-        }
-        let index = match self.expected.iter().position(|(p, e)| *p == pattern && e.len() == buf.len()) {
-            Some(i) => i,
-            None => {
-                if self.expected.len() >= EXPECTED_KEPT {
-                    self.expected.remove(0);
-                }
-                let mut data = AlignedBuf::new(buf.len());
-                pattern.fill(0, &mut data);
-                self.expected.push((pattern, data));
-                self.expected.len() - 1
-            }
-        };
-        let expected: &[u8] = &self.expected[index].1;
-        check_and_poison(direction, "pattern", 0, buf, |at, piece| first_difference(at, &expected[at as usize..], piece))
     }
 
     pub fn enabled(&self) -> bool {
@@ -259,7 +228,7 @@ impl Verifier {
         }
         // Keep the old content as the spare, in a buffer of its own, up to the size whose second
         // buffer costs less than generating again (faulting in a large one costs more).
-        if let Some(old) = self.h2d_content.take().filter(|_| buf.len() <= EXPECTED_MAX_BYTES) {
+        if let Some(old) = self.h2d_content.take().filter(|_| buf.len() <= KEPT_MAX_BYTES) {
             let mut spare = match self.spare.take() {
                 Some((_, b)) if b.len() == buf.len() => b,
                 _ => AlignedBuf::new(buf.len()),
@@ -388,19 +357,19 @@ impl Verifier {
         }
     }
 
-    /// Read the region `[0, len)` back and compare it with `pattern`: whole, through the cache
-    /// of expected contents, up to [`EXPECTED_MAX_BYTES`]; in pieces of that size above, so a
-    /// large region needs no second buffer of its size.
+    /// Read the region `[0, len)` back and compare it with `pattern`: whole up to
+    /// [`KEPT_MAX_BYTES`], in pieces of that size above, so a large region needs no second
+    /// buffer of its size.
     fn read_back_memory(&mut self, engine: &mut dyn Engine, pattern: Pattern, len: usize, deadline: Duration) -> Result<Check, EngineError> {
-        if len <= EXPECTED_MAX_BYTES {
+        if len <= KEPT_MAX_BYTES {
             let mut back = self.read_back_into_scratch(engine, len, deadline)?;
-            let result = self.check_at_zero(Direction::H2d, pattern, &mut back);
+            let result = pattern_check(Direction::H2d, pattern, 0, &mut back);
             self.scratch = Some(back);
             return Ok(result);
         }
-        let mut piece = AlignedBuf::new(EXPECTED_MAX_BYTES);
-        for offset in (0..len).step_by(EXPECTED_MAX_BYTES) {
-            let part = &mut piece[..EXPECTED_MAX_BYTES.min(len - offset)];
+        let mut piece = AlignedBuf::new(KEPT_MAX_BYTES);
+        for offset in (0..len).step_by(KEPT_MAX_BYTES) {
+            let part = &mut piece[..KEPT_MAX_BYTES.min(len - offset)];
             part.fill(POISON);
             engine.transfer(Io::D2h(part), offset as u64, deadline)?;
             if let failed @ Check::Failed(_) = pattern_check(Direction::H2d, pattern, offset as u64, part) {
@@ -434,9 +403,9 @@ impl Verifier {
 
     fn check_d2h(&mut self, buf: &mut [u8]) -> Check {
         match self.model {
-            DataModel::Generator => self.check_at_zero(Direction::D2h, Pattern::lfsr(self.seed), buf),
+            DataModel::Generator => pattern_check(Direction::D2h, Pattern::lfsr(self.seed), 0, buf),
             DataModel::Memory => match self.memory {
-                Some((pattern, _)) => self.check_at_zero(Direction::D2h, pattern, buf),
+                Some((pattern, _)) => pattern_check(Direction::D2h, pattern, 0, buf),
                 None => Check::Unchecked,
             },
             DataModel::Loopback => {
