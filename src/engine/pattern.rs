@@ -71,8 +71,9 @@ impl Pattern {
         }
     }
 
-    /// Compare `buf` with the pattern at `offset`; the first differing byte, if any. Compares
-    /// while generating, without a copy of the expected bytes.
+    /// Compare `buf` with the pattern at `offset`; the first differing byte, if any. Whole blocks
+    /// are checked word against word (each must be one step of the generator from the one
+    /// before), without generating or keeping a copy of the expected bytes.
     pub fn check(&self, offset: u64, buf: &[u8]) -> Option<Mismatch> {
         self.check_by(lanes::Path::best(), offset, buf)
     }
@@ -169,7 +170,8 @@ fn pieces(offset: u64, len: usize) -> impl Iterator<Item = Piece> {
 
 /// Whole blocks of the LFSR at SIMD speed, same bytes as one generator per block.
 ///
-/// One generator alone is a chain of dependent shifts (about 1 GB/s), so each block is cut into
+/// Checking needs no generator: `equal_blocks` tests each word against its predecessor, all
+/// words independently. Filling must run the generators. One generator alone is a chain of dependent shifts (about 1 GB/s), so each block is cut into
 /// `LANES` segments, each started from the state the block's generator has there: xorshift is
 /// linear over GF(2), so stepping `SEGMENT_WORDS` times is a fixed 32×32 bit matrix, applied
 /// with nibble tables ([`jump`]). The lanes of a block step together as one vector; every
@@ -178,8 +180,9 @@ fn pieces(offset: u64, len: usize) -> impl Iterator<Item = Piece> {
 /// their independent chains. The segments of a block are 512 bytes apart, in different L1 cache
 /// sets (the earlier one-lane-per-block layout put 8 streams 4 KiB apart in one set).
 ///
-/// The code is portable; on x86-64 CPUs with AVX2 the same code is compiled a second time with
-/// AVX2 enabled and chosen at run time ([`Path`]). Tests run every path available here.
+/// The code is portable; on x86-64 CPUs with AVX2 it is compiled a second time with AVX2 enabled
+/// (the transposition with explicit intrinsics) and chosen at run time ([`Path`]). Tests run
+/// every path available here.
 mod lanes {
     use super::PATTERN_BLOCK_BYTES;
 
@@ -433,7 +436,7 @@ mod lanes {
             }
         }
 
-        /// The shared code compiled with AVX2 enabled (the row stores become 256-bit stores).
+        /// The shared code compiled with AVX2 enabled (256-bit stores, loads and compares).
         #[target_feature(enable = "avx2")]
         fn fill(avx2: Avx2, seed: impl Fn(usize) -> u32, out: &mut [u8]) {
             super::fill_blocks(avx2, seed, out)
