@@ -174,14 +174,14 @@ fn pieces(offset: u64, len: usize) -> impl Iterator<Item = Piece> {
 /// words independently. Filling must run the generators. One generator alone is a chain of dependent shifts (about 1 GB/s), so each block is cut into
 /// `LANES` segments, each started from the state the block's generator has there: xorshift is
 /// linear over GF(2), so stepping `SEGMENT_WORDS` times is a fixed 32×32 bit matrix, applied
-/// with nibble tables ([`jump`]). The lanes of a block step together as one vector; every
+/// with nibble tables (`jump`). The lanes of a block step together as one vector; every
 /// `TILE` steps the tile of words is transposed so each segment gets `TILE` contiguous words (one
 /// 32-byte store, not eight scattered ones), and `CHAINS` blocks run at once so the CPU overlaps
 /// their independent chains. The segments of a block are 512 bytes apart, in different L1 cache
 /// sets (the earlier one-lane-per-block layout put 8 streams 4 KiB apart in one set).
 ///
 /// The code is portable; on x86-64 CPUs with AVX2 it is compiled a second time with AVX2 enabled
-/// (the transposition with explicit intrinsics) and chosen at run time ([`Path`]). Tests run
+/// (the transposition with explicit intrinsics) and chosen at run time (`Path`). Tests run
 /// every path available here.
 mod lanes {
     use super::PATTERN_BLOCK_BYTES;
