@@ -271,7 +271,7 @@ impl Verifier {
     }
 
     /// Prepare a d2h transfer of `len` bytes: put the data it must return in place (Memory,
-    /// Loopback, by untimed h2d transfers) and poison the buffer.
+    /// Loopback, by untimed h2d transfers) and poison the buffer (unless the last check left it poisoned).
     pub fn before_d2h(&mut self, engine: &mut dyn Engine, buf: &mut [u8], deadline: Duration) -> Result<(), EngineError> {
         if !self.enabled() {
             return Ok(());
