@@ -423,11 +423,13 @@ fn nvme_topology_dma_run_and_removal() {
     // message for injected correctable errors here, the NVMe driver does not enable reporting,
     // and a fatal error's link reset stalls the emulated NVMe controller): the kernel counts
     // it, the run records the counter before and after, and names the change as a finding and
-    // in the JSON.
+    // in the JSON. The run must still be measuring when the error arrives (1 s after it
+    // starts): it stops after 2000 samples, which 256 KiB reads reach in 1.4–1.8 s here, so
+    // it reads 1 MiB (about 2 ms each).
     guest
-        .start_background("aer", "pcieperf dma --target block:/dev/nvme0n1 --sizes 256KiB --duration 8s --cov-target 0.0001 --json")
+        .start_background("aer", "pcieperf dma --target block:/dev/nvme0n1 --sizes 1MiB --duration 8s --cov-target 0.0001 --json")
         .unwrap();
-    run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 2");
+    run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 1");
     guest.qmp.hmp("pcie_aer_inject_error rp0 0x4000").unwrap();
     let during = guest.wait_background("aer", Duration::from_secs(120)).unwrap();
     assert!(during.code == 0 || during.code == 1, "{during:?}");
@@ -444,11 +446,12 @@ fn nvme_topology_dma_run_and_removal() {
     run(&mut guest, "for i in $(seq 100); do dmesg | grep -q 'AER: device recovery' && break; sleep 0.1; done");
 
     // The controller removed (device_del) in the middle of a measurement: a clear error naming
-    // the device, partial results written and marked incomplete, exit 1, no hang.
+    // the device, partial results written and marked incomplete, exit 1, no hang. 1 MiB reads,
+    // 1 s in, as above: the run must not have ended at its 2000 samples.
     guest
-        .start_background("removal", "pcieperf dma --target block:/dev/nvme0n1 --dir d2h --sizes 256KiB --duration 60s --out /tmp/removal.json")
+        .start_background("removal", "pcieperf dma --target block:/dev/nvme0n1 --dir d2h --sizes 1MiB --duration 60s --out /tmp/removal.json")
         .unwrap();
-    run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 2");
+    run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 1");
     guest.qmp.execute("device_del", serde_json::json!({ "id": "nvme0" })).unwrap();
     let ended = guest.wait_background("removal", Duration::from_secs(90)).unwrap();
     assert_eq!(ended.code, 1, "{ended:?}");
