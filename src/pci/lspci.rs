@@ -21,12 +21,27 @@ impl Naming {
     }
 
     /// A name with its numeric form: `Name`, `1234`, or `Name [1234]`.
-    fn show(&self, name: &str, number: String) -> String {
+    pub fn show(&self, name: &str, number: String) -> String {
         match (self.names, self.numbers) {
             (true, true) => format!("{name} [{number}]"),
             (false, _) => number,
             (true, false) => name.to_string(),
         }
+    }
+}
+
+/// A vendor and a device (or subsystem) name as pciutils' `format_name_pair` prints them, with
+/// its fallbacks: `Vendor Device`, `Vendor Device 1234`, `Device 8086:1234`; `-nn`:
+/// `Vendor Device [8086:1234]`, `Vendor Device [8086:1234]`, `Device [8086:1234]`; `-n`: numbers.
+pub fn name_pair(vendor: Option<&str>, device: Option<&str>, ids: (u16, u16), naming: Naming) -> String {
+    let number = format!("{:04x}:{:04x}", ids.0, ids.1);
+    match (vendor, device) {
+        _ if !naming.names => number,
+        (Some(v), Some(d)) => naming.show(&format!("{v} {d}"), number),
+        (Some(v), None) if naming.numbers => format!("{v} Device [{number}]"),
+        (Some(v), None) => format!("{v} Device {:04x}", ids.1),
+        (None, _) if naming.numbers => format!("Device [{number}]"),
+        (None, _) => format!("Device {number}"),
     }
 }
 
@@ -37,7 +52,8 @@ pub struct Identity<'a> {
     /// "Vendor Device" from pci.ids (or lspci's fallbacks).
     pub name: &'a str,
     pub class_name: Option<&'a str>,
-    pub subsystem_name: Option<&'a str>,
+    /// pci.ids' names of the subsystem vendor and of the subsystem (lspci's lookup rules).
+    pub subsystem_names: (Option<&'a str>, Option<&'a str>),
 }
 
 /// `bb:dd.f`, with the domain when any device of the source has a non-zero one (as lspci).
@@ -78,8 +94,7 @@ pub fn subsystem_ids(config: &ConfigSpace, ssvid_capability: Option<usize>) -> O
 
 /// `Subsystem: …` (shown from `-v` on), when the device has subsystem IDs.
 pub fn subsystem_line(id: &Identity, ids: (u16, u16), naming: Naming) -> String {
-    let name = id.subsystem_name.map_or(format!("Device {:04x}:{:04x}", ids.0, ids.1), str::to_string);
-    format!("Subsystem: {}", naming.show(&name, format!("{:04x}:{:04x}", ids.0, ids.1)))
+    format!("Subsystem: {}", name_pair(id.subsystem_names.0, id.subsystem_names.1, ids, naming))
 }
 
 fn flag(value: u16, bit: u16) -> char {
@@ -232,6 +247,18 @@ mod tests {
         let lines = control_status(&ConfigSpace::new(bytes));
         assert!(lines[0].starts_with("Control: I/O- Mem+ BusMaster+ SpecCycle-"), "{lines:?}");
         assert!(lines[1].starts_with("Status: Cap+ 66MHz- UDF- FastB2B- ParErr- DEVSEL=fast"), "{lines:?}");
+    }
+
+    #[test]
+    fn name_pairs_as_pciutils() {
+        let [plain, numeric, mixed] = [0, 1, 2].map(Naming::from_count);
+        assert_eq!(name_pair(Some("V"), Some("D"), (1, 2), plain), "V D");
+        assert_eq!(name_pair(Some("V"), None, (1, 2), plain), "V Device 0002");
+        assert_eq!(name_pair(None, Some("D"), (1, 2), plain), "Device 0001:0002");
+        assert_eq!(name_pair(Some("V"), Some("D"), (1, 2), mixed), "V D [0001:0002]");
+        assert_eq!(name_pair(Some("V"), None, (1, 2), mixed), "V Device [0001:0002]");
+        assert_eq!(name_pair(None, None, (1, 2), mixed), "Device [0001:0002]");
+        assert_eq!(name_pair(Some("V"), Some("D"), (1, 2), numeric), "0001:0002");
     }
 
     #[test]

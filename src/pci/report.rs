@@ -139,8 +139,9 @@ pub struct DeviceReport {
     /// `Capabilities: [off] …` sections in lspci's order and vocabulary.
     #[serde(skip)]
     pub capability_sections: Vec<CapabilitySection>,
+    /// pci.ids' names of the subsystem vendor and the subsystem, for lspci's `Subsystem:` line.
     #[serde(skip)]
-    pub subsystem_name: Option<String>,
+    pub subsystem_names: (Option<String>, Option<String>),
 }
 
 /// One capability as `-v` lists it: its heading, its decoded fields (`-vv`) and raw registers
@@ -208,6 +209,11 @@ fn capability_sections(device: &Device) -> Vec<CapabilitySection> {
     standard.chain(extended).collect()
 }
 
+fn subsystem_names(names: &PciIds, device: Option<(u16, u16)>, subsystem: (u16, u16)) -> (Option<String>, Option<String>) {
+    let name = device.and_then(|device| names.subsystem(device, subsystem));
+    (names.vendor(subsystem.0).map(str::to_string), name.map(str::to_string))
+}
+
 /// Build the report for `bdf` (which must be in `machine`).
 pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
     let device = &machine.devices[bdf];
@@ -270,7 +276,7 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
         revision: device.config.revision(),
         subsystem_vendor_id: subsystem.map(|s| s.0),
         subsystem_id: subsystem.map(|s| s.1),
-        subsystem_name: subsystem.and_then(|(v, d)| names.vendor(v).map(|name| format!("{name} Device {d:04x}"))),
+        subsystem_names: subsystem.map_or((None, None), |ids| subsystem_names(names, vendor_id.zip(device_id), ids)),
         config: device.config.clone(),
         capability_sections: capability_sections(device),
     }
@@ -336,7 +342,7 @@ pub struct Style {
 
 impl DeviceReport {
     pub fn identity(&self) -> Identity<'_> {
-        Identity { bdf: self.bdf, config: &self.config, name: &self.name, class_name: self.class_name.as_deref(), subsystem_name: self.subsystem_name.as_deref() }
+        Identity { bdf: self.bdf, config: &self.config, name: &self.name, class_name: self.class_name.as_deref(), subsystem_names: (self.subsystem_names.0.as_deref(), self.subsystem_names.1.as_deref()) }
     }
 }
 
