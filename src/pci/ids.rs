@@ -13,6 +13,8 @@ pub const DEFAULT_PATHS: [&str; 2] = ["/usr/share/misc/pci.ids", "/usr/share/hwd
 pub struct PciIds {
     vendors: HashMap<u16, (String, HashMap<u16, String>)>,
     classes: HashMap<u8, (String, HashMap<u8, String>)>,
+    /// (base class, sub-class, programming interface) → its name.
+    prog_ifs: HashMap<(u8, u8, u8), String>,
     /// (vendor, device, subsystem vendor, subsystem) → the subsystem's name.
     subsystems: HashMap<(u16, u16, u16, u16), String>,
     /// The file read, if any.
@@ -72,12 +74,13 @@ impl PciIds {
         let mut vendor: Option<u16> = None;
         let mut device: Option<u16> = None;
         let mut class: Option<u8> = None;
+        let mut subclass: Option<u8> = None;
         for line in text.lines() {
             if line.starts_with('#') || line.trim().is_empty() {
                 continue;
             }
             if !line.starts_with('\t') {
-                device = None;
+                (device, subclass) = (None, None);
             }
             if let Some(rest) = line.strip_prefix("C ") {
                 vendor = None;
@@ -90,15 +93,19 @@ impl PciIds {
                     if let (Some(v), Some(d), Some((sv, sd, name))) = (vendor, device, subsystem_entry(subsystem)) {
                         ids.subsystems.insert((v, d, sv, sd), name.to_string());
                     }
+                    if let (Some(c), Some(s), Some((id, name))) = (class, subclass, hex_name(subsystem, 2)) {
+                        ids.prog_ifs.insert((c, s, id as u8), name.to_string());
+                    }
                 } else if let Some(v) = vendor {
                     device = hex_name(rest, 4).map(|(id, name)| {
                         ids.vendors.get_mut(&v).map(|(_, devices)| devices.insert(id as u16, name.to_string()));
                         id as u16
                     });
                 } else if let Some(c) = class {
-                    if let Some((id, name)) = hex_name(rest, 2) {
+                    subclass = hex_name(rest, 2).map(|(id, name)| {
                         ids.classes.get_mut(&c).map(|(_, subs)| subs.insert(id as u8, name.to_string()));
-                    }
+                        id as u8
+                    });
                 }
             } else {
                 class = None;
@@ -128,8 +135,24 @@ impl PciIds {
 
     /// Sub-class name, else base class name.
     pub fn class(&self, class_code: u32) -> Option<&str> {
-        let (name, subs) = self.classes.get(&((class_code >> 16) as u8))?;
-        Some(subs.get(&((class_code >> 8) as u8)).unwrap_or(name))
+        self.subclass(class_code).or_else(|| Some(self.classes.get(&((class_code >> 16) as u8))?.0.as_str()))
+    }
+
+    /// The programming interface's name as lspci finds it: from pci.ids, else, for an IDE
+    /// controller, its mode bits spelled out (possibly empty: lspci then prints `[]`).
+    pub fn prog_if(&self, class_code: u32) -> Option<String> {
+        let [prog_if, sub, base, _] = class_code.to_le_bytes();
+        if let Some(name) = self.prog_ifs.get(&(base, sub, prog_if)) {
+            return Some(name.clone());
+        }
+        let ide_modes = [(0x80, "Master"), (0x08, "SecP"), (0x04, "SecO"), (0x02, "PriP"), (0x01, "PriO")];
+        let words: Vec<&str> = ide_modes.iter().filter(|(bit, _)| prog_if & bit != 0).map(|(_, word)| *word).collect();
+        (base == 1 && sub == 1 && prog_if & 0x70 == 0).then(|| words.join(" "))
+    }
+
+    /// The sub-class's own name.
+    pub fn subclass(&self, class_code: u32) -> Option<&str> {
+        self.classes.get(&((class_code >> 16) as u8))?.1.get(&((class_code >> 8) as u8)).map(String::as_str)
     }
 
     /// "Vendor Device", falling back to numeric IDs like lspci: "Vendor Device 1234", "Device 8086:1234".

@@ -45,13 +45,44 @@ pub fn name_pair(vendor: Option<&str>, device: Option<&str>, ids: (u16, u16), na
     }
 }
 
+/// lspci's name buffers: 128 bytes on the device line, 256 for `Subsystem:` and the tree.
+pub const SHORT_NAME_BYTES: usize = 128;
+pub const LONG_NAME_BYTES: usize = 256;
+
+/// A name cut as pciutils cuts one that overflows its buffer: to `size - 1` bytes, the last
+/// three replaced by dots.
+pub fn fit(name: String, size: usize) -> String {
+    if name.len() < size {
+        return name;
+    }
+    let mut bytes = name.into_bytes();
+    bytes.truncate(size - 4);
+    bytes.extend_from_slice(b"...");
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// One name as pciutils' `format_name` prints it: `Name`, or `Class 0200` when unknown; `-nn`:
+/// `Name [0200]`, `Class [0200]`; `-n`: `0200`.
+pub fn name_or(name: Option<&str>, unknown: &str, number: String, naming: Naming) -> String {
+    match name {
+        _ if !naming.names => number,
+        None if naming.numbers => format!("{unknown} [{number}]"),
+        None => format!("{unknown} {number}"),
+        Some(name) => naming.show(name, number),
+    }
+}
+
 /// What the device line needs about one device.
 pub struct Identity<'a> {
     pub bdf: Bdf,
     pub config: &'a ConfigSpace,
-    /// "Vendor Device" from pci.ids (or lspci's fallbacks).
-    pub name: &'a str,
+    /// pci.ids' names of the vendor and of the device.
+    pub names: (Option<&'a str>, Option<&'a str>),
     pub class_name: Option<&'a str>,
+    /// The class name is the sub-class's (not only the base class's).
+    pub class_name_exact: bool,
+    /// The programming interface's name (lspci prints it whatever `-n` says).
+    pub prog_if_name: Option<&'a str>,
     /// pci.ids' names of the subsystem vendor and of the subsystem (lspci's lookup rules).
     pub subsystem_names: (Option<&'a str>, Option<&'a str>),
 }
@@ -68,14 +99,17 @@ pub fn device_line(id: &Identity, naming: Naming, domains: bool, verbose: bool) 
     // A byte lspci cannot read is ff, as a failed config read returns.
     let class_code = config.class_code().unwrap_or(0xff_ffff);
     let class = (class_code >> 8) as u16;
-    let class_text = naming.show(&id.class_name.map_or(format!("Class {class:04x}"), str::to_string), format!("{class:04x}"));
+    // A class named only by its base class gets its number too (pciutils' PCI_LOOKUP_MIXED).
+    let class_naming = if id.class_name_exact { naming } else { Naming { numbers: true, ..naming } };
+    let class_text = fit(name_or(id.class_name, "Class", format!("{class:04x}"), class_naming), SHORT_NAME_BYTES);
     let (vendor, device) = (config.vendor_id().unwrap_or(0xffff), config.device_id().unwrap_or(0xffff));
-    let mut line = format!("{} {class_text}: {}", slot(&id.bdf, domains), naming.show(id.name, format!("{vendor:04x}:{device:04x}")));
+    let mut line = format!("{} {class_text}: {}", slot(&id.bdf, domains), fit(name_pair(id.names.0, id.names.1, (vendor, device), naming), SHORT_NAME_BYTES));
     if let Some(revision) = Some(config.revision().unwrap_or(0xff)).filter(|r| *r != 0) {
         line += &format!(" (rev {revision:02x})");
     }
-    if let Some(prog_if) = Some(class_code as u8).filter(|p| verbose && *p != 0) {
-        line += &format!(" (prog-if {prog_if:02x})");
+    let prog_if = class_code as u8;
+    if verbose && (prog_if != 0 || id.prog_if_name.is_some()) {
+        line += &format!(" (prog-if {prog_if:02x}{})", id.prog_if_name.map_or(String::new(), |name| format!(" [{}]", fit(name.to_string(), SHORT_NAME_BYTES))));
     }
     line
 }
@@ -94,7 +128,7 @@ pub fn subsystem_ids(config: &ConfigSpace, ssvid_capability: Option<usize>) -> O
 
 /// `Subsystem: …` (shown from `-v` on), when the device has subsystem IDs.
 pub fn subsystem_line(id: &Identity, ids: (u16, u16), naming: Naming) -> String {
-    format!("Subsystem: {}", name_pair(id.subsystem_names.0, id.subsystem_names.1, ids, naming))
+    format!("Subsystem: {}", fit(name_pair(id.subsystem_names.0, id.subsystem_names.1, ids, naming), LONG_NAME_BYTES))
 }
 
 fn flag(value: u16, bit: u16) -> char {

@@ -191,7 +191,7 @@ pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> a
             bdf: d.bdf,
             bridge_buses: tree::bridge_buses(&d.config),
             parent: d.sysfs_parent,
-            name: names.named(d.config.vendor_id().unwrap_or(0xffff), d.config.device_id().unwrap_or(0xffff), naming),
+            name: lspci::fit(names.named(d.config.vendor_id().unwrap_or(0xffff), d.config.device_id().unwrap_or(0xffff), naming), lspci::LONG_NAME_BYTES),
             selected: options.selects(d),
         })
         .collect();

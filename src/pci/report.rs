@@ -139,6 +139,13 @@ pub struct DeviceReport {
     /// `Capabilities: [off] …` sections in lspci's order and vocabulary.
     #[serde(skip)]
     pub capability_sections: Vec<CapabilitySection>,
+    #[serde(skip)]
+    pub class_name_exact: bool,
+    #[serde(skip)]
+    pub prog_if_name: Option<String>,
+    /// pci.ids' names of the vendor and the device, for lspci's device line.
+    #[serde(skip)]
+    pub names: (Option<String>, Option<String>),
     /// pci.ids' names of the subsystem vendor and the subsystem, for lspci's `Subsystem:` line.
     #[serde(skip)]
     pub subsystem_names: (Option<String>, Option<String>),
@@ -246,6 +253,9 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
         },
         class_code,
         class_name: class_code.and_then(|c| names.class(c)).map(str::to_string),
+        names: vendor_id.map_or((None, None), |v| (names.vendor(v).map(str::to_string), device_id.and_then(|d| names.device(v, d)).map(str::to_string))),
+        prog_if_name: class_code.and_then(|c| names.prog_if(c)),
+        class_name_exact: class_code.is_none_or(|c| names.subclass(c).is_some() || names.class(c).is_none()),
         port_type: device.pcie.as_ref().map(|p| p.port_type.name()),
         emulated_by: super::emulated::emulator(device),
         max_payload_supported_bytes: regs.map(|r| r.max_payload_supported_bytes),
@@ -342,7 +352,7 @@ pub struct Style {
 
 impl DeviceReport {
     pub fn identity(&self) -> Identity<'_> {
-        Identity { bdf: self.bdf, config: &self.config, name: &self.name, class_name: self.class_name.as_deref(), subsystem_names: (self.subsystem_names.0.as_deref(), self.subsystem_names.1.as_deref()) }
+        Identity { bdf: self.bdf, config: &self.config, names: (self.names.0.as_deref(), self.names.1.as_deref()), class_name: self.class_name.as_deref(), class_name_exact: self.class_name_exact, prog_if_name: self.prog_if_name.as_deref(), subsystem_names: (self.subsystem_names.0.as_deref(), self.subsystem_names.1.as_deref()) }
     }
 }
 
