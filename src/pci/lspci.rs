@@ -128,7 +128,12 @@ pub fn subsystem_ids(config: &ConfigSpace, ssvid_capability: Option<usize>) -> O
 
 /// `Subsystem: …` (shown from `-v` on), when the device has subsystem IDs.
 pub fn subsystem_line(id: &Identity, ids: (u16, u16), naming: Naming) -> String {
-    format!("Subsystem: {}", fit(name_pair(id.subsystem_names.0, id.subsystem_names.1, ids, naming), LONG_NAME_BYTES))
+    named_subsystem(ids, id.subsystem_names, naming)
+}
+
+/// `Subsystem: Vendor Name` as the `Subsystem:` line and the Subsystem ID capability print it.
+pub fn named_subsystem(ids: (u16, u16), (vendor, name): (Option<&str>, Option<&str>), naming: Naming) -> String {
+    format!("Subsystem: {}", fit(name_pair(vendor, name, ids, naming), LONG_NAME_BYTES))
 }
 
 fn flag(value: u16, bit: u16) -> char {
@@ -233,6 +238,56 @@ pub fn hex_dump(config: &ConfigSpace, level: u8) -> String {
         }
     }
     super::dump::hex_rows(&config.bytes()[..count])
+}
+
+/// lspci's heading of a capability it names without decoding a body (pciutils 3.9
+/// `show_caps`): fixed names, Slot ID and Debug Port from the capability's upper word, and
+/// `Capability ID 0x15 [0000]` for IDs it does not know.
+pub fn plain_capability_heading(config: &ConfigSpace, at: usize, id: u8) -> Option<String> {
+    let cap = config.u16_at(at + 2)?;
+    Some(match id {
+        0x00 => "Null".to_string(),
+        0x04 => format!("Slot ID: {} slots, First{}, chassis {:02x}", cap & 0x1f, flag(cap, 0x20), cap >> 8),
+        0x06 => "CompactPCI hot-swap <?>".to_string(),
+        // Nothing, not even a line end, for a PCI-X capability in a CardBus header.
+        0x07 => ["PCI-X non-bridge device", "PCI-X bridge device"].get(usize::from(config.u8_at(0x0e)? & 0x7f)).unwrap_or(&"").to_string(),
+        0x0a => format!("Debug port: BAR={} offset={:04x}", cap >> 13, cap & 0x1fff),
+        0x0b => "CompactPCI central resource control <?>".to_string(),
+        0x0c => "Hot-plug capable".to_string(),
+        0x0e => "AGP3 <?>".to_string(),
+        0x0f => "Secure device <?>".to_string(),
+        0x13 => "PCI Advanced Features".to_string(),
+        0x15.. => format!("Capability ID {id:#04x} [{cap:04x}]"),
+        _ => return None,
+    })
+}
+
+/// lspci's heading of an extended capability it names without decoding (pciutils 3.9
+/// `show_ext_caps`): `Power Budgeting <?>` and the like, `Extended Capability ID 0x2a` for IDs
+/// it does not know; `None` for those it decodes.
+pub fn plain_extended_heading(id: u16) -> Option<String> {
+    let fixed = match id {
+        0x00 => "Null",
+        0x04 => "Power Budgeting <?>",
+        0x06 => "Root Complex Internal Link <?>",
+        0x08 => "Multi-Function Virtual Channel <?>",
+        0x0a => "Root Complex Register Block <?>",
+        0x11 => "Multi-Root I/O Virtualization <?>",
+        0x16 => "Dynamic Power Allocation <?>",
+        0x1a => "Protocol Multiplexing <?>",
+        0x1c => "LN Requester <?>",
+        0x20 => "PCI Express over M_PHY <?>",
+        0x21 => "FRS Queueing <?>",
+        0x22 => "Readiness Time Reporting <?>",
+        0x25 => "Data Link Feature <?>",
+        0x26 => "Physical Layer 16.0 GT/s <?>",
+        0x27 => "Lane Margining at the Receiver <?>",
+        0x28 => "Hierarchy ID <?>",
+        0x29 => "Native PCIe Enclosure Management <?>",
+        0x01..=0x0b | 0x0d..=0x13 | 0x15..=0x24 | 0x2e => return None,
+        _ => return Some(format!("Extended Capability ID {id:#x}")),
+    };
+    Some(fixed.to_string())
 }
 
 /// lspci's name of a vendor-specific capability it decodes (VirtIO's, on Red Hat's virtio
