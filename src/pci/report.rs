@@ -420,9 +420,6 @@ pub fn render_verbose(report: &DeviceReport, style: Style) -> String {
     if let Some(emulator) = &report.emulated_by {
         line(format!("Emulated by: {emulator} (link nominal, not physical)"));
     }
-    if let Some(emulator) = &report.emulated_by {
-        line(format!("Emulated by: {emulator} (link nominal, not physical)"));
-    }
     if let Some(node) = report.numa_node {
         line(format!("NUMA node: {node}"));
     }
