@@ -3,10 +3,14 @@
 //! bridges, bus numbers that overlap, skip or point nowhere, several PCI domains, dumps too
 //! short to read a bridge from) are written as dumps in shuffled order, and `-t`, `-tv`, `-tn`,
 //! `-tvnn` and `-t` with `-s`/`-d` must print byte for byte what lspci prints on the same file
-//! with the same pci.ids. Also the shipped example dump, and the live machine.
+//! with the same pci.ids. Also fake sysfs trees (parents from sysfs), the shipped example dump
+//! and the live machine.
 
 use std::path::Path;
 
+#[path = "data/pci/fixture.rs"]
+#[allow(dead_code)]
+mod fixture;
 #[path = "support/oracle.rs"]
 mod oracle;
 #[path = "support/rng.rs"]
@@ -19,6 +23,8 @@ const IDS: &str = "8086  Intel Corporation\n\t1572  Ethernet Controller X710\n10
 
 struct Topology {
     devices: Vec<(String, Vec<u8>)>,
+    /// Each device's upstream bridges from the root down, then itself (its sysfs path).
+    paths: Vec<Vec<String>>,
     next_bus: u8,
 }
 
@@ -43,7 +49,8 @@ fn config(rng: &mut Rng, bridge: Option<(u8, u8, u8)>, cardbus: bool) -> Vec<u8>
 
 impl Topology {
     /// Devices on `bus`; some are bridges to a subtree of their own, numbered depth first.
-    fn bus(&mut self, rng: &mut Rng, domain: &str, bus: u8, depth: u32) {
+    fn bus(&mut self, rng: &mut Rng, domain: &str, bus: u8, above: &[String]) {
+        let depth = above.len();
         let slots = 1 + rng.below(if depth == 0 { 5 } else { 3 });
         for _ in 0..slots {
             let (device, function) = (rng.below(32) as u8, rng.below(8) as u8);
@@ -51,6 +58,8 @@ impl Topology {
             if self.devices.iter().any(|(a, _)| *a == address) {
                 continue;
             }
+            let path: Vec<String> = above.iter().cloned().chain([address.clone()]).collect();
+            self.paths.push(path.clone());
             let bridge = depth < 3 && self.next_bus < 0xf0 && rng.chance(2);
             if !bridge {
                 let bytes = config(rng, None, false);
@@ -62,7 +71,7 @@ impl Topology {
             let at = self.devices.len();
             self.devices.push((address, Vec::new()));
             if !rng.chance(4) {
-                self.bus(rng, domain, secondary, depth + 1);
+                self.bus(rng, domain, secondary, &path);
             }
             let mut buses = (bus, secondary, self.next_bus - 1);
             match rng.below(10) {
@@ -78,18 +87,18 @@ impl Topology {
 }
 
 fn random_topology(rng: &mut Rng) -> Vec<(String, Vec<u8>)> {
-    let mut topology = Topology { devices: Vec::new(), next_bus: 1 };
+    let mut topology = Topology { devices: Vec::new(), paths: Vec::new(), next_bus: 1 };
     let domains = if rng.chance(4) { 1 + rng.below(3) } else { 1 };
     for domain in 0..domains {
         let prefix = if domains > 1 || rng.chance(5) { format!("{:04x}:", domain * (1 + rng.below(3))) } else { String::new() };
         topology.next_bus = 1;
-        topology.bus(rng, &prefix, 0, 0);
+        topology.bus(rng, &prefix, 0, &[]);
         if rng.chance(4) {
             // A second root bus (another host bridge's), reached by no bridge.
             topology.next_bus = topology.next_bus.max(0x80);
             let root = topology.next_bus;
             topology.next_bus += 1;
-            topology.bus(rng, &prefix, root, 1);
+            topology.bus(rng, &prefix, root, &[String::new()]);
         }
     }
     let mut devices = topology.devices;
@@ -150,4 +159,34 @@ fn example_dump_and_live_machine_trees() {
         return;
     }
     assert_eq!(String::from_utf8_lossy(&ours.stdout), String::from_utf8_lossy(&theirs.stdout), "live -tv differs from lspci");
+}
+
+/// The live path: fake sysfs trees (parents from the directory nesting, as the kernel shows
+/// them) read by both tools. Bus numbers that disagree with the nesting show that the parent
+/// sysfs names wins, as in lspci.
+#[test]
+fn sysfs_trees_drawn_as_lspci_draws_them() {
+    let Some(_) = oracle::lspci_or_skip("sysfs_trees_drawn_as_lspci_draws_them") else { return };
+    let ids_dir = tempfile::tempdir().unwrap();
+    let ids = ids_dir.path().join("pci.ids");
+    std::fs::write(&ids, IDS).unwrap();
+    let mut rng = Rng(0x5f5_5eed);
+    for case in 0..40 {
+        let mut topology = Topology { devices: Vec::new(), paths: Vec::new(), next_bus: 1 };
+        topology.bus(&mut rng, "0000:", 0, &[]);
+        let tree = fixture::Tree::new();
+        for ((_, config), path) in topology.devices.iter().zip(&topology.paths) {
+            let chain: Vec<&str> = path.iter().map(String::as_str).filter(|p| !p.is_empty()).collect();
+            let word = |at: usize| format!("0x{:04x}", u16::from_le_bytes([config[at], config[at + 1]]));
+            let class = format!("0x{:02x}{:02x}{:02x}", config[0x0b], config[0x0a], config[0x09]);
+            tree.add(&chain, config, &[("vendor", &word(0)), ("device", &word(2)), ("class", &class)]);
+        }
+        let root = tree.root().to_str().unwrap();
+        let sysfs = format!("sysfs.path={root}/bus/pci");
+        let lspci = ["-A", "linux-sysfs", "-O", &sysfs, "-O", "hwdb.disable=1", "-i", ids.to_str().unwrap(), "-tv"];
+        let theirs = std::process::Command::new("lspci").args(lspci).output().unwrap();
+        let ours = std::process::Command::new(env!("CARGO_BIN_EXE_pcieperf")).args(["inspect", "--sysfs-root", root, "--pci-ids", ids.to_str().unwrap(), "-tv"]).output().unwrap();
+        assert!(theirs.status.success(), "lspci: {}", String::from_utf8_lossy(&theirs.stderr));
+        assert_eq!(String::from_utf8_lossy(&ours.stdout), String::from_utf8_lossy(&theirs.stdout), "case {case}: the tree of this sysfs differs from lspci's: {:?}", topology.paths);
+    }
 }
