@@ -108,6 +108,14 @@ fn random_topology(rng: &mut Rng) -> Vec<(String, Vec<u8>)> {
     devices
 }
 
+/// A directory holding the test's pci.ids.
+fn ids_file() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = dir.path().join("pci.ids");
+    std::fs::write(&ids, IDS).unwrap();
+    (dir, ids)
+}
+
 fn agree(dump: &Path, ids: &Path, args: &[&str], what: &str) {
     let theirs = oracle::lspci(dump, ids, args);
     let ours = oracle::pcieperf(dump, ids, args);
@@ -117,9 +125,7 @@ fn agree(dump: &Path, ids: &Path, args: &[&str], what: &str) {
 #[test]
 fn trees_drawn_as_lspci_draws_them() {
     let Some(_) = oracle::lspci_or_skip("trees_drawn_as_lspci_draws_them") else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let ids = dir.path().join("pci.ids");
-    std::fs::write(&ids, IDS).unwrap();
+    let (dir, ids) = ids_file();
     let mut rng = Rng(0x7ee_5eed);
     for case in 0..120 {
         let devices = random_topology(&mut rng);
@@ -167,9 +173,7 @@ fn example_dump_and_live_machine_trees() {
 #[test]
 fn sysfs_trees_drawn_as_lspci_draws_them() {
     let Some(_) = oracle::lspci_or_skip("sysfs_trees_drawn_as_lspci_draws_them") else { return };
-    let ids_dir = tempfile::tempdir().unwrap();
-    let ids = ids_dir.path().join("pci.ids");
-    std::fs::write(&ids, IDS).unwrap();
+    let (_dir, ids) = ids_file();
     let mut rng = Rng(0x5f5_5eed);
     for case in 0..40 {
         let mut topology = Topology { devices: Vec::new(), paths: Vec::new(), next_bus: 1 };
