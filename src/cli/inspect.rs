@@ -78,7 +78,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     };
     let options = InspectOptions { source, pci_ids: args.pci_ids.clone(), selector: args.select, ids: args.ids };
     if args.tree {
-        write!(std::io::stdout().lock(), "{}", pci::tree(&options, args.verbose > 0, Naming::from_count(args.numeric))?)?;
+        let (tree, notes) = pci::tree(&options, args.verbose > 0, Naming::from_count(args.numeric))?;
+        notes.iter().for_each(super::note);
+        write!(std::io::stdout().lock(), "{tree}")?;
         return Ok(0);
     }
     let inspection = pci::inspect(&options)?;

@@ -180,8 +180,8 @@ fn names_for(machine: &Machine, options: &InspectOptions) -> anyhow::Result<ids:
 }
 
 /// `-t`: the bus tree of the whole source as `lspci -t` draws it (`verbose`: with names, as
-/// `-tv`), devices outside `-s`/`-d` pruned as lspci prunes them.
-pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> anyhow::Result<String> {
+/// `-tv`), devices outside `-s`/`-d` pruned as lspci prunes them; with the source's notes.
+pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> anyhow::Result<(String, Vec<String>)> {
     let machine = Machine::load(&options.source)?;
     let names = names_for(&machine, options)?;
     let devices: Vec<tree::TreeDevice> = machine
@@ -195,7 +195,7 @@ pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> a
             selected: options.selects(d),
         })
         .collect();
-    Ok(tree::render(&devices, verbose, options.selector.is_some() || options.ids.is_some()))
+    Ok((tree::render(&devices, verbose, options.selector.is_some() || options.ids.is_some()), machine.notes))
 }
 
 impl InspectOptions {
