@@ -259,6 +259,9 @@ fn switch_topology_paths_through_a_switch() {
     let snap = snapshot(&mut guest);
     assert!(inspect_agrees_with_lspci(&snap) >= 11);
     bandwidth_lines_agree_with_dmesg(&snap);
+    // The bus tree of a real kernel's sysfs (root ports, a switch), as the guest's lspci draws it.
+    let (ours, theirs) = (run(&mut guest, "pcieperf inspect -t"), run(&mut guest, "lspci -t 2>/dev/null"));
+    assert_eq!(ours, theirs, "inspect -t differs from lspci -t");
     let upstream = snap.find(0x104c, 0x8232);
     let downstream = snap.find(0x104c, 0x8233);
     assert_eq!((upstream.len(), downstream.len()), (1, 3), "one switch, three downstream ports");

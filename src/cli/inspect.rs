@@ -23,6 +23,7 @@ use crate::pci::{self, report, InspectOptions, Selector, Source};
   pcieperf inspect -F examples/gen3x8-nic-at-x4.lspci -v
   lspci -vvxxxx | pcieperf inspect -F -     a dump from standard input
   pcieperf inspect -d 10ee: -n -xxxx        Xilinx devices as an lspci dump (reads back with -F)
+  pcieperf inspect -tv                      the bus tree with names, as lspci -tv
   pcieperf inspect --metrics -              link health as Prometheus text
 
 Exit codes: 0 done (also when -s/-d match nothing, as lspci), 1 --strict and a warning was found,
@@ -55,6 +56,9 @@ pub struct InspectArgs {
     /// through --dump).
     #[arg(short = 'x', action = clap::ArgAction::Count)]
     pub hex: u8,
+    /// The bus tree as lspci -t draws it (-tv with names; -n/-nn as lspci).
+    #[arg(short = 't', conflicts_with_all = ["hex", "json", "metrics"])]
+    pub tree: bool,
     /// JSON (schema "pcieperf.inspect/1", see docs/inspect.md).
     #[arg(long, conflicts_with_all = ["hex", "metrics"])]
     pub json: bool,
@@ -73,6 +77,12 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
         (None, None) => Source::Sysfs(pci::sysfs::default_root()),
     };
     let options = InspectOptions { source, pci_ids: args.pci_ids.clone(), selector: args.select, ids: args.ids };
+    if args.tree {
+        let (tree, notes) = pci::tree(&options, args.verbose > 0, Naming::from_count(args.numeric))?;
+        notes.iter().for_each(super::note);
+        write!(std::io::stdout().lock(), "{tree}")?;
+        return Ok(0);
+    }
     let inspection = pci::inspect(&options)?;
     for note in &inspection.notes {
         super::note(note);

@@ -21,7 +21,7 @@ impl Naming {
     }
 
     /// A name with its numeric form: `Name`, `1234`, or `Name [1234]`.
-    fn show(&self, name: &str, number: String) -> String {
+    pub fn show(&self, name: &str, number: String) -> String {
         match (self.names, self.numbers) {
             (true, true) => format!("{name} [{number}]"),
             (false, _) => number,
@@ -30,14 +30,61 @@ impl Naming {
     }
 }
 
+/// A vendor and a device (or subsystem) name as pciutils' `format_name_pair` prints them, with
+/// its fallbacks: `Vendor Device`, `Vendor Device 1234`, `Device 8086:1234`; `-nn`:
+/// `Vendor Device [8086:1234]`, `Vendor Device [8086:1234]`, `Device [8086:1234]`; `-n`: numbers.
+pub fn name_pair(vendor: Option<&str>, device: Option<&str>, ids: (u16, u16), naming: Naming) -> String {
+    let number = format!("{:04x}:{:04x}", ids.0, ids.1);
+    match (vendor, device) {
+        _ if !naming.names => number,
+        (Some(v), Some(d)) => naming.show(&format!("{v} {d}"), number),
+        (Some(v), None) if naming.numbers => format!("{v} Device [{number}]"),
+        (Some(v), None) => format!("{v} Device {:04x}", ids.1),
+        (None, _) if naming.numbers => format!("Device [{number}]"),
+        (None, _) => format!("Device {number}"),
+    }
+}
+
+/// lspci's name buffers: 128 bytes on the device line, 256 for `Subsystem:` and the tree.
+pub const SHORT_NAME_BYTES: usize = 128;
+pub const LONG_NAME_BYTES: usize = 256;
+
+/// A name cut as pciutils cuts one that overflows its buffer: to `size - 1` bytes, the last
+/// three replaced by dots.
+pub fn fit(name: String, size: usize) -> String {
+    if name.len() < size {
+        return name;
+    }
+    let mut bytes = name.into_bytes();
+    bytes.truncate(size - 4);
+    bytes.extend_from_slice(b"...");
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// One name as pciutils' `format_name` prints it: `Name`, or `Class 0200` when unknown; `-nn`:
+/// `Name [0200]`, `Class [0200]`; `-n`: `0200`.
+pub fn name_or(name: Option<&str>, unknown: &str, number: String, naming: Naming) -> String {
+    match name {
+        _ if !naming.names => number,
+        None if naming.numbers => format!("{unknown} [{number}]"),
+        None => format!("{unknown} {number}"),
+        Some(name) => naming.show(name, number),
+    }
+}
+
 /// What the device line needs about one device.
 pub struct Identity<'a> {
     pub bdf: Bdf,
     pub config: &'a ConfigSpace,
-    /// "Vendor Device" from pci.ids (or lspci's fallbacks).
-    pub name: &'a str,
+    /// pci.ids' names of the vendor and of the device.
+    pub names: (Option<&'a str>, Option<&'a str>),
     pub class_name: Option<&'a str>,
-    pub subsystem_name: Option<&'a str>,
+    /// The class name is the sub-class's (not only the base class's).
+    pub class_name_exact: bool,
+    /// The programming interface's name (lspci prints it whatever `-n` says).
+    pub prog_if_name: Option<&'a str>,
+    /// pci.ids' names of the subsystem vendor and of the subsystem (lspci's lookup rules).
+    pub subsystem_names: (Option<&'a str>, Option<&'a str>),
 }
 
 /// `bb:dd.f`, with the domain when any device of the source has a non-zero one (as lspci).
@@ -52,14 +99,17 @@ pub fn device_line(id: &Identity, naming: Naming, domains: bool, verbose: bool) 
     // A byte lspci cannot read is ff, as a failed config read returns.
     let class_code = config.class_code().unwrap_or(0xff_ffff);
     let class = (class_code >> 8) as u16;
-    let class_text = naming.show(&id.class_name.map_or(format!("Class {class:04x}"), str::to_string), format!("{class:04x}"));
+    // A class named only by its base class gets its number too (pciutils' PCI_LOOKUP_MIXED).
+    let class_naming = if id.class_name_exact { naming } else { Naming { numbers: true, ..naming } };
+    let class_text = fit(name_or(id.class_name, "Class", format!("{class:04x}"), class_naming), SHORT_NAME_BYTES);
     let (vendor, device) = (config.vendor_id().unwrap_or(0xffff), config.device_id().unwrap_or(0xffff));
-    let mut line = format!("{} {class_text}: {}", slot(&id.bdf, domains), naming.show(id.name, format!("{vendor:04x}:{device:04x}")));
+    let mut line = format!("{} {class_text}: {}", slot(&id.bdf, domains), fit(name_pair(id.names.0, id.names.1, (vendor, device), naming), SHORT_NAME_BYTES));
     if let Some(revision) = Some(config.revision().unwrap_or(0xff)).filter(|r| *r != 0) {
         line += &format!(" (rev {revision:02x})");
     }
-    if let Some(prog_if) = Some(class_code as u8).filter(|p| verbose && *p != 0) {
-        line += &format!(" (prog-if {prog_if:02x})");
+    let prog_if = class_code as u8;
+    if verbose && (prog_if != 0 || id.prog_if_name.is_some()) {
+        line += &format!(" (prog-if {prog_if:02x}{})", id.prog_if_name.map_or(String::new(), |name| format!(" [{}]", fit(name.to_string(), SHORT_NAME_BYTES))));
     }
     line
 }
@@ -78,8 +128,12 @@ pub fn subsystem_ids(config: &ConfigSpace, ssvid_capability: Option<usize>) -> O
 
 /// `Subsystem: …` (shown from `-v` on), when the device has subsystem IDs.
 pub fn subsystem_line(id: &Identity, ids: (u16, u16), naming: Naming) -> String {
-    let name = id.subsystem_name.map_or(format!("Device {:04x}:{:04x}", ids.0, ids.1), str::to_string);
-    format!("Subsystem: {}", naming.show(&name, format!("{:04x}:{:04x}", ids.0, ids.1)))
+    named_subsystem(ids, id.subsystem_names, naming)
+}
+
+/// `Subsystem: Vendor Name` as the `Subsystem:` line and the Subsystem ID capability print it.
+pub fn named_subsystem(ids: (u16, u16), (vendor, name): (Option<&str>, Option<&str>), naming: Naming) -> String {
+    format!("Subsystem: {}", fit(name_pair(vendor, name, ids, naming), LONG_NAME_BYTES))
 }
 
 fn flag(value: u16, bit: u16) -> char {
@@ -186,6 +240,56 @@ pub fn hex_dump(config: &ConfigSpace, level: u8) -> String {
     super::dump::hex_rows(&config.bytes()[..count])
 }
 
+/// lspci's heading of a capability it names without decoding a body (pciutils 3.9
+/// `show_caps`): fixed names, Slot ID and Debug Port from the capability's upper word, and
+/// `Capability ID 0x15 [0000]` for IDs it does not know.
+pub fn plain_capability_heading(config: &ConfigSpace, at: usize, id: u8) -> Option<String> {
+    let cap = config.u16_at(at + 2)?;
+    Some(match id {
+        0x00 => "Null".to_string(),
+        0x04 => format!("Slot ID: {} slots, First{}, chassis {:02x}", cap & 0x1f, flag(cap, 0x20), cap >> 8),
+        0x06 => "CompactPCI hot-swap <?>".to_string(),
+        // Nothing, not even a line end, for a PCI-X capability in a CardBus header.
+        0x07 => ["PCI-X non-bridge device", "PCI-X bridge device"].get(usize::from(config.u8_at(0x0e)? & 0x7f)).unwrap_or(&"").to_string(),
+        0x0a => format!("Debug port: BAR={} offset={:04x}", cap >> 13, cap & 0x1fff),
+        0x0b => "CompactPCI central resource control <?>".to_string(),
+        0x0c => "Hot-plug capable".to_string(),
+        0x0e => "AGP3 <?>".to_string(),
+        0x0f => "Secure device <?>".to_string(),
+        0x13 => "PCI Advanced Features".to_string(),
+        0x15.. => format!("Capability ID {id:#04x} [{cap:04x}]"),
+        _ => return None,
+    })
+}
+
+/// lspci's heading of an extended capability it names without decoding (pciutils 3.9
+/// `show_ext_caps`): `Power Budgeting <?>` and the like, `Extended Capability ID 0x2a` for IDs
+/// it does not know; `None` for those it decodes.
+pub fn plain_extended_heading(id: u16) -> Option<String> {
+    let fixed = match id {
+        0x00 => "Null",
+        0x04 => "Power Budgeting <?>",
+        0x06 => "Root Complex Internal Link <?>",
+        0x08 => "Multi-Function Virtual Channel <?>",
+        0x0a => "Root Complex Register Block <?>",
+        0x11 => "Multi-Root I/O Virtualization <?>",
+        0x16 => "Dynamic Power Allocation <?>",
+        0x1a => "Protocol Multiplexing <?>",
+        0x1c => "LN Requester <?>",
+        0x20 => "PCI Express over M_PHY <?>",
+        0x21 => "FRS Queueing <?>",
+        0x22 => "Readiness Time Reporting <?>",
+        0x25 => "Data Link Feature <?>",
+        0x26 => "Physical Layer 16.0 GT/s <?>",
+        0x27 => "Lane Margining at the Receiver <?>",
+        0x28 => "Hierarchy ID <?>",
+        0x29 => "Native PCIe Enclosure Management <?>",
+        0x01..=0x0b | 0x0d..=0x13 | 0x15..=0x24 | 0x2e => return None,
+        _ => return Some(format!("Extended Capability ID {id:#x}")),
+    };
+    Some(fixed.to_string())
+}
+
 /// lspci's name of a vendor-specific capability it decodes (VirtIO's, on Red Hat's virtio
 /// devices 1af4:1000–107f), else `None` (lspci then prints `Len=NN <?>`).
 pub fn vendor_capability_name(config: &ConfigSpace, at: usize) -> String {
@@ -232,6 +336,18 @@ mod tests {
         let lines = control_status(&ConfigSpace::new(bytes));
         assert!(lines[0].starts_with("Control: I/O- Mem+ BusMaster+ SpecCycle-"), "{lines:?}");
         assert!(lines[1].starts_with("Status: Cap+ 66MHz- UDF- FastB2B- ParErr- DEVSEL=fast"), "{lines:?}");
+    }
+
+    #[test]
+    fn name_pairs_as_pciutils() {
+        let [plain, numeric, mixed] = [0, 1, 2].map(Naming::from_count);
+        assert_eq!(name_pair(Some("V"), Some("D"), (1, 2), plain), "V D");
+        assert_eq!(name_pair(Some("V"), None, (1, 2), plain), "V Device 0002");
+        assert_eq!(name_pair(None, Some("D"), (1, 2), plain), "Device 0001:0002");
+        assert_eq!(name_pair(Some("V"), Some("D"), (1, 2), mixed), "V D [0001:0002]");
+        assert_eq!(name_pair(Some("V"), None, (1, 2), mixed), "V Device [0001:0002]");
+        assert_eq!(name_pair(None, None, (1, 2), mixed), "Device [0001:0002]");
+        assert_eq!(name_pair(Some("V"), Some("D"), (1, 2), numeric), "0001:0002");
     }
 
     #[test]

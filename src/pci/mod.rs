@@ -20,6 +20,7 @@ pub mod lspci;
 pub mod report;
 pub mod sysfs;
 pub mod topology;
+pub mod tree;
 pub mod walk;
 
 use std::collections::{BTreeMap, HashMap};
@@ -141,20 +142,8 @@ impl Machine {
 /// Inspect a whole source: reports for the selected devices and machine-level notes.
 pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
     let machine = Machine::load(&options.source)?;
-    let vendors = machine.devices.values().filter_map(|d| d.config.vendor_id()).collect();
-    // A named pci.ids that exists must be a regular file within the limit (a missing one leaves
-    // devices unnamed, as before).
-    if let Some(path) = options.pci_ids.as_deref().filter(|p| p.exists()) {
-        crate::bounded::check_file(path, crate::bounded::PCI_IDS)?;
-    }
-    let names = ids::PciIds::load_for(options.pci_ids.as_deref(), &vendors);
-    let devices = machine
-        .devices
-        .keys()
-        .filter(|bdf| options.selector.is_none_or(|s| s.matches(bdf)))
-        .filter(|bdf| options.ids.is_none_or(|f| f.matches(&machine.devices[*bdf].config)))
-        .map(|bdf| report::build(&machine, bdf, &names))
-        .collect();
+    let names = names_for(&machine, options)?;
+    let devices = machine.devices.values().filter(|d| options.selects(d)).map(|d| report::build(&machine, &d.bdf, &names)).collect();
     let mut notes = machine.notes;
     if let Source::Sysfs(root) = &options.source {
         if let Some(vm) = emulated::virtual_machine(root) {
@@ -176,6 +165,44 @@ pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
         devices,
         notes,
     })
+}
+
+/// The pci.ids entries of the vendors and subsystem vendors of `machine`'s devices.
+fn names_for(machine: &Machine, options: &InspectOptions) -> anyhow::Result<ids::PciIds> {
+    let subsystem_vendor = |d: &Device| lspci::subsystem_ids(&d.config, d.caps.find(caps::CAP_ID_SSVID)).map(|ids| ids.0);
+    let vendors = machine.devices.values().flat_map(|d| [d.config.vendor_id(), subsystem_vendor(d)]).flatten().collect();
+    // A named pci.ids that exists must be a regular file within the limit (a missing one leaves
+    // devices unnamed, as before).
+    if let Some(path) = options.pci_ids.as_deref().filter(|p| p.exists()) {
+        crate::bounded::check_file(path, crate::bounded::PCI_IDS)?;
+    }
+    Ok(ids::PciIds::load_for(options.pci_ids.as_deref(), &vendors))
+}
+
+/// `-t`: the bus tree of the whole source as `lspci -t` draws it (`verbose`: with names, as
+/// `-tv`), devices outside `-s`/`-d` pruned as lspci prunes them; with the source's notes.
+pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> anyhow::Result<(String, Vec<String>)> {
+    let machine = Machine::load(&options.source)?;
+    let names = names_for(&machine, options)?;
+    let devices: Vec<tree::TreeDevice> = machine
+        .devices
+        .values()
+        .map(|d| tree::TreeDevice {
+            bdf: d.bdf,
+            bridge_buses: tree::bridge_buses(&d.config),
+            parent: d.sysfs_parent,
+            name: lspci::fit(names.named(d.config.vendor_id().unwrap_or(0xffff), d.config.device_id().unwrap_or(0xffff), naming), lspci::LONG_NAME_BYTES),
+            selected: options.selects(d),
+        })
+        .collect();
+    Ok((tree::render(&devices, verbose, options.selector.is_some() || options.ids.is_some()), machine.notes))
+}
+
+impl InspectOptions {
+    /// Whether `-s` and `-d` keep this device.
+    pub fn selects(&self, device: &Device) -> bool {
+        self.selector.is_none_or(|s| s.matches(&device.bdf)) && self.ids.is_none_or(|f| f.matches(&device.config))
+    }
 }
 
 /// Reports for every selected device of the machine (or dump) in `options`.

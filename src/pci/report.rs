@@ -18,6 +18,7 @@ use super::device::{CapListing, Device};
 use super::ids::PciIds;
 use super::sysfs::AerCounters;
 use super::conditions;
+use super::walk;
 use super::topology::{Bandwidth, Hop};
 use super::Machine;
 
@@ -140,14 +141,27 @@ pub struct DeviceReport {
     #[serde(skip)]
     pub capability_sections: Vec<CapabilitySection>,
     #[serde(skip)]
-    pub subsystem_name: Option<String>,
+    pub class_name_exact: bool,
+    #[serde(skip)]
+    pub prog_if_name: Option<String>,
+    /// pci.ids' names of the vendor and the device, for lspci's device line.
+    #[serde(skip)]
+    pub names: (Option<String>, Option<String>),
+    /// pci.ids' names of the subsystem vendor and the subsystem, for lspci's `Subsystem:` line.
+    #[serde(skip)]
+    pub subsystem_names: (Option<String>, Option<String>),
 }
 
 /// One capability as `-v` lists it: its heading, its decoded fields (`-vv`) and raw registers
 /// (`-vvv`).
 #[derive(Debug, Clone)]
 pub struct CapabilitySection {
+    /// The heading as `-vv` prints it.
     pub heading: String,
+    /// The heading as `-v` prints it, when shorter (no capability versions).
+    pub brief: Option<String>,
+    /// A Subsystem ID capability's IDs and names: its heading follows `-n`/`-nn`.
+    pub subsystem: Option<((u16, u16), (Option<String>, Option<String>))>,
     pub details: Vec<String>,
     pub raw: Vec<String>,
 }
@@ -182,30 +196,73 @@ fn ceiling(conditions: &Conditions) -> Ceiling {
     }
 }
 
-/// Each capability's section: lspci's heading (`[40]`, `[100 v2]`), the decoder's lines nested.
-fn capability_sections(device: &Device) -> Vec<CapabilitySection> {
+/// Each capability's section: lspci's heading (`[40]`, `[100 v2]`), the decoder's lines nested;
+/// a list lspci could not read to its end ends with lspci's line saying why.
+fn capability_sections(device: &Device, names: &PciIds) -> Vec<CapabilitySection> {
     let config = &device.config;
-    let standard = device.caps.caps.iter().map(|c| {
-        let (mut lines, raw) = match c.id {
-            caps::CAP_ID_EXP => device.pcie.as_ref().filter(|p| p.offset == c.offset).map(|p| (p.describe(), p.raw())).unwrap_or_default(),
-            caps::CAP_ID_MSI => device.msi.as_ref().map(|m| (m.describe(), m.raw())).unwrap_or_default(),
-            caps::CAP_ID_MSIX => device.msix.as_ref().map(|m| (m.describe(), m.raw())).unwrap_or_default(),
-            caps::CAP_ID_PM => device.pm.as_ref().map(|m| (m.describe(), Vec::new())).unwrap_or_default(),
-            caps::CAP_ID_VENDOR => (std::iter::once(lspci::vendor_capability_name(config, c.offset)).chain(lspci::virtio_details(config, c.offset)).collect(), Vec::new()),
-            _ => (Vec::new(), Vec::new()),
-        };
-        let name = if lines.is_empty() { caps::cap_name(c.id).to_string() } else { lines.remove(0) };
-        CapabilitySection { heading: format!("Capabilities: [{:02x}] {name}", c.offset), details: lines, raw }
-    });
+    let standard = device.caps.caps.iter().map(|c| standard_section(device, c, names));
     let extended = device.ext_caps.caps.iter().map(|c| {
         let (mut lines, raw) = match (c.id, &device.aer) {
             (caps::EXT_CAP_ID_AER, Some(aer)) if aer.offset == c.offset => (aer.describe(), aer.raw()),
-            _ => (Vec::new(), Vec::new()),
+            _ => (lspci::plain_extended_heading(c.id).into_iter().collect(), Vec::new()),
         };
         let name = if lines.is_empty() { caps::ext_cap_name(c.id).to_string() } else { lines.remove(0) };
-        CapabilitySection { heading: format!("Capabilities: [{:03x} v{}] {name}", c.offset, c.version), details: lines, raw }
+        let brief = Some(format!("Capabilities: [{:03x}] {name}", c.offset));
+        CapabilitySection { heading: format!("Capabilities: [{:03x} v{}] {name}", c.offset, c.version), brief, subsystem: None, details: lines, raw }
     });
-    standard.chain(extended).collect()
+    let standard_end = device.caps.problem.as_ref().and_then(|p| walk::standard_end_line(p, config));
+    let extended_end = device.ext_caps.problem.as_ref().and_then(|p| walk::extended_end_lines(p, config));
+    let end = |lines: Option<(String, Option<String>)>| lines.map(|(heading, brief)| CapabilitySection { heading, brief, subsystem: None, details: Vec::new(), raw: Vec::new() });
+    glue_empty_headings(standard.chain(end(standard_end)).chain(extended).chain(end(extended_end)).collect())
+}
+
+/// One standard capability, decoded at its own offset (a function may list one twice).
+fn standard_section(device: &Device, c: &walk::CapEntry, names: &PciIds) -> CapabilitySection {
+    let (config, at) = (&device.config, c.offset);
+    let function_zero = device.bdf.device == 0 && device.bdf.function == 0;
+    let pcie = (c.id == caps::CAP_ID_EXP).then(|| caps::pcie::decode(config, at, function_zero)).flatten();
+    let (mut lines, raw) = match c.id {
+        caps::CAP_ID_EXP => pcie.as_ref().map(|p| (p.describe(), p.raw())).unwrap_or_default(),
+        caps::CAP_ID_MSI => caps::msi::decode(config, at).map(|m| (m.describe(), m.raw())).unwrap_or_default(),
+        caps::CAP_ID_MSIX => caps::msix::decode(config, at).map(|m| (m.describe(), m.raw())).unwrap_or_default(),
+        caps::CAP_ID_PM => caps::pm::decode(config, at).map(|m| (m.describe(), Vec::new())).unwrap_or_default(),
+        caps::CAP_ID_VENDOR => (std::iter::once(lspci::vendor_capability_name(config, at)).chain(lspci::virtio_details(config, at)).collect(), Vec::new()),
+        // lspci prints nothing, not even a line end, for a Subsystem ID capability cut off.
+        caps::CAP_ID_SSVID => (vec![String::new()], Vec::new()),
+        _ => (lspci::plain_capability_heading(config, at, c.id as u8).into_iter().collect(), Vec::new()),
+    };
+    let subsystem = (c.id == caps::CAP_ID_SSVID).then(|| ssvid(device, at, names)).flatten();
+    let name = if lines.is_empty() { caps::cap_name(c.id).to_string() } else { lines.remove(0) };
+    let brief = pcie.map(|p| format!("Capabilities: [{at:02x}] {}", p.heading(1)));
+    CapabilitySection { heading: format!("Capabilities: [{at:02x}] {name}"), brief, subsystem, details: lines, raw }
+}
+
+/// The Subsystem ID capability's IDs and their names, when its 8 bytes were read.
+fn ssvid(device: &Device, at: usize, names: &PciIds) -> Option<((u16, u16), (Option<String>, Option<String>))> {
+    let config = &device.config;
+    config.has(at, 8).then_some(())?;
+    let ids = (config.u16_at(at + 4)?, config.u16_at(at + 6)?);
+    Some((ids, subsystem_names(names, config.vendor_id().zip(config.device_id()), ids)))
+}
+
+/// A heading lspci left without a line end runs into the next one, as on lspci's screen.
+fn glue_empty_headings(sections: Vec<CapabilitySection>) -> Vec<CapabilitySection> {
+    let mut glued: Vec<CapabilitySection> = Vec::new();
+    for mut section in sections {
+        if let Some(open) = glued.last().filter(|s| s.heading.ends_with("] ") && s.subsystem.is_none()) {
+            let prefix = format!("{}\t", open.heading);
+            section.heading.insert_str(0, &prefix);
+            section.brief = section.brief.map(|b| prefix.clone() + &b);
+            glued.pop();
+        }
+        glued.push(section);
+    }
+    glued
+}
+
+fn subsystem_names(names: &PciIds, device: Option<(u16, u16)>, subsystem: (u16, u16)) -> (Option<String>, Option<String>) {
+    let name = device.and_then(|device| names.subsystem(device, subsystem));
+    (names.vendor(subsystem.0).map(str::to_string), name.map(str::to_string))
 }
 
 /// Build the report for `bdf` (which must be in `machine`).
@@ -240,6 +297,9 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
         },
         class_code,
         class_name: class_code.and_then(|c| names.class(c)).map(str::to_string),
+        names: vendor_id.map_or((None, None), |v| (names.vendor(v).map(str::to_string), device_id.and_then(|d| names.device(v, d)).map(str::to_string))),
+        prog_if_name: class_code.and_then(|c| names.prog_if(c)),
+        class_name_exact: class_code.is_none_or(|c| names.subclass(c).is_some() || names.class(c).is_none()),
         port_type: device.pcie.as_ref().map(|p| p.port_type.name()),
         emulated_by: super::emulated::emulator(device),
         max_payload_supported_bytes: regs.map(|r| r.max_payload_supported_bytes),
@@ -270,9 +330,9 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
         revision: device.config.revision(),
         subsystem_vendor_id: subsystem.map(|s| s.0),
         subsystem_id: subsystem.map(|s| s.1),
-        subsystem_name: subsystem.and_then(|(v, d)| names.vendor(v).map(|name| format!("{name} Device {d:04x}"))),
+        subsystem_names: subsystem.map_or((None, None), |ids| subsystem_names(names, vendor_id.zip(device_id), ids)),
         config: device.config.clone(),
-        capability_sections: capability_sections(device),
+        capability_sections: capability_sections(device, names),
     }
 }
 
@@ -336,7 +396,7 @@ pub struct Style {
 
 impl DeviceReport {
     pub fn identity(&self) -> Identity<'_> {
-        Identity { bdf: self.bdf, config: &self.config, name: &self.name, class_name: self.class_name.as_deref(), subsystem_name: self.subsystem_name.as_deref() }
+        Identity { bdf: self.bdf, config: &self.config, names: (self.names.0.as_deref(), self.names.1.as_deref()), class_name: self.class_name.as_deref(), class_name_exact: self.class_name_exact, prog_if_name: self.prog_if_name.as_deref(), subsystem_names: (self.subsystem_names.0.as_deref(), self.subsystem_names.1.as_deref()) }
     }
 }
 
@@ -360,9 +420,6 @@ pub fn render_verbose(report: &DeviceReport, style: Style) -> String {
     if let Some(emulator) = &report.emulated_by {
         line(format!("Emulated by: {emulator} (link nominal, not physical)"));
     }
-    if let Some(emulator) = &report.emulated_by {
-        line(format!("Emulated by: {emulator} (link nominal, not physical)"));
-    }
     if let Some(node) = report.numa_node {
         line(format!("NUMA node: {node}"));
     }
@@ -373,7 +430,12 @@ pub fn render_verbose(report: &DeviceReport, style: Style) -> String {
     }
     lspci::bridge_lines(&report.config, style.verbose).into_iter().for_each(&mut line);
     for section in &report.capability_sections {
-        line(section.heading.clone());
+        let brief = section.brief.as_ref().filter(|_| style.verbose < 2);
+        let heading = match &section.subsystem {
+            Some((ids, (vendor, name))) => format!("{}{}", section.heading, lspci::named_subsystem(*ids, (vendor.as_deref(), name.as_deref()), style.naming)),
+            None => brief.unwrap_or(&section.heading).clone(),
+        };
+        line(heading);
         let nested = if style.verbose >= 2 { section.details.iter().chain(if style.verbose >= 3 { section.raw.as_slice() } else { &[] }).collect() } else { Vec::new() };
         for detail in nested {
             line(format!("\t{detail}"));

@@ -1,6 +1,7 @@
 //! Bounded walks of the capability list (from 0x34) and the extended capability list (from
-//! 0x100). A loop, a pointer outside the bytes we have or into the header, and a broken entry end
-//! the walk and are reported; nothing is followed twice, so every walk terminates.
+//! 0x100), as lspci walks them. A loop, a pointer outside the bytes we have and a broken entry
+//! end the walk; a pointer into the header (or below 0x100 for the extended list) is followed
+//! as lspci follows it. Each is reported; nothing is followed twice, so every walk terminates.
 
 use serde::Serialize;
 
@@ -21,7 +22,7 @@ pub struct CapEntry {
 pub enum WalkProblem {
     /// The entry at `offset` was already visited.
     Loop { offset: usize },
-    /// The pointer leaves the space the list may live in (header, or past 4096).
+    /// A pointer into the header (below 0x100 for the extended list): followed, as lspci does.
     OutOfRange { offset: usize },
     /// The entry lies beyond the bytes we could read (unprivileged sysfs reads stop at 64).
     Unavailable { offset: usize, available: usize },
@@ -33,7 +34,7 @@ impl std::fmt::Display for WalkProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WalkProblem::Loop { offset } => write!(f, "capability list loops back to 0x{offset:x}"),
-            WalkProblem::OutOfRange { offset } => write!(f, "capability pointer 0x{offset:x} is outside the capability area"),
+            WalkProblem::OutOfRange { offset } => write!(f, "capability pointer 0x{offset:x} points into the header"),
             WalkProblem::Unavailable { offset, available } => {
                 write!(f, "capability at 0x{offset:x} is beyond the {available} bytes readable (reading more needs root)")
             }
@@ -55,8 +56,31 @@ impl Walk {
     }
 }
 
+/// The line lspci ends a standard list with when it cannot follow it to the end:
+/// `Capabilities: <access denied>` (beyond the bytes read), `[xx] <chain looped>`,
+/// `[xx] <chain broken>` (ID ff).
+pub fn standard_end_line(problem: &WalkProblem, config: &ConfigSpace) -> Option<(String, Option<String>)> {
+    let line = match problem {
+        _ if !config.has(0, 64) => return None,
+        WalkProblem::Unavailable { .. } => "Capabilities: <access denied>".to_string(),
+        WalkProblem::Loop { offset } => format!("Capabilities: [{offset:02x}] <chain looped>"),
+        WalkProblem::Broken { offset } => format!("Capabilities: [{offset:02x}] <chain broken>"),
+        WalkProblem::OutOfRange { .. } => return None,
+    };
+    Some((line, None))
+}
+
+/// lspci's last line of an extended list that loops (`-vv` form, `-v` form); it stops silently
+/// at bytes it could not read.
+pub fn extended_end_lines(problem: &WalkProblem, config: &ConfigSpace) -> Option<(String, Option<String>)> {
+    let WalkProblem::Loop { offset } = problem else { return None };
+    let version = config.u32_at(*offset)? >> 16 & 0xf;
+    Some((format!("Capabilities: [{offset:03x} v{version}] <chain looped>"), Some(format!("Capabilities: [{offset:03x}] <chain looped>"))))
+}
+
 /// The standard list: followed only when Status says it exists, at most 48 entries fit in
-/// 0x40..0x100 at 4-byte alignment, and a visited set catches loops earlier.
+/// 0x40..0x100 at 4-byte alignment, and a visited set catches loops earlier. A pointer into the
+/// header is followed, as lspci follows it, and reported when nothing else ends the walk.
 pub fn standard(config: &ConfigSpace) -> Walk {
     let mut walk = Walk::default();
     if !config.has_capability_list() {
@@ -68,10 +92,10 @@ pub fn standard(config: &ConfigSpace) -> Walk {
     };
     let mut seen = [false; 256];
     let mut offset = usize::from(first & !3);
+    let mut stray = None;
     while offset != 0 {
         if offset < 0x40 {
-            walk.problem = Some(WalkProblem::OutOfRange { offset });
-            break;
+            stray = stray.or(Some(WalkProblem::OutOfRange { offset }));
         }
         if !config.has(offset, 4) {
             walk.problem = Some(WalkProblem::Unavailable { offset, available: config.len() });
@@ -89,6 +113,7 @@ pub fn standard(config: &ConfigSpace) -> Walk {
         walk.caps.push(CapEntry { offset, id: u16::from(id), version: 0 });
         offset = usize::from(config.u8_at(offset + 1).unwrap_or(0) & !3);
     }
+    walk.problem = walk.problem.or(stray);
     walk
 }
 
@@ -98,6 +123,7 @@ pub fn extended(config: &ConfigSpace) -> Walk {
     let mut walk = Walk::default();
     let mut seen = vec![false; 0x1000];
     let mut offset = 0x100;
+    let mut stray = None;
     loop {
         if !config.has(offset, 4) {
             if offset != 0x100 || config.len() > 0x100 {
@@ -118,12 +144,12 @@ pub fn extended(config: &ConfigSpace) -> Walk {
         if next == 0 {
             break;
         }
-        if !(0x100..0x1000).contains(&next) {
-            walk.problem = Some(WalkProblem::OutOfRange { offset: next });
-            break;
+        if next < 0x100 {
+            stray = stray.or(Some(WalkProblem::OutOfRange { offset: next }));
         }
         offset = next;
     }
+    walk.problem = walk.problem.or(stray);
     walk
 }
 

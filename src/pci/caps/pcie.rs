@@ -248,6 +248,10 @@ pub struct PcieCap {
     pub version: u8,
     pub port_type: PortType,
     pub slot_implemented: bool,
+    /// Device/Port Type code (bits 7:4), also when `port_type` is Unknown.
+    pub device_port_type: u8,
+    /// Interrupt Message Number (bits 13:9): the MSI/MSI-X vector of this capability's events.
+    pub interrupt_message_number: u8,
     pub device: Option<DeviceRegs>,
     pub link: Option<LinkRegs>,
     pub device2: Option<Device2Regs>,
@@ -272,6 +276,8 @@ pub fn decode(config: &ConfigSpace, offset: usize, function_zero: bool) -> Optio
         version,
         port_type,
         slot_implemented: bit16(flags, 8),
+        device_port_type: (flags >> 4 & 0xf) as u8,
+        interrupt_message_number: (flags >> 9 & 0x1f) as u8,
         device: None,
         link: None,
         device2: None,
@@ -405,8 +411,20 @@ fn link2_regs(config: &ConfigSpace, offset: usize, port_type: PortType, function
 
 impl PcieCap {
     /// Human-readable lines for `-v`, in lspci's vocabulary.
+    /// lspci's heading: `Express (v2) Root Port (Slot+), MSI 00`; the version from `-vv` on.
+    pub fn heading(&self, verbose: u8) -> String {
+        let version = if verbose >= 2 { format!("(v{}) ", self.version) } else { String::new() };
+        let slot = format!(" (Slot{})", flag(self.slot_implemented));
+        let kind = match self.port_type {
+            PortType::Unknown => format!("Unknown type {}", self.device_port_type),
+            PortType::RootPort | PortType::DownstreamPort | PortType::PciToPcieBridge => self.port_type.name().to_string() + &slot,
+            other => other.name().to_string(),
+        };
+        format!("Express {version}{kind}, MSI {:02x}", self.interrupt_message_number)
+    }
+
     pub fn describe(&self) -> Vec<String> {
-        let mut lines = vec![format!("Express (v{}) {}", self.version, self.port_type.name())];
+        let mut lines = vec![self.heading(2)];
         if let Some(d) = &self.device {
             let mut devcap = format!("DevCap: MaxPayload {} bytes, ExtTag{}", d.max_payload_supported_bytes, flag(d.extended_tag_supported));
             if let (Some(l0s), Some(l1)) = (d.acceptable_latency_l0s, d.acceptable_latency_l1) {
