@@ -440,10 +440,6 @@ impl Mmio for UserBar {
         Self::check(bar, offset)?;
         devfile::positional_all(&self.file, Io::H2d(&value.to_le_bytes()), offset, &Deadline::after(Duration::from_secs(1)), "xdma user BAR write")
     }
-
-    fn sleep(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
-    }
 }
 
 /// XDMA cards on the machine: one candidate per `/dev/xdmaN` prefix with channel nodes.

@@ -281,10 +281,6 @@ impl Mmio for BarEngine {
         self.write(bar, offset, Width::B4, value.into())
     }
 
-    fn sleep(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
-    }
-
     fn read(&mut self, bar: u8, offset: u64, width: Width) -> Result<u64, EngineError> {
         self.region(bar)?.read(offset, width)
     }

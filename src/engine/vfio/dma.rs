@@ -213,10 +213,6 @@ impl Mmio for VfioDmaEngine {
         self.write(bar, offset, Width::B4, value.into())
     }
 
-    fn sleep(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
-    }
-
     fn read(&mut self, bar: u8, offset: u64, width: Width) -> Result<u64, EngineError> {
         self.check_bar(bar)?;
         self.regs.read(offset, width)
