@@ -3,12 +3,14 @@
 //! - `Generator` (000 §5.1): the device fills d2h buffers with `Pattern::lfsr(seed)` at the
 //!   device offset, and reports the CRC32 of the h2d data it received; the host regenerates the
 //!   pattern and compares the CRC of what it sent.
-//! - `Memory`: h2d writes a pattern, a later d2h of the same region must return it. The h2d
-//!   writes numbered 1, 4, 8, … 64 and then every [`READBACK_EVERY`]th are read back and
-//!   compared (a read-back costs about as much as the write, so reading every write back would
-//!   halve the sustained rate); each of them first switches to the other of two seeds, so a
-//!   write that never landed shows up. The writes between repeat the bytes already on the
-//!   device and are counted unchecked.
+//! - `Memory`: h2d writes a pattern, a later d2h of the same region must return it. The first
+//!   h2d write is read back and compared, and after it the next write is read back whenever the
+//!   time spent reading back so far is at most [`READBACK_TIME_SHARE`] of the point's time (a
+//!   read-back costs about as much as the write, so reading every write back would halve the
+//!   sustained rate; the share bounds the cost on any device, however slow its reads). Each
+//!   read-back write first switches to the other of two seeds, so a write that never landed
+//!   shows up. The writes between repeat the bytes already on the device and are counted
+//!   unchecked.
 //! - `Loopback`: d2h returns the h2d bytes in order; the pattern is addressed by stream offset.
 //! - `Opaque`: the contents are unknown; only consistency between reads of the same region is
 //!   checked (the first read is the reference). h2d data cannot be checked at all.
@@ -103,9 +105,9 @@ pub struct Verifier {
     spare: Option<(Content, AlignedBuf)>,
     /// Alternates Memory h2d read-back writes between two seeds.
     toggle: bool,
-    /// Memory: h2d transfers prepared so far, and whether the current one is read back.
-    h2d_count: u64,
+    /// Memory: whether the current h2d write is read back, and the budget that decides it.
     read_back: bool,
+    read_back_share: ReadBackShare,
     /// Read-back and priming buffer, kept across transfers.
     scratch: Option<AlignedBuf>,
     /// The buffer (address, length) the last d2h check left poisoned: the next d2h into it
@@ -131,13 +133,23 @@ struct Content {
     crc: u32,
 }
 
-/// Memory: h2d writes 1, 4, 8, … up to this one are read back, then every this-many-th. Not
-/// write 2: it is the first timed one when a large transfer cuts the warm-up short.
-pub const READBACK_EVERY: u64 = 64;
+/// Memory: the largest share of a point's time (engine clock) spent reading h2d writes back.
+pub const READBACK_TIME_SHARE: f64 = 0.01;
 
-/// Whether Memory reads back h2d write number `count` (from 1).
-pub fn reads_back(count: u64) -> bool {
-    count == 1 || (count.is_power_of_two() && count >= 4 && count <= READBACK_EVERY) || count % READBACK_EVERY == 0
+/// Memory: which h2d writes are read back. The first always; after it, the next one whenever
+/// the read-backs so far took at most [`READBACK_TIME_SHARE`] of the time since the first
+/// write started, so their cost stays within that share plus one read-back.
+#[derive(Debug, Default, Clone, Copy)]
+struct ReadBackShare {
+    /// Engine time when the first write of the point started.
+    since_ns: Option<f64>,
+    spent_ns: f64,
+}
+
+impl ReadBackShare {
+    fn next_is_read_back(&self, now_ns: f64) -> bool {
+        self.since_ns.is_none_or(|since| self.spent_ns <= READBACK_TIME_SHARE * (now_ns - since))
+    }
 }
 
 /// A page-aligned buffer of `len` bytes in `slot`, reused while the length stays the same.
@@ -166,8 +178,8 @@ impl Verifier {
             h2d_content: None,
             spare: None,
             toggle: false,
-            h2d_count: 0,
             read_back: true,
+            read_back_share: ReadBackShare::default(),
             scratch: None,
             poisoned: None,
         }
@@ -176,7 +188,8 @@ impl Verifier {
     /// New host buffers: forget what the old ones held.
     pub fn buffers_changed(&mut self) {
         self.h2d_content = None;
-        self.h2d_count = 0;
+        self.read_back = true;
+        self.read_back_share = ReadBackShare::default();
         self.spare = None;
         self.scratch = None;
         self.poisoned = None;
@@ -251,8 +264,6 @@ impl Verifier {
         let pattern = match self.model {
             DataModel::Memory if concurrent => self.memory.map_or(self.pattern(self.seed), |m| m.0),
             DataModel::Memory => {
-                self.h2d_count += 1;
-                self.read_back = reads_back(self.h2d_count);
                 if self.read_back || self.h2d_content.is_none() {
                     self.toggle = !self.toggle;
                 }
@@ -336,12 +347,19 @@ impl Verifier {
             DataModel::Memory => {
                 let pattern = self.h2d_content.map_or(self.pattern(self.seed), |c| c.pattern);
                 self.memory = Some((pattern, buf.len()));
-                if concurrent || !self.read_back {
-                    // Concurrent: the d2h read of the same pattern is the check. Not read back:
-                    // the same bytes as the device held already.
-                    return Ok(Check::Unchecked);
+                if concurrent {
+                    return Ok(Check::Unchecked); // the d2h read of the same pattern is the check
                 }
-                self.read_back_memory(engine, pattern, buf.len(), deadline)
+                self.read_back_share.since_ns.get_or_insert(transfer.start_ns);
+                // Not read back: the same bytes as the device held already.
+                let mut check = Check::Unchecked;
+                if self.read_back {
+                    let start_ns = engine.now_ns();
+                    check = self.read_back_memory(engine, pattern, buf.len(), deadline)?;
+                    self.read_back_share.spent_ns += engine.now_ns() - start_ns;
+                }
+                self.read_back = self.read_back_share.next_is_read_back(engine.now_ns());
+                Ok(check)
             }
             DataModel::Loopback => {
                 self.sent += buf.len() as u64;
