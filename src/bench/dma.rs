@@ -362,7 +362,7 @@ impl<'a> PointRunner<'a> {
                 self.stop_reason = "max_samples";
                 break None;
             }
-            if self.options.stop.is_stable(&times, self.engine_ns) {
+            if self.options.stop.judges_at(times.len()) && self.options.stop.is_stable(&times, self.engine_ns) {
                 self.stop_reason = "stable";
                 break None;
             }
