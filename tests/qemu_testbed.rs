@@ -402,7 +402,7 @@ fn nvme_topology_dma_run_and_removal() {
     assert_eq!(guest.run("cat /sys/module/nvme_core/parameters/io_timeout").unwrap().success().stdout.trim(), "2");
     let out = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir h2d --sizes 1MiB --duration 3s --deadline 30s --destructive --json").unwrap().success();
     let results = json(&out.stdout);
-    assert_eq!(results["verification"]["method"], "memory: LFSR pattern written h2d and read back d2h");
+    assert!(results["verification"]["method"].as_str().is_some_and(|m| m.starts_with("memory: LFSR pattern written h2d and read back d2h")), "{}", results["verification"]["method"]);
     assert_eq!(results["verification"]["failed"], 0, "{}", results["verification"]);
     assert!(results["verification"]["passed"].as_u64().unwrap() > 0, "{}", results["verification"]);
     guest.run("sync").unwrap().success();

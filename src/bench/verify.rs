@@ -212,7 +212,9 @@ impl Verifier {
             DataModel::Generator => {
                 format!("generator: d2h checked against the device's LFSR pattern, h2d {kind} data by CRC32 reported by the device")
             }
-            DataModel::Memory => format!("memory: {kind} pattern written h2d and read back d2h"),
+            DataModel::Memory => format!(
+                "memory: {kind} pattern written h2d and read back d2h (h2d: the first write, then as many as take 1 % of the time; the writes between repeat the device's bytes, unchecked)"
+            ),
             DataModel::Loopback => format!("loopback: {kind} pattern sent h2d must come back d2h in order"),
             DataModel::Opaque => {
                 "opaque device: only consistency between reads of the same region; contents and h2d data cannot be checked".into()
