@@ -8,7 +8,9 @@
 //! - the copy to user space the procedure times with `--copy-to-user` (into a page-aligned user
 //!   buffer, with its CRC32) against memcpy + CRC32 between two page-aligned buffers here, the
 //!   source freshly written and the target poisoned before each copy, as in the procedure;
-//! - the wall time of simulated `dma` points against the link time they simulate.
+//! - the wall time of simulated `dma` points against the link time they simulate;
+//! - the wall time of a 512 MiB point (simulator, block file) against its `--duration` budget,
+//!   with the number of samples its figure rests on.
 //!
 //! `cargo bench --bench procedure` prints Markdown rows (median and min–max over interleaved
 //! repeats); under `cargo test` it runs once, quickly.
@@ -142,6 +144,55 @@ fn copy_to_user(repeats: usize) {
     }
 }
 
+/// One whole `dma` point of a transfer far larger than usual, buffer allocation included:
+/// (host wall time, samples).
+fn big_point(engine: &mut dyn pcieperf::engine::Engine, mode: Mode, size: u64, budget: Duration) -> (Duration, usize) {
+    let mut options = DmaOptions::new(vec![mode], vec![size]);
+    options.duration = budget;
+    options.wall_limit = budget;
+    let start = Instant::now();
+    let results = measure(engine, &options, &AtomicBool::new(false), &mut Quiet).expect("valid");
+    (start.elapsed(), results.points[0].samples.len())
+}
+
+/// A 512 MiB point against its time budget (`--duration 3s`), on the simulator and on a block
+/// file on this machine's disk: whether it gives a figure in about its budget, from how many
+/// samples.
+fn big_transfers(repeats: usize) {
+    let (size, budget) = if full() { (512u64 << 20, Duration::from_secs(3)) } else { (16 << 20, Duration::from_millis(300)) };
+    let dir = tempfile::Builder::new().prefix("big-transfer").tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tmpdir");
+    let file = dir.path().join("disk.img");
+    std::fs::File::create(&file).and_then(|f| f.set_len(size)).expect("scratch file");
+    let block = |destructive: bool| {
+        let options = OpenOptions { destructive, ..OpenOptions::default() };
+        pcieperf::engine::block::open(&file.display().to_string(), &options).expect("block engine")
+    };
+    let targets: [(&str, Mode, &dyn Fn() -> Box<dyn pcieperf::engine::Engine>); 3] = [
+        ("sim, d2h", Mode::D2h, &|| Box::new(SimEngine::open("sim", &OpenOptions::default()).expect("sim"))),
+        ("block file, h2d", Mode::H2d, &|| Box::new(block(true))),
+        ("block file, d2h", Mode::D2h, &|| Box::new(block(false))),
+    ];
+    for (what, mode, open) in targets {
+        let (mut ours, mut ratios, mut samples) = (vec![], vec![], vec![]);
+        for _ in 0..repeats {
+            let (wall, n) = big_point(open().as_mut(), mode, size, budget);
+            ours.push(wall.as_secs_f64());
+            ratios.push(wall.as_secs_f64() / budget.as_secs_f64());
+            samples.push(n as f64);
+        }
+        let (fewest, most) = (spread(samples.clone()).1, spread(samples).2);
+        Row {
+            what: format!("`dma` {} point, {what}, verified: wall time to a figure ({fewest:.0}–{most:.0} samples)", format_size(size)),
+            ours: format!("{:.2} s", spread(ours).0),
+            peer: format!("its budget, --duration {:.1} s", budget.as_secs_f64()),
+            ratio: Ratio::Time,
+            ratios,
+            goal: "≈ 1, with samples".into(),
+        }
+        .print();
+    }
+}
+
 fn simulated_dma(repeats: usize) {
     for (mode, size) in [(Mode::D2h, 1u64 << 20), (Mode::D2h, 16 << 20), (Mode::H2d, 16 << 20)] {
         let (mut ours, mut peer, mut ratios) = (vec![], vec![], vec![]);
@@ -171,5 +222,6 @@ fn main() {
     calibration(repeats);
     copy_to_user(repeats);
     simulated_dma(repeats);
+    big_transfers(repeats.min(3));
     let _ = compare_rate; // shared helper, used by other benches
 }
