@@ -167,7 +167,8 @@ fn big_transfers(repeats: usize) {
         let options = OpenOptions { destructive, ..OpenOptions::default() };
         pcieperf::engine::block::open(&file.display().to_string(), &options).expect("block engine")
     };
-    let targets: [(&str, Mode, &dyn Fn() -> Box<dyn pcieperf::engine::Engine>); 3] = [
+    type Open<'a> = &'a dyn Fn() -> Box<dyn pcieperf::engine::Engine>;
+    let targets: [(&str, Mode, Open); 3] = [
         ("sim, d2h", Mode::D2h, &|| Box::new(SimEngine::open("sim", &OpenOptions::default()).expect("sim"))),
         ("block file, h2d", Mode::H2d, &|| Box::new(block(true))),
         ("block file, d2h", Mode::D2h, &|| Box::new(block(false))),

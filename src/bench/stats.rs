@@ -135,7 +135,7 @@ impl StopRule {
     /// Whether stability is judged after `count` samples: after every sample below 40, then after
     /// every 1/20 more, so stopping is at most 5 % later than judging after each one.
     pub fn judges_at(&self, count: usize) -> bool {
-        count % (count / JUDGE_EVERY_FRACTION).max(1) == 0
+        count.is_multiple_of((count / JUDGE_EVERY_FRACTION).max(1))
     }
 
     /// True once `values`, gathered over `elapsed_ns`, give a stable median.
