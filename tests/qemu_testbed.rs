@@ -356,6 +356,25 @@ fn topologies_become_qemu_arguments_and_modules_load_in_dependency_order() {
     );
 }
 
+/// Whether the guest's NVMe driver logged an I/O timeout (it then aborts, resets the
+/// controller and retries: seconds per I/O).
+fn nvme_timed_out(dmesg: &str) -> bool {
+    dmesg.lines().any(|l| l.contains("nvme") && l.contains("timeout"))
+}
+
+/// The text output of a short `dma` run; exit 1 is accepted only for points left without a
+/// sample while the guest's driver timed the emulated controller's I/O out.
+fn dma_text_allowing_emulator_stalls(guest: &mut Guest, command: &str) -> String {
+    let out = guest.run(command).unwrap();
+    if out.code == 1 && format!("{}{}", out.stdout, out.stderr).contains("no timed transfer completed") {
+        let log = run(guest, "dmesg");
+        assert!(nvme_timed_out(&log), "no sample and no NVMe timeout in the guest's log: {out:?}\n{log}");
+        eprintln!("the emulated NVMe controller stalled `{command}` (guest driver timeouts): accepted");
+        return out.stdout;
+    }
+    out.success().stdout
+}
+
 #[test]
 fn nvme_topology_dma_run_and_removal() {
     let Some(mut guest) = boot("nvme") else { return };
@@ -386,7 +405,7 @@ fn nvme_topology_dma_run_and_removal() {
     assert_eq!(functions, [nvme_bdf, "0000:00:02.0"]);
     assert!(health["before"]["functions"][1]["counters"]["aer_rootport_total_err_cor"].is_u64(), "{health}");
     assert_eq!(health["changes"], serde_json::json!([]));
-    let text = run(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 1s");
+    let text = dma_text_allowing_emulator_stalls(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 1s");
     assert!(text.contains("EMULATED:    QEMU (Red Hat): vendor ID 0x1b36"), "{text}");
     assert!(text.contains(&format!("AER counters before/after on {nvme_bdf} → 0000:00:02.0:")) && text.contains("none moved"), "{text}");
 
@@ -415,7 +434,14 @@ fn nvme_topology_dma_run_and_removal() {
     let results = json(&out.stdout);
     let failing: Vec<&Value> = results["findings"].as_array().unwrap().iter().filter(|f| f["cause"] == "no_sample").collect();
     assert!(out.code == 0 || (out.code == 1 && !failing.is_empty()), "run failed for another reason: {out:?}");
-    assert!(failing.len() < results["points"].as_array().unwrap().len(), "no point measured: {failing:?}");
+    if failing.len() == results["points"].as_array().unwrap().len() {
+        // Every point without a sample: accepted only when the guest's driver timed the
+        // emulated controller's I/O out (QEMU 7.2 under TCG sometimes stalls them all for
+        // seconds), which the kernel logs; anything else is ours.
+        let log = run(&mut guest, "dmesg");
+        assert!(nvme_timed_out(&log), "no point measured and no NVMe timeout in the guest's log: {failing:?}\n{log}");
+        eprintln!("the emulated NVMe controller stalled every I/O of `run --quick` (guest driver timeouts): accepted");
+    }
     assert_eq!(results["conditions"]["target"], "block:/dev/nvme0n1");
     assert_eq!(results["complete"], true);
     assert!(results["points"].as_array().unwrap().iter().all(|p| p["mode"] == "d2h"), "run wrote to the disk");
