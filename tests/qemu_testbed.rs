@@ -362,9 +362,9 @@ fn nvme_timed_out(dmesg: &str) -> bool {
     dmesg.lines().any(|l| l.contains("nvme") && l.contains("timeout"))
 }
 
-/// The text output of a short `dma` run; exit 1 is accepted only for points left without a
-/// sample while the guest's driver timed the emulated controller's I/O out.
-fn dma_text_allowing_emulator_stalls(guest: &mut Guest, command: &str) -> String {
+/// The standard output of a `dma` run on the emulated NVMe controller; exit 1 is accepted only
+/// for points left without a sample while the guest's driver timed the controller's I/O out.
+fn output_allowing_emulator_stalls(guest: &mut Guest, command: &str) -> String {
     let out = guest.run(command).unwrap();
     if out.code == 1 && format!("{}{}", out.stdout, out.stderr).contains("no timed transfer completed") {
         let log = run(guest, "dmesg");
@@ -384,8 +384,8 @@ fn nvme_topology_dma_run_and_removal() {
     let nvme_bdf = "0000:01:00.0";
 
     // Read-only DMA through the kernel's NVMe driver; the PCI address and link come from sysfs.
-    let out = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir d2h --sizes 64KiB,1MiB --duration 3s --deadline 30s --json").unwrap().success();
-    let results = json(&out.stdout);
+    let out = output_allowing_emulator_stalls(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --dir d2h --sizes 64KiB,1MiB --duration 3s --deadline 30s --json");
+    let results = json(&out);
     assert_eq!(results["complete"], true);
     assert_eq!(results["simulated"], false);
     let engine = &results["conditions"]["engine"];
@@ -405,7 +405,7 @@ fn nvme_topology_dma_run_and_removal() {
     assert_eq!(functions, [nvme_bdf, "0000:00:02.0"]);
     assert!(health["before"]["functions"][1]["counters"]["aer_rootport_total_err_cor"].is_u64(), "{health}");
     assert_eq!(health["changes"], serde_json::json!([]));
-    let text = dma_text_allowing_emulator_stalls(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 1s");
+    let text = output_allowing_emulator_stalls(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 1s");
     assert!(text.contains("EMULATED:    QEMU (Red Hat): vendor ID 0x1b36"), "{text}");
     assert!(text.contains(&format!("AER counters before/after on {nvme_bdf} → 0000:00:02.0:")) && text.contains("none moved"), "{text}");
 
@@ -419,8 +419,8 @@ fn nvme_topology_dma_run_and_removal() {
     // never completes an I/O; the guest's driver, loaded with a 2 s I/O timeout, aborts it and
     // resets the controller, and the block layer retries — slow, but a result.)
     assert_eq!(guest.run("cat /sys/module/nvme_core/parameters/io_timeout").unwrap().success().stdout.trim(), "2");
-    let out = guest.run("pcieperf dma --target block:/dev/nvme0n1 --dir h2d --sizes 1MiB --duration 3s --deadline 30s --destructive --json").unwrap().success();
-    let results = json(&out.stdout);
+    let out = output_allowing_emulator_stalls(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --dir h2d --sizes 1MiB --duration 3s --deadline 30s --destructive --json");
+    let results = json(&out);
     assert!(results["verification"]["method"].as_str().is_some_and(|m| m.starts_with("memory: LFSR pattern written h2d and read back d2h")), "{}", results["verification"]["method"]);
     assert_eq!(results["verification"]["failed"], 0, "{}", results["verification"]);
     assert!(results["verification"]["passed"].as_u64().unwrap() > 0, "{}", results["verification"]);
