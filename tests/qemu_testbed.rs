@@ -362,14 +362,21 @@ fn nvme_timed_out(dmesg: &str) -> bool {
     dmesg.lines().any(|l| l.contains("nvme") && l.contains("timeout"))
 }
 
+/// Points without a sample are accepted only when the guest's driver timed the emulated
+/// controller's I/O out (QEMU 7.2 under TCG sometimes stalls them all for seconds), which the
+/// kernel logs; anything else is ours.
+fn accept_emulator_stall(guest: &mut Guest, command: &str, what: &dyn std::fmt::Debug) {
+    let log = run(guest, "dmesg");
+    assert!(nvme_timed_out(&log), "no sample and no NVMe timeout in the guest's log: {what:?}\n{log}");
+    eprintln!("the emulated NVMe controller stalled `{command}` (guest driver timeouts): accepted");
+}
+
 /// The standard output of a `dma` run on the emulated NVMe controller; exit 1 is accepted only
-/// for points left without a sample while the guest's driver timed the controller's I/O out.
+/// for points left without a sample by an emulator stall ([`accept_emulator_stall`]).
 fn output_allowing_emulator_stalls(guest: &mut Guest, command: &str) -> String {
     let out = guest.run(command).unwrap();
     if out.code == 1 && format!("{}{}", out.stdout, out.stderr).contains("no timed transfer completed") {
-        let log = run(guest, "dmesg");
-        assert!(nvme_timed_out(&log), "no sample and no NVMe timeout in the guest's log: {out:?}\n{log}");
-        eprintln!("the emulated NVMe controller stalled `{command}` (guest driver timeouts): accepted");
+        accept_emulator_stall(guest, command, &out);
         return out.stdout;
     }
     out.success().stdout
@@ -435,12 +442,7 @@ fn nvme_topology_dma_run_and_removal() {
     let failing: Vec<&Value> = results["findings"].as_array().unwrap().iter().filter(|f| f["cause"] == "no_sample").collect();
     assert!(out.code == 0 || (out.code == 1 && !failing.is_empty()), "run failed for another reason: {out:?}");
     if failing.len() == results["points"].as_array().unwrap().len() {
-        // Every point without a sample: accepted only when the guest's driver timed the
-        // emulated controller's I/O out (QEMU 7.2 under TCG sometimes stalls them all for
-        // seconds), which the kernel logs; anything else is ours.
-        let log = run(&mut guest, "dmesg");
-        assert!(nvme_timed_out(&log), "no point measured and no NVMe timeout in the guest's log: {failing:?}\n{log}");
-        eprintln!("the emulated NVMe controller stalled every I/O of `run --quick` (guest driver timeouts): accepted");
+        accept_emulator_stall(&mut guest, "pcieperf run --quick", &failing);
     }
     assert_eq!(results["conditions"]["target"], "block:/dev/nvme0n1");
     assert_eq!(results["complete"], true);

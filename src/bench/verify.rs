@@ -213,7 +213,8 @@ impl Verifier {
                 format!("generator: d2h checked against the device's LFSR pattern, h2d {kind} data by CRC32 reported by the device")
             }
             DataModel::Memory => format!(
-                "memory: {kind} pattern written h2d and read back d2h (h2d: the first write, then as many as take 1 % of the time; the writes between repeat the device's bytes, unchecked)"
+                "memory: {kind} pattern written h2d and read back d2h (h2d: the first write, then as many as take {} % of the time; the writes between repeat the device's bytes, unchecked)",
+                READBACK_TIME_SHARE * 100.0
             ),
             DataModel::Loopback => format!("loopback: {kind} pattern sent h2d must come back d2h in order"),
             DataModel::Opaque => {
@@ -353,7 +354,7 @@ impl Verifier {
                     return Ok(Check::Unchecked); // the d2h read of the same pattern is the check
                 }
                 self.read_back_share.since_ns.get_or_insert(transfer.start_ns);
-                // Not read back: the same bytes as the device held already.
+                // A write not read back repeated the bytes the device held already.
                 let mut check = Check::Unchecked;
                 if self.read_back {
                     let start_ns = engine.now_ns();
