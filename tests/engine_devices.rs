@@ -292,8 +292,9 @@ fn fake_xdma(dir: &Path, channels: u32) -> PathBuf {
     dir.join("xdma0")
 }
 
+/// The fake nodes are regular files, which the write guard protects: the tests consent.
 fn open_xdma(prefix: &Path, channels: usize, card_addr: u64) -> Result<XdmaEngine, EngineError> {
-    pcieperf::engine::xdma::open(prefix.to_str().unwrap(), &OpenOptions { channels, card_addr, ..OpenOptions::default() })
+    pcieperf::engine::xdma::open(prefix.to_str().unwrap(), &OpenOptions { channels, card_addr, destructive: true, ..OpenOptions::default() })
 }
 
 #[test]
@@ -468,7 +469,9 @@ fn a_mapped_dma_buffer_carries_the_data_and_bounds_the_transfer() {
     let node = dir.path().join("dma_buf");
     std::fs::File::create(&node).unwrap().set_len(64 * 1024).unwrap();
     let target = format!("chardev:{},mmap", node.display());
-    let mut engine = engine::open(&target, &OpenOptions::default()).unwrap();
+    // A regular file stands in for the driver's node: writing it needs consent.
+    let consent = OpenOptions { destructive: true, ..OpenOptions::default() };
+    let mut engine = engine::open(&target, &consent).unwrap();
     assert!(engine.info().description.contains("mapped DMA buffer (65536 bytes)"), "{}", engine.info().description);
     assert_eq!(engine.info().max_transfer_bytes, 64 * 1024);
     let pattern = Pattern::lfsr(3);
@@ -477,7 +480,7 @@ fn a_mapped_dma_buffer_carries_the_data_and_bounds_the_transfer() {
     engine.transfer(Io::H2d(&sent), 0, DEADLINE).unwrap();
     assert_eq!(std::fs::read(&node).unwrap()[..sent.len()], sent[..], "write() from the mapping reached the device");
 
-    let mut fresh = engine::open(&target, &OpenOptions::default()).unwrap();
+    let mut fresh = engine::open(&target, &consent).unwrap();
     let mut back = vec![0u8; 16 * 1024];
     let t = fresh.transfer(Io::D2h(&mut back), 0, DEADLINE).unwrap();
     assert_eq!((t.direction, t.bytes), (Direction::D2h, 16 * 1024));

@@ -120,36 +120,9 @@ fn html_report_and_comparison_of_two_runs() {
         .stdout(predicate::str::contains("14 write combining"));
 }
 
-/// A fake sysfs tree with one function whose BAR0 is a regular file.
-struct FakeDevice {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    dev: PathBuf,
-}
-
-const BDF: &str = "0000:00:04.0";
-
-fn fake(vendor: &str, device: &str, bar0_flags: u64, bar0_bytes: u64, decoding: bool) -> FakeDevice {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_path_buf();
-    let dev = root.join("bus/pci/devices").join(BDF);
-    std::fs::create_dir_all(&dev).unwrap();
-    std::fs::write(dev.join("vendor"), format!("0x{vendor}\n")).unwrap();
-    std::fs::write(dev.join("device"), format!("0x{device}\n")).unwrap();
-    let mut resource = format!("0x00000000fe000000 0x{:016x} 0x{bar0_flags:016x}\n", 0xfe00_0000 + bar0_bytes - 1);
-    resource += "0x00000000fd000000 0x00000000fd00ffff 0x0000000000042208\n"; // BAR1: prefetchable memory
-    for _ in 2..7 {
-        resource += "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
-    }
-    std::fs::write(dev.join("resource"), resource).unwrap();
-    std::fs::File::create(dev.join("resource0")).unwrap().set_len(bar0_bytes).unwrap();
-    let mut config = vec![0u8; 64];
-    config[4] = if decoding { 0x02 } else { 0x00 };
-    std::fs::write(dev.join("config"), config).unwrap();
-    std::fs::write(dev.join("enable"), "0\n").unwrap();
-    std::os::unix::fs::symlink("../../../kernel/iommu_groups/7", dev.join("iommu_group")).unwrap();
-    FakeDevice { _dir: dir, root, dev }
-}
+#[path = "support/fake_bar.rs"]
+mod fake_bar;
+use fake_bar::{fake, BDF};
 
 const MEM: u64 = 0x40200;
 

@@ -19,7 +19,7 @@ pub fn access_summary(nodes: &[PathBuf], mode: i32) -> (bool, String) {
 /// Whether a block device really opens read-only: permission bits are not the whole story
 /// (a container's device cgroup refuses even root). Opening for reading moves no data.
 pub fn opens_for_reading(node: &Path) -> (bool, String) {
-    match super::devfile::open_node(node, super::devfile::Access::Read, libc::O_NONBLOCK, "") {
+    match super::devfile::open_node(node, super::devfile::Access::Read, libc::O_NONBLOCK, "", &super::guard::WriteGuard::REFUSING) {
         Ok(_) => (true, "accessible".into()),
         Err(error) => (false, error.to_string()),
     }

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use io_uring::{opcode, types, IoUring};
 
+use super::guard;
 use super::devfile::{self, is_page_aligned, AlignedBuf, Deadline, HostClock, NodeKind, PAGE_BYTES};
 use super::{Candidate, EngineEntry, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, OpenOptions, Transfer};
 use crate::error::InvalidInput;
@@ -42,24 +43,6 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 pub const DEFAULT_IO_BYTES: usize = 128 * 1024;
 /// io_uring read/write lengths are 32-bit; stay well below.
 const MAX_IO_BYTES: usize = 64 << 20;
-
-/// Whether writes may go to this node. Separated from `open` so the rule can be tested with any
-/// node kind (a real block device is not needed to test that writes to one are refused).
-pub fn writes_allowed(kind: NodeKind, destructive: bool) -> bool {
-    match kind {
-        NodeKind::Regular | NodeKind::BlockDevice => destructive,
-        _ => false,
-    }
-}
-
-/// The message for a refused write.
-pub fn refusal(path: &Path) -> EngineError {
-    EngineError::Unsupported(format!(
-        "refusing to write to {}: writes destroy its data; pass --destructive to allow h2d (device reads host \
-         memory) on it, or --scratch DIR to measure a scratch file pcieperf creates and removes",
-        path.display()
-    ))
-}
 
 /// One I/O: `len` bytes at device `offset`, from/to `host` (the caller's buffer).
 #[derive(Clone, Copy)]
@@ -134,9 +117,10 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
     if !matches!(kind, NodeKind::Regular | NodeKind::BlockDevice) {
         return Err(InvalidInput::new(format!("{} is neither a block device nor a regular file", path.display())).into());
     }
-    let writable = writes_allowed(kind, options.destructive);
+    let guard = options.write_guard();
+    let writable = guard.allows(&path);
     let access = if writable { devfile::Access::ReadWrite } else { devfile::Access::Read };
-    let file = devfile::open_node(&path, access, libc::O_DIRECT, "").map_err(|e| match e {
+    let file = devfile::open_node(&path, access, libc::O_DIRECT, "", &guard).map_err(|e| match e {
         EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) => EngineError::Unsupported(format!(
             "{} does not support O_DIRECT (tmpfs and some overlay filesystems do not): put the file on a disk filesystem",
             path.display()
@@ -309,7 +293,7 @@ impl BlockEngine {
 
     fn check(&self, write: bool, len: usize, offset: u64) -> Result<(), EngineError> {
         if write && !self.writable {
-            return Err(refusal(&self.path));
+            return Err(guard::refusal(&self.path, guard::user_data(&self.path, None).unwrap_or("a regular file")));
         }
         let align = self.info.alignment_bytes;
         if !(len as u64).is_multiple_of(align) || !offset.is_multiple_of(align) {
@@ -725,13 +709,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_need_consent_on_block_devices_and_files() {
-        assert!(!writes_allowed(NodeKind::Regular, false));
-        assert!(writes_allowed(NodeKind::Regular, true));
-        assert!(!writes_allowed(NodeKind::BlockDevice, false));
-        assert!(writes_allowed(NodeKind::BlockDevice, true));
-        assert!(!writes_allowed(NodeKind::CharDevice, true));
-        assert!(refusal(Path::new("/dev/nvme0n1")).to_string().contains("--destructive"));
+    fn a_file_opens_read_only_without_consent_and_refuses_writes() {
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let path = dir.path().join("disk");
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        let mut engine = open(path.to_str().unwrap(), &OpenOptions::default()).unwrap();
+        assert_eq!(engine.info().directions, vec![Direction::D2h]);
+        let buf = AlignedBuf::new(4096);
+        // SAFETY: a 4096-byte buffer.
+        let data = unsafe { std::slice::from_raw_parts(buf.as_ptr(), 4096) };
+        let err = engine.transfer(Io::H2d(data), 0, Duration::from_secs(1)).unwrap_err().to_string();
+        assert!(err.contains("--destructive") && err.contains("a regular file"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), vec![7u8; 8192]);
     }
 
     /// An engine reading a FIFO through the ring: a read waits until someone writes, which is

@@ -11,6 +11,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::guard::WriteGuard;
 use super::EngineError;
 
 /// CLOCK_MONOTONIC_RAW in ns since the engine opened: not slewed by NTP, the same clock for
@@ -161,8 +162,12 @@ pub enum Access {
 }
 
 /// Open `path` with `flags` (O_DIRECT, O_NONBLOCK, …), turning the usual failures into messages
-/// that say what to do: a missing node names the driver, a refusal names the privilege.
-pub fn open_node(path: &Path, access: Access, flags: i32, driver_hint: &str) -> Result<File, EngineError> {
+/// that say what to do: a missing node names the driver, a refusal names the privilege. Opening
+/// for writing passes the write guard first: a user's file or block device needs consent.
+pub fn open_node(path: &Path, access: Access, flags: i32, driver_hint: &str, guard: &WriteGuard) -> Result<File, EngineError> {
+    if access != Access::Read {
+        guard.check(path)?;
+    }
     let mut options = std::fs::OpenOptions::new();
     match access {
         Access::Read => options.read(true),

@@ -19,6 +19,7 @@ pub mod block;
 pub mod cosim;
 pub mod devfile;
 pub mod fault;
+pub mod guard;
 pub mod pattern;
 pub mod registry;
 pub mod sim;
@@ -404,6 +405,13 @@ pub struct OpenOptions {
     pub data_unread: bool,
     /// Where sysfs is (`bar`, `vfio`); None = `/sys`.
     pub sysfs_root: Option<std::path::PathBuf>,
+}
+
+impl OpenOptions {
+    /// The write guard these options give: consent from `--destructive` (or `--scratch`).
+    pub fn write_guard(&self) -> guard::WriteGuard {
+        guard::WriteGuard { consent: self.destructive, device_tree: self.sysfs_root.clone() }
+    }
 }
 
 /// A target found on this machine, and whether `pcieperf run` may use it unasked.

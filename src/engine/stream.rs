@@ -17,6 +17,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::guard::WriteGuard;
 use super::devfile::{self, Access, Deadline, HostClock, Step};
 use super::{Candidate, EngineEntry, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Transfer};
 
@@ -35,6 +36,8 @@ pub struct StreamSpec {
     /// Map this many bytes of the node (the driver's DMA buffer, document 000 §5.5) and use the
     /// mapping as read()/write()'s buffer; `Some(0)`: the node's size from fstat.
     pub mmap_bytes: Option<u64>,
+    /// Consent to write a node that holds a user's data (a regular file, a block device).
+    pub guard: WriteGuard,
 }
 
 pub struct StreamEngine {
@@ -60,7 +63,7 @@ pub const CHARDEV_ENTRY: EngineEntry = EngineEntry {
     argument: "WRITE_PATH[,READ_PATH][,mmap[=SIZE]]",
     about: "read()/write() DMA drivers (dma_buf style, 000 §5), or an h2c/c2h stream pair used as a loopback",
     options: &[],
-    open: |o| Ok(Box::new(open_chardev(o.argument)?)),
+    open: |o| Ok(Box::new(open_chardev(o.argument, o.options.write_guard())?)),
     detect: None,
 };
 
@@ -69,25 +72,32 @@ pub const XILLYBUS_ENTRY: EngineEntry = EngineEntry {
     argument: "NAME|/dev/xillybus_write_NAME",
     about: "Xillybus stream pair /dev/xillybus_write_NAME → /dev/xillybus_read_NAME as a loopback",
     options: &[],
-    open: |o| Ok(Box::new(open_xillybus(o.argument)?)),
+    open: |o| Ok(Box::new(open_xillybus(o.argument, o.options.write_guard())?)),
     detect: Some(detect_xillybus),
 };
 
 pub fn open(spec: StreamSpec) -> Result<StreamEngine, EngineError> {
     // The read side first: a FIFO's writer can only open once a reader exists.
     let read = match &spec.read_path {
-        Some(path) => Some(devfile::open_node(path, Access::Read, libc::O_NONBLOCK, spec.driver_hint)?),
+        Some(path) => Some(devfile::open_node(path, Access::Read, libc::O_NONBLOCK, spec.driver_hint, &spec.guard)?),
         None => None,
     };
-    let access = if read.is_some() { Access::Write } else { Access::ReadWrite };
-    let write = open_writer(&spec.write_path, access, spec.driver_hint)?;
+    // A single node holding a user's data, without consent, is only read (d2h), as `block` does.
+    let read_only = read.is_none() && !spec.guard.allows(&spec.write_path);
+    let access = match (&read, read_only) {
+        (Some(_), _) => Access::Write,
+        (None, true) => Access::Read,
+        (None, false) => Access::ReadWrite,
+    };
+    let write = open_writer(&spec.write_path, access, spec.driver_hint, &spec.guard)?;
     let loopback = spec.data_model == DataModel::Loopback;
     let description = match &spec.read_path {
         Some(read) => format!("stream {} → device → {}", spec.write_path.display(), read.display()),
+        None if read_only => format!("file {} (read() of whole buffers), read-only: writing it needs --destructive", spec.write_path.display()),
         None => format!("device file {} (write() and read() of whole buffers)", spec.write_path.display()),
     };
     let dma_map = match spec.mmap_bytes {
-        Some(bytes) => Some(map_dma_buffer(&write, &spec.write_path, bytes)?),
+        Some(bytes) => Some(map_dma_buffer(&write, &spec.write_path, bytes, read_only)?),
         None => None,
     };
     let description = match &dma_map {
@@ -102,7 +112,7 @@ pub fn open(spec: StreamSpec) -> Result<StreamEngine, EngineError> {
         pci_address: None,
         in_flight: 1,
         device_clock_hz: None,
-        directions: vec![Direction::H2d, Direction::D2h],
+        directions: if read_only { vec![Direction::D2h] } else { vec![Direction::H2d, Direction::D2h] },
         concurrent: loopback && read.is_some(),
         alignment_bytes: 1,
         max_transfer_bytes: dma_map.as_ref().map_or(crate::units::MAX_SIZE_BYTES, |m| m.len() as u64),
@@ -113,8 +123,9 @@ pub fn open(spec: StreamSpec) -> Result<StreamEngine, EngineError> {
 }
 
 /// Map `bytes` of a device file read-write (0: its size from fstat), as document 000's dma-demo
-/// maps `/dev/dma_buf`.
-fn map_dma_buffer(file: &File, path: &Path, bytes: u64) -> Result<memmap2::MmapMut, EngineError> {
+/// maps `/dev/dma_buf`; `private`: a copy-on-write mapping of a file opened read-only, whose
+/// stores never reach the file.
+fn map_dma_buffer(file: &File, path: &Path, bytes: u64, private: bool) -> Result<memmap2::MmapMut, EngineError> {
     let bytes = match bytes {
         0 => file.metadata().map_err(|source| EngineError::Io { what: format!("stat {}", path.display()), source })?.len(),
         n => n,
@@ -128,17 +139,19 @@ fn map_dma_buffer(file: &File, path: &Path, bytes: u64) -> Result<memmap2::MmapM
     }
     // SAFETY: the mapping is private to this engine; the device (or file) may change its bytes
     // underneath, which is what a DMA buffer is for, and the engine only copies them out.
-    unsafe { memmap2::MmapOptions::new().len(bytes as usize).map_mut(file) }.map_err(|source| EngineError::Io {
+    let options = memmap2::MmapOptions::new().len(bytes as usize).to_owned();
+    let mapped = if private { unsafe { options.map_copy(file) } } else { unsafe { options.map_mut(file) } };
+    mapped.map_err(|source| EngineError::Io {
         what: format!("cannot map {} bytes of {} (does the driver offer mmap?)", bytes, path.display()),
         source,
     })
 }
 
 /// Open the write side without blocking; a FIFO with no reader yet (ENXIO) is retried briefly.
-fn open_writer(path: &Path, access: Access, hint: &str) -> Result<File, EngineError> {
+fn open_writer(path: &Path, access: Access, hint: &str, guard: &WriteGuard) -> Result<File, EngineError> {
     let deadline = Deadline::after(OPEN_WAIT);
     loop {
-        match devfile::open_node(path, access, libc::O_NONBLOCK, hint) {
+        match devfile::open_node(path, access, libc::O_NONBLOCK, hint, guard) {
             Err(EngineError::Io { source, .. }) if source.raw_os_error() == Some(libc::ENXIO) => {
                 if deadline.remaining().is_none() {
                     return Err(EngineError::Timeout {
@@ -411,7 +424,7 @@ impl Engine for StreamEngine {
 /// `chardev:WRITE_PATH[,READ_PATH][,mmap[=SIZE]]`: one node → dma_buf-style (document 000 §5.3),
 /// contents the device's own (Opaque); two nodes → a loopback (what is written comes back, in
 /// order). `mmap` maps the node's DMA buffer and moves data through it (one node only).
-pub fn open_chardev(argument: &str) -> Result<StreamEngine, EngineError> {
+pub fn open_chardev(argument: &str, guard: WriteGuard) -> Result<StreamEngine, EngineError> {
     let mut mmap_bytes = None;
     let mut items = Vec::new();
     for item in argument.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -439,12 +452,13 @@ pub fn open_chardev(argument: &str) -> Result<StreamEngine, EngineError> {
         driver_hint: "is the driver loaded?",
         flush_with_empty_write: false,
         mmap_bytes,
+        guard,
     })
 }
 
 /// `xillybus[:NAME|:PATH]`: `xillybus:32` → `/dev/xillybus_write_32` and `/dev/xillybus_read_32`;
 /// a path to a `xillybus_write_*` node reads back from the `xillybus_read_*` node beside it.
-pub fn open_xillybus(argument: &str) -> Result<StreamEngine, EngineError> {
+pub fn open_xillybus(argument: &str, guard: WriteGuard) -> Result<StreamEngine, EngineError> {
     let bad = || crate::error::InvalidInput::new(format!(
         "invalid xillybus target '{argument}': use xillybus:NAME (e.g. xillybus:32 for /dev/xillybus_write_32 → /dev/xillybus_read_32) \
          or xillybus:/dev/xillybus_write_NAME"
@@ -462,6 +476,7 @@ pub fn open_xillybus(argument: &str) -> Result<StreamEngine, EngineError> {
         driver_hint: "is the xillybus driver loaded and the FPGA's loopback design configured?",
         flush_with_empty_write: true,
         mmap_bytes: None,
+        guard,
     })
 }
 

@@ -23,6 +23,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::guard::WriteGuard;
 use super::devfile::{self, Access, Deadline, HostClock};
 use super::{Candidate, EngineEntry, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer};
 use crate::error::InvalidInput;
@@ -175,13 +176,17 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
         });
     }
     let wanted = if options.channels == 0 { 1 } else { options.channels };
+    let guard = options.write_guard();
     let pick = |list: &[(u32, PathBuf)], access| -> Result<Vec<(u32, File)>, EngineError> {
         if !list.is_empty() && list.len() < wanted {
             return Err(InvalidInput::new(format!("{wanted} channels asked for, but {argument} has only {}", list.len())).into());
         }
-        list.iter().take(wanted).map(|(k, path)| Ok((*k, devfile::open_node(path, access, 0, "is xdma.ko loaded?")?))).collect()
+        list.iter().take(wanted).map(|(k, path)| Ok((*k, devfile::open_node(path, access, 0, "is xdma.ko loaded?", &guard)?))).collect()
     };
-    let h2c = pick(&found.h2c, Access::Write)?;
+    // h2c nodes that are a user's files or block devices (not the driver's character devices)
+    // are written only with consent; without it the card is measured c2h only.
+    let h2c_refused = found.h2c.iter().find_map(|(_, path)| guard.check(path).err());
+    let h2c = if h2c_refused.is_some() { Vec::new() } else { pick(&found.h2c, Access::Write)? };
     let c2h = pick(&found.c2h, Access::Read)?;
     let alignment = h2c.iter().chain(&c2h).map(|(_, f)| align_get(f)).max().unwrap_or(1).max(1);
     let mut directions = Vec::new();
@@ -193,20 +198,21 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
     }
     let axi_clock_hz = options.device_clock_hz.filter(|hz| *hz > 0.0).unwrap_or(DEFAULT_AXI_CLOCK_HZ);
     let user = prefix.with_file_name(format!("{}_user", prefix.file_name().unwrap_or_default().to_string_lossy()));
-    let regs = devfile::open_node(&user, Access::ReadWrite, 0, "").ok().map(|file| UserBar { file });
+    let regs = devfile::open_node(&user, Access::ReadWrite, 0, "", &guard).ok().map(|file| UserBar { file });
     let pci = sysfs_pci(&prefix);
     let info = EngineInfo {
         kind: "xdma".into(),
         target: format!("xdma:{argument}"),
         simulated: false,
         description: format!(
-            "Xilinx XDMA {argument}: {} h2c / {} c2h channel(s) in use of {} / {}, card address {:#x}{}",
+            "Xilinx XDMA {argument}: {} h2c / {} c2h channel(s) in use of {} / {}, card address {:#x}{}{}",
             h2c.len(),
             c2h.len(),
             found.h2c.len(),
             found.c2h.len(),
             options.card_addr,
-            if regs.is_some() { ", user BAR mapped" } else { "" }
+            if regs.is_some() { ", user BAR mapped" } else { "" },
+            h2c_refused.map(|e| format!("; h2c not opened: {e}")).unwrap_or_default()
         ),
         pci_address: pci,
         in_flight: h2c.len().max(c2h.len()).max(1) as u32,
@@ -334,7 +340,7 @@ impl XdmaEngine {
     /// event count once the interrupt fired. Returns that count.
     pub fn wait_event(&self, index: u32, deadline: Duration) -> Result<u32, EngineError> {
         let path = self.prefix.with_file_name(format!("{}_events_{index}", self.prefix.file_name().unwrap_or_default().to_string_lossy()));
-        let file = devfile::open_node(&path, Access::Read, libc::O_NONBLOCK, "the design has no user interrupt of that number")?;
+        let file = devfile::open_node(&path, Access::Read, libc::O_NONBLOCK, "the design has no user interrupt of that number", &WriteGuard::REFUSING)?;
         let deadline = Deadline::after(deadline);
         devfile::poll_until(file.as_raw_fd(), libc::POLLIN, &deadline, &format!("user interrupt {index} ({})", path.display()))?;
         let mut count = [0u8; 4];

@@ -19,6 +19,7 @@ pub mod region;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::engine::guard::WriteGuard;
 use crate::engine::devfile::HostClock;
 
 use crate::engine::vfio::{IommuMode, VfioDevice, NOIOMMU_WARNING};
@@ -96,6 +97,9 @@ pub struct BarEngine {
     /// What the engine did or found that the user should know (decoding enabled, no-IOMMU …).
     pub notes: Vec<String>,
     clock: HostClock,
+    /// A `resourceN` that is a user's file (not sysfs, not the `--sysfs-root` tree) is written
+    /// only with consent.
+    guard: WriteGuard,
 }
 
 const NEEDS_ROOT: &str = "mapping a BAR through sysfs needs root (CAP_SYS_ADMIN); run pcieperf with sudo, or use via=vfio with the group's device node given to your user";
@@ -159,7 +163,7 @@ impl BarEngine {
             capacity_bytes: None,
             data_model: DataModel::Opaque,
         };
-        let mut engine = BarEngine { info, target, function, profile, regions: Default::default(), vfio, uio_event, notes, clock: HostClock::start() };
+        let mut engine = BarEngine { info, target, function, profile, regions: Default::default(), vfio, uio_event, notes, clock: HostClock::start(), guard: options.write_guard() };
         let bar = engine.target.bar;
         engine.region(bar)?;
         for note in &engine.notes {
@@ -167,6 +171,15 @@ impl BarEngine {
         }
         engine.info.capacity_bytes = engine.regions[bar as usize].as_ref().map(Region::size_bytes);
         Ok(engine)
+    }
+
+    /// The write guard for BAR `bar`'s sysfs resource file (UIO and VFIO maps are device nodes).
+    fn guard_bar(&self, bar: u8) -> Result<(), EngineError> {
+        if self.target.via != Via::Sysfs {
+            return Ok(());
+        }
+        let wc = if self.target.wc && bar == self.target.bar { "_wc" } else { "" };
+        self.guard.check(&self.function.dir.join(format!("resource{bar}{wc}")))
     }
 
     pub fn profile(&self) -> Option<Profile> {
@@ -286,10 +299,12 @@ impl Mmio for BarEngine {
     }
 
     fn write(&mut self, bar: u8, offset: u64, width: Width, value: u64) -> Result<(), EngineError> {
+        self.guard_bar(bar)?;
         self.region(bar)?.write(offset, width, value)
     }
 
     fn write_combined(&mut self, bar: u8, offset: u64, data: &[u8]) -> Result<(), EngineError> {
+        self.guard_bar(bar)?;
         let region = self.region(bar)?;
         if !region.write_combining {
             return Err(EngineError::Unsupported(format!(
@@ -309,7 +324,7 @@ impl Mmio for BarEngine {
     }
 
     fn is_scratch(&self, bar: u8, offset: u64, bytes: u64) -> bool {
-        self.profile.is_some_and(|p| p.is_scratch(bar, offset, bytes))
+        self.guard_bar(bar).is_ok() && self.profile.is_some_and(|p| p.is_scratch(bar, offset, bytes))
     }
 
     fn interrupts(&mut self) -> Option<u64> {
