@@ -131,6 +131,45 @@ fn report_never_writes_over_its_own_input() {
     assert_eq!(std::fs::read(&run).unwrap(), before);
 }
 
+/// Issue 18's reproductions: an output that is the input read from standard input, the dump
+/// being decoded, or another output spelled differently; a trailing slash. Each is refused before
+/// anything is measured or written, and the input keeps its bytes.
+#[test]
+fn outputs_are_compared_by_identity_not_spelling() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.json");
+    pcieperf().args(["dma", "--target", "sim", "--sizes", "64KiB", "--duration", "20ms", "--out"]).arg(&run).assert().success();
+    let before = std::fs::read(&run).unwrap();
+    let stdin = std::fs::File::open(&run).unwrap();
+    let out = Process::new(binary()).args(["report", "-", "--html"]).arg(&run).stdin(stdin).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("standard input"), "{stderr}");
+    assert_eq!(std::fs::read(&run).unwrap(), before, "the document read from standard input is intact");
+
+    let dumped = dir.path().join("d.lspci");
+    let mut config = vec![0u8; 64];
+    config[..4].copy_from_slice(&[0x86, 0x80, 0x37, 0x12]);
+    std::fs::write(&dumped, pcieperf::pci::dump::write(&[("00:00.0".parse().unwrap(), &config[..])])).unwrap();
+    let dump_bytes = std::fs::read(&dumped).unwrap();
+    let assert = pcieperf().args(["inspect", "-F"]).arg(&dumped).arg("--metrics").arg(&dumped).assert().code(2);
+    assert!(stderr_of(&assert).contains("inputs"), "{}", stderr_of(&assert));
+    assert_eq!(std::fs::read(&dumped).unwrap(), dump_bytes);
+
+    let x = dir.path().join("x.json");
+    let spelled = dir.path().join(".").join("x.json");
+    let started = Instant::now();
+    let assert = pcieperf().args(["dma", "--target", "sim", "--sizes", "64KiB", "--out"]).arg(&x).arg("--html").arg(&spelled).assert().code(2);
+    assert!(stderr_of(&assert).contains("two outputs"), "{}", stderr_of(&assert));
+    let slashed = format!("{}/", dir.path().join("new.json").display());
+    let assert = pcieperf().args(["dma", "--target", "sim", "--sizes", "64KiB", "--out", &slashed]).assert().code(2);
+    assert!(stderr_of(&assert).contains("trailing /"), "{}", stderr_of(&assert));
+    let assert = pcieperf().args(["pio", "--out", &slashed]).assert().code(2);
+    assert!(stderr_of(&assert).contains("trailing /"), "{}", stderr_of(&assert));
+    assert!(started.elapsed() < Duration::from_secs(2), "refused before measuring");
+    assert!(!x.exists() && !dir.path().join("new.json").exists());
+}
+
 #[test]
 fn dash_is_standard_output() {
     let output = pcieperf().args(["dma", "--target", "sim", "--sizes", "64KiB", "--duration", "20ms", "--out", "-"]).assert().success();

@@ -71,6 +71,10 @@ pub struct InspectArgs {
 }
 
 pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
+    if let Some(path) = &args.metrics {
+        let inputs: Vec<PathBuf> = [args.dump.clone(), args.pci_ids.clone()].into_iter().flatten().collect();
+        crate::report::output::check_all(&[path], &inputs)?;
+    }
     let source = match (&args.dump, &args.sysfs_root) {
         (Some(dump), _) => Source::Dump(dump.clone()),
         (None, Some(root)) => Source::Sysfs(root.clone()),

@@ -78,6 +78,8 @@ fn parse_offset(text: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: PioArgs) -> anyhow::Result<i32> {
+    let outputs: Vec<&std::path::Path> = [args.out.as_deref(), args.html.as_deref()].into_iter().flatten().collect();
+    crate::report::output::check_all(&outputs, &[])?;
     let tests = match &args.tests {
         Some(list) => parse_tests(list)?,
         None => read_only_tests(),

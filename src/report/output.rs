@@ -31,42 +31,55 @@ fn directory_of(path: &Path) -> &Path {
     path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
-/// Check one output path (see the module's rules); `inputs` are the files the run reads.
+/// What a path names, compared by identity rather than spelling: an existing file by device
+/// and inode, a new one by its canonical directory and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Identity {
+    Stdout,
+    Existing { dev: u64, ino: u64 },
+    New(PathBuf),
+}
+
+fn identity(path: &Path) -> Option<Identity> {
+    if is_stdout(path) {
+        return Some(Identity::Stdout);
+    }
+    match std::fs::metadata(path) {
+        Ok(meta) => Some(Identity::Existing { dev: meta.dev(), ino: meta.ino() }),
+        Err(_) => Some(Identity::New(std::fs::canonicalize(directory_of(path)).ok()?.join(path.file_name()?))),
+    }
+}
+
+/// An input's identity; `-` is standard input, which has one when it is a file (`< run.json`).
+fn input_identity(path: &Path) -> Option<Identity> {
+    if !is_stdout(path) {
+        return identity(path);
+    }
+    // SAFETY: fstat fills a zeroed struct; fd 0 may be closed, which fstat reports.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::fstat(0, &mut stat) } == 0;
+    (ok && stat.st_mode & libc::S_IFMT == libc::S_IFREG).then_some(Identity::Existing { dev: stat.st_dev, ino: stat.st_ino })
+}
+
+/// Check one output path (see the module's rules); `inputs` are the files the run reads (`-`:
+/// standard input).
 pub fn check(path: &Path, inputs: &[PathBuf]) -> Result<(), InvalidInput> {
     if is_stdout(path) {
         return Ok(());
     }
     let shown = path.display();
-    if path.file_name().is_none() {
-        return Err(InvalidInput::new(format!("{shown} is not a file name")));
+    if path.file_name().is_none() || path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return Err(InvalidInput::new(format!("{shown} is not a file name (a trailing / names a directory)")));
     }
     match std::fs::symlink_metadata(path) {
-        Ok(meta) => {
-            let kind = meta.file_type();
-            if kind.is_symlink() {
-                return Err(InvalidInput::new(format!(
-                    "{shown} is a symbolic link: pcieperf never writes through or replaces a link; name the file it points to \
-                     (or - for standard output)"
-                )));
-            }
-            if !kind.is_file() {
-                return Err(InvalidInput::new(format!(
-                    "{shown} is {}: results go only to a regular file or a new path (or - for standard output)",
-                    kind_name(&kind)
-                )));
-            }
-            if meta.permissions().readonly() || !access_writable(path) {
-                return Err(InvalidInput::new(format!("{shown} is read-only: pcieperf does not replace files it may not write")));
-            }
-            if let Some(input) = inputs.iter().find(|input| same_file(&meta, input)) {
-                return Err(InvalidInput::new(format!(
-                    "{shown} is one of this run's inputs ({}): refusing to overwrite it",
-                    input.display()
-                )));
-            }
-        }
+        Ok(meta) => check_existing(path, &meta)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(InvalidInput::new(format!("cannot check {shown}: {e}"))),
+    }
+    let output = identity(path);
+    if let Some(input) = inputs.iter().find(|input| output.is_some() && input_identity(input) == output) {
+        let input = if is_stdout(input) { "standard input".to_string() } else { input.display().to_string() };
+        return Err(InvalidInput::new(format!("{shown} is one of this run's inputs ({input}): refusing to overwrite it")));
     }
     let dir = directory_of(path);
     tempfile::Builder::new()
@@ -76,7 +89,30 @@ pub fn check(path: &Path, inputs: &[PathBuf]) -> Result<(), InvalidInput> {
         .map_err(|e| InvalidInput::new(format!("cannot write {shown}: cannot create a file in {}: {e}", dir.display())))
 }
 
-/// Check every output of a run: each alone, no two naming the same file, at most one on stdout.
+/// An existing output must be a writable regular file, not a link.
+fn check_existing(path: &Path, meta: &std::fs::Metadata) -> Result<(), InvalidInput> {
+    let shown = path.display();
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return Err(InvalidInput::new(format!(
+            "{shown} is a symbolic link: pcieperf never writes through or replaces a link; name the file it points to \
+             (or - for standard output)"
+        )));
+    }
+    if !kind.is_file() {
+        return Err(InvalidInput::new(format!(
+            "{shown} is {}: results go only to a regular file or a new path (or - for standard output)",
+            kind_name(&kind)
+        )));
+    }
+    if meta.permissions().readonly() || !access_writable(path) {
+        return Err(InvalidInput::new(format!("{shown} is read-only: pcieperf does not replace files it may not write")));
+    }
+    Ok(())
+}
+
+/// Check every output of a run: each alone, no two naming the same file (however spelled), at
+/// most one on stdout.
 pub fn check_all(outputs: &[&Path], inputs: &[PathBuf]) -> Result<(), InvalidInput> {
     for path in outputs {
         check(path, inputs)?;
@@ -84,12 +120,10 @@ pub fn check_all(outputs: &[&Path], inputs: &[PathBuf]) -> Result<(), InvalidInp
     if outputs.iter().filter(|p| is_stdout(p)).count() > 1 {
         return Err(InvalidInput::new("only one output can go to standard output (-)"));
     }
-    for (i, a) in outputs.iter().enumerate() {
-        for b in &outputs[i + 1..] {
-            let same = a == b || std::fs::metadata(a).is_ok_and(|meta| same_file(&meta, b));
-            if same && !is_stdout(a) {
-                return Err(InvalidInput::new(format!("{} is named for two outputs", a.display())));
-            }
+    let named: Vec<(&Path, Option<Identity>)> = outputs.iter().filter(|p| !is_stdout(p)).map(|p| (*p, identity(p))).collect();
+    for (i, (a, a_id)) in named.iter().enumerate() {
+        if let Some((b, _)) = named[i + 1..].iter().find(|(b, b_id)| a == b || (a_id.is_some() && a_id == b_id)) {
+            return Err(InvalidInput::new(format!("{} and {} are the same file, named for two outputs: give each output its own", a.display(), b.display())));
         }
     }
     Ok(())
@@ -105,10 +139,6 @@ pub fn files_in_target(target: &str) -> Vec<PathBuf> {
         .map(PathBuf::from)
         .filter(|path| std::fs::metadata(path).is_ok())
         .collect()
-}
-
-fn same_file(meta: &std::fs::Metadata, other: &Path) -> bool {
-    std::fs::metadata(other).is_ok_and(|o| o.dev() == meta.dev() && o.ino() == meta.ino())
 }
 
 /// access(W_OK): the permission bits say writable, but not to us.
@@ -187,6 +217,10 @@ mod tests {
         check(Path::new("-"), &[]).unwrap();
         assert!(check_all(&[Path::new("-"), Path::new("-")], &[]).is_err());
         assert!(check_all(&[&new, &dir.path().join("new.json")], &[]).unwrap_err().0.contains("two outputs"));
+        let (fresh, spelled) = (dir.path().join("fresh.json"), dir.path().join(".").join("fresh.json"));
+        assert!(check_all(&[&fresh, &spelled], &[]).unwrap_err().0.contains("two outputs"), "new files compared by identity");
+        let slash = PathBuf::from(format!("{}/", fresh.display()));
+        assert!(check(&slash, &[]).unwrap_err().0.contains("trailing /"));
     }
 
     #[test]
