@@ -15,6 +15,7 @@ pub mod bounded;
 pub mod cancel;
 pub mod error;
 pub mod named;
+pub mod printable;
 pub mod table;
 pub mod units;
 

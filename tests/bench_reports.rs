@@ -28,7 +28,7 @@ fn sample_run(simulated: bool, rate_mbps: f64) -> Results {
 #[test]
 fn the_json_document_round_trips_and_carries_its_conditions() {
     let r = sample_run(true, 1000.0);
-    let text = json::to_string(&r);
+    let text = json::to_string(&r).unwrap();
     assert_eq!(json::from_str(&text).unwrap(), r);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["schema"], SCHEMA);
@@ -97,7 +97,7 @@ fn the_document_is_written_atomically_and_other_schemas_are_refused() {
     assert_eq!(json::read(&path).unwrap(), r);
     // Only the file itself is left: the temporary file was renamed over it.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-    let other = json::to_string(&r).replace(SCHEMA, "pcieperf.results/99");
+    let other = json::to_string(&r).unwrap().replace(SCHEMA, "pcieperf.results/99");
     assert!(json::from_str(&other).unwrap_err().0.contains("unsupported results schema"));
     assert!(json::from_str("[1, 2").is_err());
     assert!(json::write(&dir.path().join("missing-dir/run.json"), &r).is_err());

@@ -524,3 +524,55 @@ fn sizes_follow_one_rule() {
         assert!(stderr_of(&assert).contains("ambiguous"), "{ambiguous}: {}", stderr_of(&assert));
     }
 }
+
+/// Issue 18's smaller items: a block amount the register cannot mean is bad input (exit 2 at
+/// once), not a device that did not answer; a named pci.ids that cannot be read is said; control
+/// characters from a target string or pci.ids are shown escaped; a schema error names the member.
+#[test]
+fn bad_block_amounts_are_refused_up_front() {
+    for amount in ["0", "4294967295"] {
+        let started = Instant::now();
+        let assert = pcieperf().args(["demo", "--block-amount", amount]).assert().code(2);
+        assert!(stderr_of(&assert).contains("--block-amount"), "{}", stderr_of(&assert));
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn a_missing_pci_ids_file_is_named() {
+    let assert = pcieperf().args(["inspect", "--pci-ids", "/nonexistent/pci.ids"]).assert().success();
+    assert!(stderr_of(&assert).contains("--pci-ids /nonexistent/pci.ids: cannot be read"), "{}", stderr_of(&assert));
+}
+
+#[test]
+fn control_characters_from_targets_and_pci_ids_are_shown_escaped() {
+    let assert = pcieperf().args(["dma", "--target", "nosuch\u{1b}[2J\u{7}"]).assert().code(2);
+    let stderr = &assert.get_output().stderr;
+    assert!(!stderr.iter().any(|b| *b == 0x1b || *b == 0x07), "{}", String::from_utf8_lossy(stderr));
+    assert!(stderr_of(&assert).contains("nosuch\\x1b[2J\\x07"), "{}", stderr_of(&assert));
+
+    let dir = tempfile::tempdir().unwrap();
+    let ids = dir.path().join("pci.ids");
+    std::fs::write(&ids, "8086  Evil \u{1b}]0;owned\u{7}Corp\n\t1237  Bridge\u{1b}[31m\n").unwrap();
+    let dump = dir.path().join("d.lspci");
+    let mut config = vec![0u8; 64];
+    config[..4].copy_from_slice(&[0x86, 0x80, 0x37, 0x12]);
+    std::fs::write(&dump, pcieperf::pci::dump::write(&[("00:00.0".parse().unwrap(), &config[..])])).unwrap();
+    for view in [&["-vv"][..], &["-tv"], &[], &["--json"]] {
+        let out = pcieperf().args(["inspect", "-F"]).arg(&dump).arg("--pci-ids").arg(&ids).args(view).assert().success().get_output().stdout.clone();
+        assert!(!out.iter().any(|b| *b == 0x1b || *b == 0x07), "{view:?}: {}", String::from_utf8_lossy(&out));
+        assert!(String::from_utf8_lossy(&out).contains("Evil"), "{view:?}: names still shown");
+    }
+}
+
+#[test]
+fn schema_errors_name_the_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.json");
+    pcieperf().args(["dma", "--target", "sim", "--sizes", "64KiB", "--duration", "20ms", "--out"]).arg(&run).assert().success();
+    let mut doc = read_json(&run);
+    doc["points"][0]["samples"][1]["engine_ns"] = serde_json::json!({"not": "a number"});
+    std::fs::write(&run, serde_json::to_string(&doc).unwrap()).unwrap();
+    let assert = pcieperf().arg("report").arg(&run).assert().code(2);
+    assert!(stderr_of(&assert).contains("points[0].samples[1].engine_ns"), "{}", stderr_of(&assert));
+}

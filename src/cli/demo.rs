@@ -31,8 +31,9 @@ pub struct DemoArgs {
     pub read_write: bool,
     /// Block amount (step 4): bytes per direction = 0x2000 × N. Default: the document's
     /// 0xA343C × link multiplier; co-simulated targets default to 8 (64 KiB), as simulating
-    /// the document's gigabytes of RTL activity would take days.
-    #[arg(long, value_name = "N")]
+    /// the document's gigabytes of RTL activity would take days. At least 1; at most 2^27
+    /// (1 TiB per direction, pcieperf's largest transfer).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_BLOCK_AMOUNT))]
     pub block_amount: Option<u32>,
     /// Seed for simulated behaviour.
     #[arg(long, default_value_t = 1)]
@@ -55,6 +56,9 @@ struct DemoOutput<'a> {
     notes: &'a [String],
     demo: &'a DemoReport,
 }
+
+/// The largest block amount: 0x2000 bytes × 2^27 = 1 TiB per direction.
+const MAX_BLOCK_AMOUNT: i64 = (crate::units::MAX_SIZE_BYTES / 0x2000) as i64;
 
 /// Block amount of a co-simulated demo: 8 × 8 KiB = 64 KiB per direction.
 const COSIM_BLOCK_AMOUNT: u32 = 8;

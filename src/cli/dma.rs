@@ -271,7 +271,8 @@ pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
     let mut results_file = None;
     if let Some(path) = outputs.out {
         let path = results_path(path, results);
-        match output::write_or_keep(&path, &json::to_string(results), "results document") {
+        let written = json::to_string(results).map_err(|e| e.0).and_then(|text| output::write_or_keep(&path, &text, "results document"));
+        match written {
             Ok(()) => results_file = Some(path),
             Err(message) => failures.push(message),
         }
@@ -284,7 +285,7 @@ pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
         }
     }
     let summary = if outputs.json_stdout {
-        json::to_string(results)
+        json::to_string(results)?
     } else if outputs.csv_stdout {
         csv::render(results)
     } else {

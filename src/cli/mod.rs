@@ -63,7 +63,7 @@ pub fn quiet() -> bool {
 /// A note on standard error (`pcieperf: note: …`), unless `--quiet`.
 pub fn note(text: impl std::fmt::Display) {
     if !quiet() {
-        eprintln!("pcieperf: note: {text}");
+        eprintln!("pcieperf: note: {}", crate::printable::one_line(&text.to_string()));
     }
 }
 
@@ -164,7 +164,8 @@ pub fn describe(error: &anyhow::Error) -> String {
         }
         line.push_str(&cause);
     }
-    line
+    // Causes quote the user's input (a target, a path): shown escaped, on one line.
+    crate::printable::one_line(&line)
 }
 
 /// 2 when the cause is the user's input, 1 otherwise.

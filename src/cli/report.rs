@@ -39,16 +39,16 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let outputs: Vec<&Path> = [args.html.as_deref(), args.metrics.as_deref()].into_iter().flatten().collect();
     output::check_all(&outputs, &args.files)?;
     // Bounded like every input: a device node or a FIFO is refused, not read forever.
-    let texts: Vec<String> =
-        args.files.iter().map(|f| crate::bounded::read_to_string(f, crate::bounded::RESULTS)).collect::<Result<_, _>>()?;
+    let texts: Vec<String> = args.files.iter().map(|f| json::read_text(f)).collect::<Result<_, _>>()?;
     if texts.iter().any(|t| pio::is_pio(t)) {
         return run_pio(&args, &texts);
     }
+    // Each text is dropped once parsed: memory holds one text and the typed documents.
     let runs = args
         .files
         .iter()
-        .zip(&texts)
-        .map(|(f, text)| anyhow::Context::with_context(json::from_str(text), || f.display().to_string()))
+        .zip(texts)
+        .map(|(f, text)| anyhow::Context::with_context(json::from_str(&text), || f.display().to_string()))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if let [a, b] = runs.as_slice() {
         if args.csv || args.metrics.is_some() {
@@ -85,7 +85,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         }
     }
     if args.json {
-        print!("{}", json::to_string(results));
+        print!("{}", json::to_string(results)?);
     } else if args.csv {
         print!("{}", csv::render(results));
     } else if outputs.is_empty() {

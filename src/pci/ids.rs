@@ -21,6 +21,11 @@ pub struct PciIds {
     pub source: Option<PathBuf>,
 }
 
+/// A name as shown: pci.ids is outside text, its control characters are escaped.
+fn shown(name: &str) -> String {
+    crate::printable::one_line(name)
+}
+
 fn hex_name(text: &str, digits: usize) -> Option<(u32, &str)> {
     let id = text.get(..digits)?;
     let name = text.get(digits..)?.strip_prefix("  ")?;
@@ -85,32 +90,32 @@ impl PciIds {
             if let Some(rest) = line.strip_prefix("C ") {
                 vendor = None;
                 class = hex_name(rest, 2).map(|(id, name)| {
-                    ids.classes.insert(id as u8, (name.to_string(), HashMap::new()));
+                    ids.classes.insert(id as u8, (shown(name), HashMap::new()));
                     id as u8
                 });
             } else if let Some(rest) = line.strip_prefix('\t') {
                 if let Some(subsystem) = rest.strip_prefix('\t') {
                     if let (Some(v), Some(d), Some((sv, sd, name))) = (vendor, device, subsystem_entry(subsystem)) {
-                        ids.subsystems.insert((v, d, sv, sd), name.to_string());
+                        ids.subsystems.insert((v, d, sv, sd), shown(name));
                     }
                     if let (Some(c), Some(s), Some((id, name))) = (class, subclass, hex_name(subsystem, 2)) {
-                        ids.prog_ifs.insert((c, s, id as u8), name.to_string());
+                        ids.prog_ifs.insert((c, s, id as u8), shown(name));
                     }
                 } else if let Some(v) = vendor {
                     device = hex_name(rest, 4).map(|(id, name)| {
-                        ids.vendors.get_mut(&v).map(|(_, devices)| devices.insert(id as u16, name.to_string()));
+                        ids.vendors.get_mut(&v).map(|(_, devices)| devices.insert(id as u16, shown(name)));
                         id as u16
                     });
                 } else if let Some(c) = class {
                     subclass = hex_name(rest, 2).map(|(id, name)| {
-                        ids.classes.get_mut(&c).map(|(_, subs)| subs.insert(id as u8, name.to_string()));
+                        ids.classes.get_mut(&c).map(|(_, subs)| subs.insert(id as u8, shown(name)));
                         id as u8
                     });
                 }
             } else {
                 class = None;
                 vendor = hex_name(line, 4).filter(|(id, _)| vendors.is_none_or(|v| v.contains(&(*id as u16)))).map(|(id, name)| {
-                    ids.vendors.insert(id as u16, (name.to_string(), HashMap::new()));
+                    ids.vendors.insert(id as u16, (shown(name), HashMap::new()));
                     id as u16
                 });
             }

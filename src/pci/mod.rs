@@ -145,6 +145,7 @@ pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
     let names = names_for(&machine, options)?;
     let devices = machine.devices.values().filter(|d| options.selects(d)).map(|d| report::build(&machine, &d.bdf, &names)).collect();
     let mut notes = machine.notes;
+    notes.extend(unread_ids_note(options, &names));
     if let Source::Sysfs(root) = &options.source {
         if let Some(vm) = emulated::virtual_machine(root) {
             notes.push(format!(
@@ -165,6 +166,14 @@ pub fn inspect(options: &InspectOptions) -> anyhow::Result<Inspection> {
         devices,
         notes,
     })
+}
+
+/// A note when the pci.ids file the user named could not be read: devices go unnamed, and the
+/// user should know why.
+fn unread_ids_note(options: &InspectOptions, names: &ids::PciIds) -> Option<String> {
+    let path = options.pci_ids.as_deref().filter(|_| names.source.is_none())?;
+    let why = std::fs::metadata(path).err().map_or("unreadable".to_string(), |e| e.to_string());
+    Some(format!("--pci-ids {}: cannot be read ({why}); devices are shown by number", path.display()))
 }
 
 /// The pci.ids entries of the vendors and subsystem vendors of `machine`'s devices.
@@ -195,7 +204,8 @@ pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> a
             selected: options.selects(d),
         })
         .collect();
-    Ok((tree::render(&devices, verbose, options.selector.is_some() || options.ids.is_some()), machine.notes))
+    let notes = machine.notes.into_iter().chain(unread_ids_note(options, &names)).collect();
+    Ok((tree::render(&devices, verbose, options.selector.is_some() || options.ids.is_some()), notes))
 }
 
 impl InspectOptions {

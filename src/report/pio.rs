@@ -11,16 +11,15 @@ use crate::units::format_ns;
 
 /// Parse a pio document, refusing other schemas.
 pub fn from_str(text: &str) -> Result<PioRun, InvalidInput> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| InvalidInput::new(format!("not a JSON document: {e}")))?;
-    if value.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
+    if super::json::schema_of(text)?.as_deref() != Some(SCHEMA) {
         return Err(InvalidInput::new(format!("not a {SCHEMA} document")));
     }
-    serde_json::from_value(value).map_err(|e| InvalidInput::new(format!("malformed {SCHEMA} document: {e}")))
+    super::json::typed(text, SCHEMA)
 }
 
 /// Whether a JSON text claims the pio schema.
 pub fn is_pio(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text).ok().and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(|s| s == SCHEMA)).unwrap_or(false)
+    super::json::schema_of(text).ok().flatten().is_some_and(|s| s == SCHEMA)
 }
 
 fn sim(run: &PioRun) -> &'static str {

@@ -302,5 +302,6 @@ pub fn render(results: &Results) -> String {
         }
         None => {}
     }
-    out
+    // A live run's strings (its target, a device's message) come from outside: shown escaped.
+    crate::printable::escaped(&out).into_owned()
 }
