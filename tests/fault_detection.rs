@@ -50,6 +50,9 @@ fn assert_every_point_fails(target: &str, sizes: &[u64]) {
             point.size_bytes,
             point.verification
         );
+        // A failure names the direction whose data it judged (an h2d read-back judges h2d).
+        let failure = point.verification.first_failure.as_ref().expect("failed");
+        assert!(point.mode.directions().contains(&failure.direction), "{target}: {} point: {failure}", point.mode.name());
     }
 }
 

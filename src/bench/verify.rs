@@ -406,7 +406,11 @@ impl Verifier {
                         return Err(error);
                     }
                 };
-                let result = self.after_d2h(&mut back);
+                // The check reads the bytes back but judges the h2d transfer: name it so.
+                let result = match self.after_d2h(&mut back) {
+                    Check::Failed(failure) => Check::Failed(VerifyFailure { direction: Direction::H2d, ..failure }),
+                    other => other,
+                };
                 self.scratch = Some(back);
                 Ok(result)
             }
