@@ -40,8 +40,8 @@ pub enum VerifyKind {
     Lfsr,
     /// 32-bit word counter (document 002).
     Counter,
-    /// LFSR pattern, and every h2d write to a memory-like device read back (halves the write
-    /// rate there; other data models check every transfer anyway).
+    /// LFSR pattern, and every h2d write to a memory-like device read back (its sustained write
+    /// rate then pays a read-back per write; other data models check every transfer anyway).
     All,
     /// No verification.
     None,
@@ -488,13 +488,7 @@ impl Verifier {
         if buf[(m.offset - offset) as usize..].iter().all(|&b| b == POISON) {
             return error;
         }
-        self.lost_in_loop = Some(VerifyFailure {
-            direction,
-            check: "pattern".into(),
-            offset: Some(m.offset),
-            expected: format!("0x{:02x}", m.expected),
-            actual: format!("0x{:02x}", m.actual),
-        });
+        self.lost_in_loop = Some(byte_failure(direction, "pattern", m));
         error
     }
 
@@ -555,6 +549,17 @@ fn first_difference(at: u64, expected: &[u8], actual: &[u8]) -> Option<Mismatch>
     Some(Mismatch { offset: at + i as u64, expected: expected[i], actual: actual[i] })
 }
 
+/// The failure a differing byte makes.
+fn byte_failure(direction: Direction, check: &str, m: Mismatch) -> VerifyFailure {
+    VerifyFailure {
+        direction,
+        check: check.into(),
+        offset: Some(m.offset),
+        expected: format!("0x{:02x}", m.expected),
+        actual: format!("0x{:02x}", m.actual),
+    }
+}
+
 /// Check `buf` (at stream offset `offset`) piece by piece, `differs(piece_offset, piece)` giving
 /// a piece's first differing byte, and poison each piece that compared equal while it is still
 /// in the L1 cache: the next transfer into `buf` needs no poisoning pass of its own. A failure
@@ -572,13 +577,7 @@ fn check_and_poison(
         let take = (CHECK_PIECE_BYTES - (at % CHECK_PIECE_BYTES as u64) as usize).min(buf.len() - done);
         let piece = &mut buf[done..done + take];
         if let Some(m) = differs(at, piece) {
-            return Check::Failed(VerifyFailure {
-                direction,
-                check: check.into(),
-                offset: Some(m.offset),
-                expected: format!("0x{:02x}", m.expected),
-                actual: format!("0x{:02x}", m.actual),
-            });
+            return Check::Failed(byte_failure(direction, check, m));
         }
         piece.fill(POISON);
         done += take;
