@@ -15,7 +15,7 @@ use crate::bench::stats::{Stats, StopRule};
 use crate::bench::verify::{Check, Verifier, VerifyKind, VerifyTally};
 use crate::bench::{diagnose, host};
 use crate::engine::pattern::crc32;
-use crate::engine::{AlignedBuf, DeviceCounters, Engine, EngineError, EngineInfo, Io};
+use crate::engine::{AlignedBuf, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io};
 use crate::error::InvalidInput;
 use crate::units::{format_size, mbps};
 
@@ -350,8 +350,7 @@ impl<'a> PointRunner<'a> {
                 }
                 Err(error) => {
                     self.stop_reason = "error";
-                    let what = format!("{} {} transfer", self.mode.name(), format_size(self.size));
-                    break Some(Stopped::Error { message: format!("{what}: {error}") });
+                    break Some(self.stopped_by(error));
                 }
                 Ok(Some(sample)) => times.push(sample.time_ns()),
                 Ok(None) => {}
@@ -379,9 +378,45 @@ impl<'a> PointRunner<'a> {
                 break None;
             }
         };
+        let stopped = stopped.or_else(|| self.check_last_write());
         self.engine_ns = self.engine.now_ns() - engine0;
         self.wall_ns = self.clock.now_ns() - wall0;
         stopped
+    }
+
+    /// The error that ends the run; a loopback that lost bytes first says where its data went
+    /// wrong (a verification failure), not only that the rest never came.
+    fn stopped_by(&mut self, error: EngineError) -> Stopped {
+        let what = format!("{} {} transfer", self.mode.name(), format_size(self.size));
+        let Some(failure) = self.verifier.take_lost_in_loop() else {
+            return Stopped::Error { message: format!("{what}: {error}") };
+        };
+        let message = format!(
+            "{what}: {} loopback: data differs from byte {} on (bytes lost or altered in the loop); then {error}",
+            failure.direction.name(),
+            failure.offset.unwrap_or_default()
+        );
+        self.tally.add(Check::Failed(failure));
+        Stopped::Error { message }
+    }
+
+    /// After the point's last step: read its last h2d write back when the sampling did not, so
+    /// damage a late write left is found however short the point (verify.rs).
+    fn check_last_write(&mut self) -> Option<Stopped> {
+        match self.verifier.check_last_write(&mut *self.engine, self.options.deadline) {
+            Ok(Some(check)) => self.tally.last_write_read_back(check),
+            Ok(None) => {}
+            Err(EngineError::Interrupted) => {
+                self.stop_reason = "interrupted";
+                return Some(Stopped::Interrupted);
+            }
+            Err(error) => {
+                self.stop_reason = "error";
+                let what = format!("{} {} read-back of the last write", self.mode.name(), format_size(self.size));
+                return Some(Stopped::Error { message: format!("{what}: {error}") });
+            }
+        }
+        None
     }
 
     /// One timed step; `Ok(None)` during warm-up.
@@ -411,7 +446,10 @@ impl<'a> PointRunner<'a> {
             Mode::D2h => {
                 verifier.before_d2h(engine, d2h, deadline)?;
                 let wall0 = clock.now_ns();
-                let t = engine.transfer(Io::D2h(d2h), 0, deadline)?;
+                let t = match engine.transfer(Io::D2h(d2h), 0, deadline) {
+                    Ok(t) => t,
+                    Err(error) => return Err(verifier.read_failed(Direction::D2h, d2h, error)),
+                };
                 let wall_ns = clock.since_ns(wall0);
                 checks.push(copy_and_check_d2h(clock, verifier, d2h, user, copy, crc_too, &mut copy_ns));
                 (vec![t], wall_ns)
@@ -421,7 +459,10 @@ impl<'a> PointRunner<'a> {
                 verifier.before_d2h(engine, d2h, deadline)?;
                 verifier.before_h2d(h2d, true);
                 let wall0 = clock.now_ns();
-                let (th, td) = engine.transfer_both(h2d, d2h, 0, deadline)?;
+                let (th, td) = match engine.transfer_both(h2d, d2h, 0, deadline) {
+                    Ok(legs) => legs,
+                    Err(error) => return Err(verifier.read_failed(Direction::D2h, d2h, error)),
+                };
                 let wall_ns = clock.since_ns(wall0);
                 checks.push(verifier.after_h2d(engine, &th, h2d, true, deadline)?);
                 checks.push(copy_and_check_d2h(clock, verifier, d2h, user, copy, crc_too, &mut copy_ns));
@@ -483,7 +524,7 @@ impl<'a> PointRunner<'a> {
             samples: self.samples,
             summary,
             stalls,
-            verification: self.tally,
+            verification: VerifyTally { last_write_checked: self.verifier.last_write_checked(), ..self.tally },
             ceiling,
             error: None,
         }

@@ -10,8 +10,12 @@
 //!   sustained rate; the share bounds the cost on any device, however slow its reads). Each
 //!   read-back write first switches to the other of two seeds, so a write that never landed
 //!   shows up. The writes between repeat the bytes already on the device and are counted
-//!   unchecked.
+//!   unchecked. When a point ends on a write that was not read back, it is read back then
+//!   ([`Verifier::check_last_write`]), so damage a late write left on the device is found
+//!   however short the point. `--verify all` reads every write back.
 //! - `Loopback`: d2h returns the h2d bytes in order; the pattern is addressed by stream offset.
+//!   A read that fails part-way (bytes lost in the loop never come, so it times out) has what
+//!   did arrive compared with what was sent ([`Verifier::read_failed`]).
 //! - `Opaque`: the contents are unknown; only consistency between reads of the same region is
 //!   checked (the first read is the reference). h2d data cannot be checked at all.
 //!
@@ -36,16 +40,20 @@ pub enum VerifyKind {
     Lfsr,
     /// 32-bit word counter (document 002).
     Counter,
+    /// LFSR pattern, and every h2d write to a memory-like device read back (its sustained write
+    /// rate then pays a read-back per write; other data models check every transfer anyway).
+    All,
     /// No verification.
     None,
 }
 
 impl crate::named::Named for VerifyKind {
-    const ALL: &'static [Self] = &[VerifyKind::Lfsr, VerifyKind::Counter, VerifyKind::None];
+    const ALL: &'static [Self] = &[VerifyKind::Lfsr, VerifyKind::Counter, VerifyKind::All, VerifyKind::None];
     fn name(self) -> &'static str {
         match self {
             VerifyKind::Lfsr => "lfsr",
             VerifyKind::Counter => "counter",
+            VerifyKind::All => "all",
             VerifyKind::None => "none",
         }
     }
@@ -108,11 +116,23 @@ pub struct Verifier {
     /// Memory: whether the current h2d write is read back, and the budget that decides it.
     read_back: bool,
     read_back_share: ReadBackShare,
+    /// Memory, h2d alone: the point's last write, and whether it was read back.
+    last_write: Option<LastWrite>,
+    /// Loopback: what a read that failed part-way found, until the procedure takes it.
+    lost_in_loop: Option<VerifyFailure>,
     /// Read-back and priming buffer, kept across transfers.
     scratch: Option<AlignedBuf>,
     /// The buffer (address, length) the last d2h check left poisoned: the next d2h into it
     /// needs no poisoning pass of its own.
     poisoned: Option<(usize, usize)>,
+}
+
+/// Memory: the last h2d write of a point (not part of a `both` step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LastWrite {
+    ReadBack,
+    /// Not read back yet: the pattern it wrote over `[0, len)`.
+    Unchecked(Pattern, usize),
 }
 
 /// Where a buffer is and how long, to recognise it again.
@@ -180,6 +200,8 @@ impl Verifier {
             toggle: false,
             read_back: true,
             read_back_share: ReadBackShare::default(),
+            last_write: None,
+            lost_in_loop: None,
             scratch: None,
             poisoned: None,
         }
@@ -190,6 +212,7 @@ impl Verifier {
         self.h2d_content = None;
         self.read_back = true;
         self.read_back_share = ReadBackShare::default();
+        self.last_write = None;
         self.spare = None;
         self.scratch = None;
         self.poisoned = None;
@@ -212,8 +235,12 @@ impl Verifier {
             DataModel::Generator => {
                 format!("generator: d2h checked against the device's LFSR pattern, h2d {kind} data by CRC32 reported by the device")
             }
+            DataModel::Memory if self.kind == VerifyKind::All => {
+                format!("memory: {kind} pattern written h2d and read back d2h (h2d: every write read back, --verify all)")
+            }
             DataModel::Memory => format!(
-                "memory: {kind} pattern written h2d and read back d2h (h2d: the first write, then as many as take {} % of the time; the writes between repeat the device's bytes, unchecked)",
+                "memory: {kind} pattern written h2d and read back d2h (h2d: the first write, then as many as take {} % of the time, \
+                 and the last write of each point; the writes between repeat the device's bytes, unchecked)",
                 READBACK_TIME_SHARE * 100.0
             ),
             DataModel::Loopback => format!("loopback: {kind} pattern sent h2d must come back d2h in order"),
@@ -361,7 +388,8 @@ impl Verifier {
                     check = self.read_back_memory(engine, pattern, buf.len(), deadline)?;
                     self.read_back_share.spent_ns += engine.now_ns() - start_ns;
                 }
-                self.read_back = self.read_back_share.next_is_read_back(engine.now_ns());
+                self.last_write = Some(if self.read_back { LastWrite::ReadBack } else { LastWrite::Unchecked(pattern, buf.len()) });
+                self.read_back = self.kind == VerifyKind::All || self.read_back_share.next_is_read_back(engine.now_ns());
                 Ok(check)
             }
             DataModel::Loopback => {
@@ -369,8 +397,20 @@ impl Verifier {
                 if concurrent {
                     return Ok(Check::Unchecked); // checked when the bytes come back d2h
                 }
-                let mut back = self.read_back_into_scratch(engine, buf.len(), deadline)?;
-                let result = self.after_d2h(&mut back);
+                let mut back = match self.read_back_into_scratch(engine, buf.len(), deadline) {
+                    Ok(back) => back,
+                    Err(error) => {
+                        let arrived = self.scratch.take().expect("kept on failure");
+                        let error = self.read_failed(Direction::H2d, &arrived, error);
+                        self.scratch = Some(arrived);
+                        return Err(error);
+                    }
+                };
+                // The check reads the bytes back but judges the h2d transfer: name it so.
+                let result = match self.after_d2h(&mut back) {
+                    Check::Failed(failure) => Check::Failed(VerifyFailure { direction: Direction::H2d, ..failure }),
+                    other => other,
+                };
                 self.scratch = Some(back);
                 Ok(result)
             }
@@ -401,13 +441,60 @@ impl Verifier {
     }
 
     /// Read `len` bytes back from device offset 0 into the kept scratch buffer (taken out of
-    /// `self` so the check can borrow `self`; the caller puts it back).
+    /// `self` so the check can borrow `self`; the caller puts it back). On failure the buffer
+    /// stays in `self.scratch`, holding what did arrive.
     fn read_back_into_scratch(&mut self, engine: &mut dyn Engine, len: usize, deadline: Duration) -> Result<AlignedBuf, EngineError> {
         kept(&mut self.scratch, len);
         let mut back = self.scratch.take().expect("kept");
         back.fill(POISON);
-        engine.transfer(Io::D2h(&mut back), 0, deadline)?;
-        Ok(back)
+        match engine.transfer(Io::D2h(&mut back), 0, deadline) {
+            Ok(_) => Ok(back),
+            Err(error) => {
+                self.scratch = Some(back);
+                Err(error)
+            }
+        }
+    }
+
+    /// Memory: read the point's last h2d write back when the sampling did not, so damage a
+    /// late write left on the device is found however short the point. `None` when there is
+    /// nothing to read back (the last write was read back, or the point wrote nothing alone).
+    /// Its cost is outside the [`READBACK_TIME_SHARE`]: one read-back per point.
+    pub fn check_last_write(&mut self, engine: &mut dyn Engine, deadline: Duration) -> Result<Option<Check>, EngineError> {
+        let Some(LastWrite::Unchecked(pattern, len)) = self.last_write else { return Ok(None) };
+        let check = self.read_back_memory(engine, pattern, len, deadline)?;
+        self.last_write = Some(LastWrite::ReadBack);
+        Ok(Some(check))
+    }
+
+    /// Memory, h2d alone: whether the point's last write was read back and compared (false
+    /// when the point ended, by an error or Ctrl-C, before it could be); `None` for other points.
+    pub fn last_write_checked(&self) -> Option<bool> {
+        self.last_write.map(|last| last == LastWrite::ReadBack)
+    }
+
+    /// A d2h read into `buf` (poisoned before it) failed part-way, `direction` being what the
+    /// read checks. On a loopback, compare what did arrive with what was sent: bytes lost in
+    /// the loop never come, so the read times out, and the bytes that came after the loss are
+    /// the wrong ones. A difference is kept for [`Verifier::take_lost_in_loop`]; bytes that all
+    /// match (the device just stopped sending) are not one. Returns `error` unchanged.
+    pub fn read_failed(&mut self, direction: Direction, buf: &[u8], error: EngineError) -> EngineError {
+        if !self.enabled() || self.model != DataModel::Loopback || matches!(error, EngineError::Interrupted) {
+            return error;
+        }
+        let offset = self.received;
+        let Some(m) = self.pattern(self.seed).check(offset, buf) else { return error };
+        // Poison from the first difference to the end: nothing more arrived, nothing arrived wrong.
+        if buf[(m.offset - offset) as usize..].iter().all(|&b| b == POISON) {
+            return error;
+        }
+        self.lost_in_loop = Some(byte_failure(direction, "pattern", m));
+        error
+    }
+
+    /// The difference [`Verifier::read_failed`] found, once.
+    pub fn take_lost_in_loop(&mut self) -> Option<VerifyFailure> {
+        self.lost_in_loop.take()
     }
 
     /// Check the data a d2h transfer returned, and poison `buf` for the next transfer in the
@@ -462,6 +549,17 @@ fn first_difference(at: u64, expected: &[u8], actual: &[u8]) -> Option<Mismatch>
     Some(Mismatch { offset: at + i as u64, expected: expected[i], actual: actual[i] })
 }
 
+/// The failure a differing byte makes.
+fn byte_failure(direction: Direction, check: &str, m: Mismatch) -> VerifyFailure {
+    VerifyFailure {
+        direction,
+        check: check.into(),
+        offset: Some(m.offset),
+        expected: format!("0x{:02x}", m.expected),
+        actual: format!("0x{:02x}", m.actual),
+    }
+}
+
 /// Check `buf` (at stream offset `offset`) piece by piece, `differs(piece_offset, piece)` giving
 /// a piece's first differing byte, and poison each piece that compared equal while it is still
 /// in the L1 cache: the next transfer into `buf` needs no poisoning pass of its own. A failure
@@ -479,13 +577,7 @@ fn check_and_poison(
         let take = (CHECK_PIECE_BYTES - (at % CHECK_PIECE_BYTES as u64) as usize).min(buf.len() - done);
         let piece = &mut buf[done..done + take];
         if let Some(m) = differs(at, piece) {
-            return Check::Failed(VerifyFailure {
-                direction,
-                check: check.into(),
-                offset: Some(m.offset),
-                expected: format!("0x{:02x}", m.expected),
-                actual: format!("0x{:02x}", m.actual),
-            });
+            return Check::Failed(byte_failure(direction, check, m));
         }
         piece.fill(POISON);
         done += take;
@@ -500,9 +592,19 @@ pub struct VerifyTally {
     pub failed: u64,
     pub unchecked: u64,
     pub first_failure: Option<VerifyFailure>,
+    /// Memory, h2d alone: whether the point's last write was read back and compared (absent
+    /// for other points).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_write_checked: Option<bool>,
 }
 
 impl VerifyTally {
+    /// The last write, counted unchecked, was read back after all: count it by `check`.
+    pub fn last_write_read_back(&mut self, check: Check) {
+        self.unchecked = self.unchecked.saturating_sub(1);
+        self.add(check);
+    }
+
     pub fn add(&mut self, check: Check) {
         match check {
             Check::Passed => self.passed += 1,

@@ -59,7 +59,8 @@ pub struct DmaArgs {
 /// Flags `dma` and `run` share: data, extra report files, and how to open hardware targets.
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
-    /// Data verification: lfsr, counter or none.
+    /// Data verification: lfsr, counter, all (lfsr, and every h2d write to a file or memory
+    /// device read back: the sustained write rate then pays a read-back per write) or none.
     #[arg(long, value_parser = named::<VerifyKind>(), default_value = "lfsr")]
     pub verify: VerifyKind,
     /// Seed of the test pattern (and of simulated behaviour).
