@@ -82,7 +82,9 @@ fn read_file(path: &Path, limit: Limit) -> Result<Vec<u8>, InvalidInput> {
     let shown = path.display().to_string();
     let cannot = |e: std::io::Error| InvalidInput::new(format!("cannot read {} {shown}: {e}", limit.what));
     let file = std::fs::File::open(path).map_err(cannot)?;
-    let mut bytes = Vec::new();
+    // Sized once from the file's length: growing by doubling could reserve twice the limit.
+    let expected = file.metadata().map_or(0, |m| m.len().min(limit.bytes)) as usize;
+    let mut bytes = Vec::with_capacity(expected + 1);
     // A file may grow while being read: the limit holds for what is read, not only for its size.
     file.take(limit.bytes + 1).read_to_end(&mut bytes).map_err(cannot)?;
     if bytes.len() as u64 > limit.bytes {

@@ -14,6 +14,7 @@
 pub mod bounded;
 pub mod cancel;
 pub mod error;
+pub mod exhaustion;
 pub mod named;
 pub mod printable;
 pub mod table;

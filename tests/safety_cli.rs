@@ -417,6 +417,51 @@ fn endless_standard_input_hits_the_named_limit_in_bounded_memory() {
     assert!(stderr.contains("limit of a results document"), "{stderr}");
 }
 
+/// A results document just under the reader's 256 MiB limit: a sim run's first sample repeated
+/// 1.39 million times (255 MB). Returns the path.
+fn document_near_the_limit(dir: &Path) -> PathBuf {
+    let small = dir.join("small.json");
+    pcieperf().args(["dma", "--target", "sim", "--sizes", "64KiB", "--duration", "20ms", "--out"]).arg(&small).assert().success();
+    let text = std::fs::read_to_string(&small).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let sample = serde_json::to_string_pretty(&doc["points"][0]["samples"][0]).unwrap() + ",\n";
+    let (head, tail) = text.split_once("\"samples\": [").unwrap();
+    let mut big = Vec::with_capacity(256 << 20);
+    big.extend_from_slice(head.as_bytes());
+    big.extend_from_slice(b"\"samples\": [");
+    let copies = (255_000_000 - text.len()) / sample.len();
+    for _ in 0..copies {
+        big.extend_from_slice(sample.as_bytes());
+    }
+    big.extend_from_slice(tail.as_bytes());
+    assert!(big.len() < 256 << 20 && big.len() > 250_000_000, "{} bytes", big.len());
+    let path = dir.join("big.json");
+    std::fs::write(&path, big).unwrap();
+    path
+}
+
+/// `report` reads a document just under its limit in bounded memory (a typed parse, no JSON
+/// tree: 2.1 GB before, about 0.36 GB now) and, when even that is more than the process may
+/// have, says so and exits 1 instead of aborting.
+#[test]
+fn a_document_near_the_limit_is_read_in_bounded_memory_and_exhaustion_is_a_message() {
+    if !Path::new("/usr/bin/prlimit").exists() {
+        eprintln!("skipped: prlimit (util-linux) is missing, memory cannot be capped");
+        return;
+    }
+    let _timing = timing();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let big = document_near_the_limit(dir.path());
+    let capped = |bytes: u64| Process::new("/usr/bin/prlimit").arg(format!("--as={bytes}")).arg(binary()).arg("report").arg(&big).output().unwrap();
+    let fits = capped(1 << 30);
+    assert_eq!(fits.status.code(), Some(0), "{}", String::from_utf8_lossy(&fits.stderr));
+    assert!(String::from_utf8_lossy(&fits.stdout).contains("64KiB"));
+    let starved = capped(300 << 20);
+    let stderr = String::from_utf8_lossy(&starved.stderr);
+    assert_eq!(starved.status.code(), Some(1), "exit 1, not SIGABRT: {stderr}");
+    assert!(stderr.starts_with("pcieperf: out of memory: an allocation of") && stderr.lines().count() == 1, "{stderr}");
+}
+
 #[test]
 fn a_silent_pipe_times_out() {
     let mut child = Process::new(binary()).args(["report", "-"]).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
