@@ -252,6 +252,32 @@ fn a_scratch_file_is_measured_both_ways_said_so_and_removed() {
     pcieperf().args(["dma", "--scratch"]).arg(dir.path()).args(["--target", "sim"]).assert().code(2);
 }
 
+/// A run killed with SIGKILL cannot remove its scratch file; the next run in the same directory
+/// finds it, sees its process is gone, removes it and says so.
+#[test]
+fn a_scratch_file_left_by_a_killed_run_is_removed_by_the_next() {
+    let dir = disk_dir();
+    let mut child = Process::new(binary())
+        .args(["dma", "--dir", "d2h", "--sizes", "64MiB", "--duration", "30s", "--scratch"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while pcieperf::engine::scratch::scratch_files(dir.path()).is_empty() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = pcieperf::engine::scratch::scratch_files(dir.path());
+    assert_eq!(left.len(), 1, "the killed run left its scratch file");
+    let assert = pcieperf().args(["dma", "--dir", "d2h", "--sizes", "64KiB", "--duration", "20ms", "--scratch"]).arg(dir.path()).assert().success();
+    let stderr = stderr_of(&assert);
+    assert!(stderr.contains("removed") && stderr.contains(&left[0].display().to_string()), "{stderr}");
+    assert!(pcieperf::engine::scratch::scratch_files(dir.path()).is_empty());
+}
+
 // ---- 3. signals -----------------------------------------------------------------------------
 
 /// Wait until the child has a handler for `signal` (its SigCgt mask in /proc), i.e. `main` ran.

@@ -94,11 +94,8 @@ impl MeasureArgs {
         let Some(dir) = &self.engine.scratch else {
             return Ok((engine::choose(given, &engine::detect()), None));
         };
-        let file = tempfile::Builder::new()
-            .prefix("pcieperf-scratch-")
-            .tempfile_in(dir)
-            .and_then(|file| file.as_file().set_len(largest_bytes).map(|()| file))
-            .map_err(|e| InvalidInput::new(format!("--scratch {}: cannot create a scratch file there: {e}", dir.display())))?;
+        let (file, leftovers) = engine::scratch::create(dir, largest_bytes)?;
+        leftovers.iter().for_each(super::note);
         let why = format!("a scratch file pcieperf created ({} bytes, removed at the end): writes touch nothing else", largest_bytes);
         eprintln!("pcieperf: measuring {}: {why}", file.path().display());
         Ok((engine::Choice { target: format!("block:{}", file.path().display()), why }, Some(file)))

@@ -22,6 +22,7 @@ pub mod fault;
 pub mod guard;
 pub mod pattern;
 pub mod registry;
+pub mod scratch;
 pub mod sim;
 pub mod stream;
 pub mod vfio;
