@@ -133,7 +133,7 @@ fn read_answer(stream: &mut TcpStream) -> String {
 }
 
 fn scrape(address: &str) -> String {
-    exchange(address, &format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\n\r\n"))
+    exchange(address, &format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"))
 }
 
 fn assert_metrics(answer: &str) {
@@ -177,7 +177,7 @@ fn a_slow_body_and_an_expect_continue_client_do_not_delay_a_scrape() {
         }
     });
     let mut expecting = connect(&serve.address);
-    expecting.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n").unwrap();
+    expecting.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n").unwrap();
     std::thread::sleep(Duration::from_millis(200));
 
     let start = Instant::now();
@@ -293,12 +293,12 @@ fn methods_other_than_get_and_head_are_405_with_allow() {
     let tree = nic_tree();
     let serve = Serve::start(&tree, "127.0.0.1:0", &[]);
     for method in ["POST", "PUT", "DELETE", "TRACE", "PATCH", "OPTIONS"] {
-        let answer = exchange(&serve.address, &format!("{method} /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody"));
+        let answer = exchange(&serve.address, &format!("{method} /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 4\r\n\r\nbody"));
         assert!(answer.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"), "{method}: {answer}");
         assert!(answer.contains("\r\nAllow: GET, HEAD\r\n"), "{method}: {answer}");
         assert!(!answer.contains("pcieperf_pcie"), "{method} must not be answered with metrics: {answer}");
     }
-    let head = exchange(&serve.address, "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let head = exchange(&serve.address, "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     let length: usize = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).unwrap().parse().unwrap();
     assert!(head.starts_with("HTTP/1.1 200 OK\r\n") && head.ends_with("\r\n\r\n") && length > 0, "{head}");
     let elsewhere = exchange(&serve.address, "GET / HTTP/1.0\r\n\r\n");
