@@ -4,18 +4,34 @@
 //! same files raw (every file under each device, no decoding), the floor any exporter pays; the
 //! ratio is what decoding, the path analysis, the model ceilings and encoding cost on top.
 //!
-//! Run with `cargo bench --bench serve_scrape` (under `cargo test` it runs once, as a smoke test).
+//!
+//! Then the real `pcieperf serve` on loopback under load: 6,000 scrapes by 50 concurrent clients
+//! (a new connection each) while 200 slow-loris connections stay open (each sends part of a
+//! head, then a byte a second; the server closes them at its head timeout and they reconnect).
+//! Goal: p99 ≤ 100 ms, and RSS and the thread count flat (/proc/PID/status before and after).
+//!
+//! Run with `cargo bench --bench serve_scrape` (under `cargo test` it runs once, as a smoke
+//! test: one round, 50 scrapes by 5 clients beside 10 slow connections).
 
 #[path = "../tests/data/pci/fixture.rs"]
 mod fixture;
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pcieperf::report::exporter::{scrape, Sources};
 
+fn full_run() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
 fn rounds() -> usize {
-    if std::env::args().any(|a| a == "--bench") { 50 } else { 1 }
+    if full_run() { 50 } else { 1 }
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -59,10 +75,141 @@ fn main() {
         raw.push(start.elapsed());
     }
     let (ours, raw) = (median(ours), median(raw));
+    let load = if full_run() { Load { scrapes: 6000, clients: 50, slow_connections: 200 } } else { Load { scrapes: 50, clients: 5, slow_connections: 10 } };
     println!(
         "serve scrape of 100 devices: median {:.2} ms (budget 50 ms); raw read of the same files {:.2} ms; ratio {:.1}",
         ours.as_secs_f64() * 1e3,
         raw.as_secs_f64() * 1e3,
         ours.as_secs_f64() / raw.as_secs_f64()
     );
+    load.run(tree.root());
+}
+
+/// The load part's sizes.
+struct Load {
+    scrapes: usize,
+    clients: usize,
+    slow_connections: usize,
+}
+
+/// The exporter under test, stopped with SIGTERM at the end.
+struct Exporter {
+    child: Child,
+    address: String,
+}
+
+impl Exporter {
+    fn start(root: &Path, stderr: &Path) -> Exporter {
+        let child = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--pci-ids", "/nonexistent", "--sysfs-root"])
+            .arg(root)
+            .stderr(std::fs::File::create(stderr).unwrap())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        loop {
+            let log = std::fs::read_to_string(stderr).unwrap_or_default();
+            if let Some(line) = log.lines().find(|l| l.starts_with("pcieperf: serving http://")) {
+                let address = line.trim_start_matches("pcieperf: serving http://").trim_end_matches("/metrics").to_string();
+                return Exporter { child, address };
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "serve did not start: {log}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// VmRSS (kB) and Threads from /proc/PID/status.
+    fn rss_kb_and_threads(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let field = |name: &str| -> u64 { status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).unwrap().parse().unwrap() };
+        (field("VmRSS:"), field("Threads:"))
+    }
+
+    fn stop(mut self) -> Duration {
+        let start = Instant::now();
+        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "serve ended with {status}");
+        start.elapsed()
+    }
+}
+
+/// One scrape on a new connection: its latency (connect to the server's close).
+fn timed_scrape(address: &str) -> Duration {
+    let start = Instant::now();
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let took = start.elapsed();
+    assert!(answer.starts_with(b"HTTP/1.1 200 OK") && answer.ends_with(b"# EOF\n"), "{}", String::from_utf8_lossy(&answer));
+    took
+}
+
+/// Keep `count` slow-loris connections open until `stop`: each sends part of a head, then one
+/// byte a second; one the server closed is opened again. Returns how many were (re)opened.
+fn hold_slow_connections(address: String, count: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let mut slots: Vec<Option<TcpStream>> = (0..count).map(|_| None).collect();
+        let mut opened = 0;
+        while !stop.load(Ordering::SeqCst) {
+            for slot in &mut slots {
+                let alive = slot.as_mut().is_some_and(|s| s.write_all(b"X").is_ok());
+                if !alive {
+                    *slot = TcpStream::connect(&address).ok().filter(|mut s| s.write_all(b"GET /metrics HTTP/1.1\r\nX-Slow: ").is_ok());
+                    opened += 1;
+                }
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        opened
+    })
+}
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    sorted[((sorted.len() as f64 * fraction).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+impl Load {
+    fn run(&self, root: &Path) {
+        let dir = tempfile::tempdir().unwrap();
+        let exporter = Exporter::start(root, &dir.path().join("stderr"));
+        for _ in 0..10 {
+            timed_scrape(&exporter.address);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let slow = hold_slow_connections(exporter.address.clone(), self.slow_connections, Arc::clone(&stop));
+        std::thread::sleep(Duration::from_millis(500));
+        let (rss_before_kb, threads_before) = exporter.rss_kb_and_threads();
+        let per_client = self.scrapes / self.clients;
+        let started = Instant::now();
+        let clients: Vec<_> = (0..self.clients)
+            .map(|_| {
+                let address = exporter.address.clone();
+                std::thread::spawn(move || (0..per_client).map(|_| timed_scrape(&address)).collect::<Vec<_>>())
+            })
+            .collect();
+        let mut latencies: Vec<Duration> = clients.into_iter().flat_map(|c| c.join().unwrap()).collect();
+        let wall = started.elapsed();
+        let (rss_after_kb, threads_after) = exporter.rss_kb_and_threads();
+        stop.store(true, Ordering::SeqCst);
+        let slow_opened = slow.join().unwrap();
+        let stopped_in = exporter.stop();
+        latencies.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "serve under load: {} scrapes by {} clients in {:.1} s beside {} slow-loris connections ({slow_opened} opened in all): p50 {:.1} ms, p99 {:.1} ms (goal <= 100 ms), max {:.1} ms; RSS {rss_before_kb} kB before, {rss_after_kb} kB after; threads {threads_before} before, {threads_after} after; stopped {:.0} ms after SIGTERM",
+            latencies.len(),
+            self.clients,
+            wall.as_secs_f64(),
+            self.slow_connections,
+            ms(percentile(&latencies, 0.5)),
+            ms(percentile(&latencies, 0.99)),
+            ms(*latencies.last().unwrap()),
+            ms(stopped_in)
+        );
+    }
 }
