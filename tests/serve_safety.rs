@@ -355,3 +355,13 @@ fn listening_beyond_loopback_warns_and_loopback_does_not() {
     assert_metrics(&scrape(&local.address));
     assert!(!local.stderr().contains("warning"), "{}", local.stderr());
 }
+
+#[test]
+fn a_request_followed_by_a_half_close_is_answered() {
+    let tree = nic_tree();
+    let serve = Serve::start(&tree, "127.0.0.1:0", &[]);
+    let mut stream = connect(&serve.address);
+    stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    stream.shutdown(Shutdown::Write).unwrap();
+    assert_metrics(&read_answer(&mut stream));
+}

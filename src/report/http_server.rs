@@ -316,10 +316,12 @@ impl Server {
 /// Read what arrived of a request head, up to the limit, and judge it.
 fn read_head(stream: &mut TcpStream, head: &mut Vec<u8>, last_byte: &mut Instant, limit_bytes: usize) -> Next {
     let mut chunk = [0u8; READ_CHUNK_BYTES];
-    while head.len() < limit_bytes {
+    // A client may send its request and shut its side (`printf … | nc`): still answered.
+    let mut ended = false;
+    while head.len() < limit_bytes && !ended {
         let room = (limit_bytes - head.len()).min(READ_CHUNK_BYTES);
         match stream.read(&mut chunk[..room]) {
-            Ok(0) => return Next::Close,
+            Ok(0) => ended = true,
             Ok(n) => {
                 head.extend_from_slice(&chunk[..n]);
                 *last_byte = Instant::now();
@@ -330,6 +332,7 @@ fn read_head(stream: &mut TcpStream, head: &mut Vec<u8>, last_byte: &mut Instant
         }
     }
     match http::parse_head(head, limit_bytes) {
+        Parsed::Partial if ended => Next::Close,
         Parsed::Partial => Next::Keep,
         Parsed::Request(request) => Next::Submit(request),
         Parsed::Refused(response) => Next::Answer(response),
