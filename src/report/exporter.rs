@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -113,6 +114,8 @@ pub struct Exporter {
     shared: Mutex<Latest>,
     finished: Condvar,
     named_unreadable: Mutex<BTreeSet<PathBuf>>,
+    /// Scrapes read so far (what sharing saves shows in tests).
+    reads: AtomicU64,
 }
 
 #[derive(Default)]
@@ -126,7 +129,7 @@ struct Latest {
 
 impl Exporter {
     pub fn new(sources: Sources) -> Exporter {
-        Exporter { sources, shared: Mutex::default(), finished: Condvar::new(), named_unreadable: Mutex::default() }
+        Exporter { sources, shared: Mutex::default(), finished: Condvar::new(), named_unreadable: Mutex::default(), reads: AtomicU64::new(0) }
     }
 
     /// The answer to one scrape request: shared, fresh or read now.
@@ -161,6 +164,7 @@ impl Exporter {
     }
 
     fn read_now(&self) -> Answer {
+        self.reads.fetch_add(1, Ordering::Relaxed);
         let scrape = read(&self.sources).map_err(|e| Arc::<str>::from(format!("{e:#}")))?;
         self.name_unreadable(&scrape.unreadable);
         let body = metrics::openmetrics(scrape.families).map_err(|e| Arc::<str>::from(format!("encoding the metrics: {e}")))?;
@@ -180,4 +184,39 @@ impl Exporter {
 /// A lock whose holder panicked is still usable: the data it guards is replaced whole.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty_sysfs() -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("bus/pci/devices")).unwrap();
+        root
+    }
+
+    #[test]
+    fn concurrent_requests_share_one_scrape_and_a_later_one_reads_again() {
+        let root = empty_sysfs();
+        let sources = Sources { sysfs_root: root.path().to_path_buf(), pci_ids: Some("/nonexistent".into()), results_dir: None };
+        let exporter = Exporter::new(sources);
+        let start = std::sync::Barrier::new(8);
+        let answers: Vec<Answer> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..8).map(|_| scope.spawn(|| {
+                start.wait();
+                exporter.answer()
+            })).collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let body = answers[0].clone().unwrap();
+        assert!(String::from_utf8_lossy(&body).ends_with("# EOF\n"));
+        assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
+        let shared_reads = exporter.reads.load(Ordering::Relaxed);
+        // Eight at once: one read, a second at most when a thread came after the reuse window.
+        assert!(shared_reads <= 2, "8 concurrent requests read {shared_reads} times");
+        std::thread::sleep(REUSE_WITHIN + Duration::from_millis(50));
+        exporter.answer().unwrap();
+        assert_eq!(exporter.reads.load(Ordering::Relaxed), shared_reads + 1, "a request after the reuse window must read again");
+    }
 }
