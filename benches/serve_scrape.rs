@@ -107,16 +107,18 @@ impl Exporter {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
+        // Owned at once, so a failed start below still ends the process (Drop).
+        let mut exporter = Exporter { child, address: String::new() };
         let started = Instant::now();
-        loop {
+        while exporter.address.is_empty() {
             let log = std::fs::read_to_string(stderr).unwrap_or_default();
             if let Some(line) = log.lines().find(|l| l.starts_with("pcieperf: serving http://")) {
-                let address = line.trim_start_matches("pcieperf: serving http://").trim_end_matches("/metrics").to_string();
-                return Exporter { child, address };
+                exporter.address = line.trim_start_matches("pcieperf: serving http://").trim_end_matches("/metrics").to_string();
             }
             assert!(started.elapsed() < Duration::from_secs(20), "serve did not start: {log}");
             std::thread::sleep(Duration::from_millis(20));
         }
+        exporter
     }
 
     /// VmRSS (kB) and Threads from /proc/PID/status.
