@@ -23,6 +23,39 @@ impl Drop for Killed {
     }
 }
 
+/// The exporter, stopped as a service manager stops it (SIGTERM) when the test ends; SIGKILL
+/// only if that failed, so a failing stop is seen by the assertion in [`Exporter::stop`].
+struct Exporter {
+    child: Child,
+    /// Kept open: a closed pipe would end the exporter's next log line with SIGPIPE.
+    _stderr: BufReader<std::process::ChildStderr>,
+}
+
+impl Exporter {
+    /// SIGTERM, and the exit status within 1 s (None when it was still running).
+    fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(1) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() && self.stop().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn http_get(address: &str, path: &str) -> std::io::Result<String> {
     let mut stream = TcpStream::connect(address)?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
@@ -50,8 +83,9 @@ fn prometheus_scrapes_the_link_width_of_a_degraded_nic() {
         .spawn()
         .unwrap();
     let mut first_line = String::new();
-    BufReader::new(serve.stderr.take().unwrap()).read_line(&mut first_line).unwrap();
-    children.0.push(serve);
+    let mut stderr = BufReader::new(serve.stderr.take().unwrap());
+    stderr.read_line(&mut first_line).unwrap();
+    let mut serve = Exporter { child: serve, _stderr: stderr };
     let exporter = first_line.trim().trim_start_matches("pcieperf: serving http://").trim_end_matches("/metrics").to_string();
     let body = http_get(&exporter, "/metrics").unwrap();
     assert!(body.contains("pcieperf_pcie_link_width_lanes{device=\"0000:01:00.0\""), "{body}");
@@ -59,6 +93,7 @@ fn prometheus_scrapes_the_link_width_of_a_degraded_nic() {
 
     if Command::new("prometheus").arg("--version").output().is_err() {
         eprintln!("SKIPPED the Prometheus part: no prometheus binary (Debian package prometheus, installed by .ci/run)");
+        assert_eq!(serve.stop().map(|s| s.code()), Some(Some(0)), "serve did not stop on SIGTERM within 1 s with exit 0");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -82,6 +117,8 @@ fn prometheus_scrapes_the_link_width_of_a_degraded_nic() {
             if let Some(series) = json["data"]["result"].as_array().and_then(|r| r.first()) {
                 assert_eq!(series["value"][1], "4", "{answer}");
                 assert_eq!(series["metric"]["job"], "pcieperf", "{answer}");
+                drop(children);
+                assert_eq!(serve.stop().map(|s| s.code()), Some(Some(0)), "serve did not stop on SIGTERM within 1 s with exit 0");
                 return;
             }
         }

@@ -1,12 +1,15 @@
 //! `pcieperf serve`: a Prometheus exporter of link health and of the last results of runs.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 
 use crate::error::InvalidInput;
-use crate::report::exporter::{self, Sources};
+use crate::report::exporter::{self, Exporter, Sources};
+use crate::report::http::{Request, Response, Status};
+use crate::report::http_server::{self, Handler, Limits};
 use crate::report::metrics::OPENMETRICS_CONTENT_TYPE;
 
 /// Serve link health (read fresh per scrape) and the newest results per target as Prometheus
@@ -17,8 +20,13 @@ use crate::report::metrics::OPENMETRICS_CONTENT_TYPE;
   pcieperf serve --listen 127.0.0.1:9750 --results /var/lib/pcieperf   # also the last runs' figures
 
 Prometheus scrape config: `- job_name: pcieperf` with `static_configs: [{targets: ['127.0.0.1:9750']}]`.
-Series and units: docs/metrics.md. Exit codes: 2 when the address cannot be bound; otherwise the
-exporter runs until stopped (Ctrl-C).")]
+Series and units: docs/metrics.md. Concurrent scrapes share one sysfs read (a result at most
+0.1 s old is reused). Limits: GET and HEAD only (405 otherwise), request heads up to 8 KiB (431),
+request bodies never read, 2 s idle / 5 s for a whole request head, at most 512 connections,
+4 worker threads.
+Exit codes: 2 when the address cannot be bound; otherwise the exporter runs until SIGINT
+(Ctrl-C), SIGTERM or SIGHUP, stops within 0.1 s and exits 0 (stopping is its normal end).
+Listening beyond loopback (0.0.0.0, ::, a public address) is allowed with a warning.")]
 pub struct ServeArgs {
     /// Address and port to listen on (port 0: any free port; the address is printed).
     #[arg(long, value_name = "ADDRESS:PORT", default_value = "127.0.0.1:9750")]
@@ -38,23 +46,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     let sources = Sources { sysfs_root: args.sysfs_root.unwrap_or_else(crate::pci::sysfs::default_root), pci_ids: args.pci_ids, results_dir: args.results };
     // Fail before listening when the sources cannot be read at all.
     exporter::scrape(&sources)?;
-    let server = tiny_http::Server::http(args.listen).map_err(|e| InvalidInput::new(format!("cannot listen on {}: {e}", args.listen)))?;
-    let address = server.server_addr().to_ip().map_or(args.listen.to_string(), |a| a.to_string());
+    let listener = TcpListener::bind(args.listen).map_err(|e| InvalidInput::new(format!("cannot listen on {}: {e}", args.listen)))?;
+    let address = listener.local_addr().map_or(args.listen, |a| a);
     eprintln!("pcieperf: serving http://{address}/metrics");
-    for request in server.incoming_requests() {
-        let response = if request.url() == "/metrics" || request.url().starts_with("/metrics?") {
-            match exporter::scrape(&sources) {
-                Ok(body) => tiny_http::Response::from_string(body).with_header(header("Content-Type", OPENMETRICS_CONTENT_TYPE)),
-                Err(e) => tiny_http::Response::from_string(format!("pcieperf: {}\n", super::describe(&e))).with_status_code(500),
-            }
-        } else {
-            tiny_http::Response::from_string("pcieperf exporter: metrics are at /metrics\n").with_status_code(404)
-        };
-        let _ = request.respond(response);
+    if !address.ip().to_canonical().is_loopback() {
+        eprintln!("pcieperf: warning: listening on {address}, beyond loopback: anyone who can reach this host can read the link health and results served (no authentication, no TLS)");
     }
+    let exporter = Arc::new(Exporter::new(sources));
+    let handler: Handler = Arc::new(move |request: &Request| answer(&exporter, request));
+    http_server::serve(listener, &Limits::default(), handler, crate::cancel::flag())?;
+    eprintln!("pcieperf: serve stopped by a signal");
     Ok(0)
 }
 
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")
+fn answer(exporter: &Exporter, request: &Request) -> Response {
+    let path = request.target.split_once('?').map_or(request.target.as_str(), |(path, _)| path);
+    if path != "/metrics" {
+        return Response::text(Status::NotFound, "metrics are at /metrics\n");
+    }
+    match exporter.answer() {
+        Ok(body) => Response { status: Status::Ok, content_type: OPENMETRICS_CONTENT_TYPE, body },
+        Err(message) => Response::text(Status::Internal, &format!("{message}\n")),
+    }
 }

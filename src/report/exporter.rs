@@ -3,9 +3,11 @@
 //! document per target from a directory of runs. Encoded by the `prometheus-client` crate
 //! (OpenMetrics text); the families are the ones `--metrics` files hold (docs/metrics.md).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::bench::results::Results;
 use crate::pci::{self, InspectOptions, Source};
@@ -21,11 +23,18 @@ pub struct Sources {
     pub results_dir: Option<PathBuf>,
 }
 
-/// The newest readable results document per target in `dir`, and how many files could not be
+/// A file of the results directory that is not a readable results document, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// The newest readable results document per target in `dir`, and the files that could not be
 /// read as results.
-fn newest_results(dir: &Path) -> (Vec<(Results, SystemTime)>, usize) {
+fn newest_results(dir: &Path) -> (Vec<(Results, SystemTime)>, Vec<Unreadable>) {
     let mut newest: BTreeMap<String, (Results, SystemTime)> = BTreeMap::new();
-    let mut unreadable = 0;
+    let mut unreadable = Vec::new();
     let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
     for path in entries.map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")) {
         let modified = std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
@@ -36,19 +45,28 @@ fn newest_results(dir: &Path) -> (Vec<(Results, SystemTime)>, usize) {
                     newest.insert(target, (results, modified));
                 }
             }
-            Err(_) => unreadable += 1,
+            Err(e) => unreadable.push(Unreadable { path, reason: format!("{e:#}") }),
         }
     }
     (newest.into_values().collect(), unreadable)
 }
 
-/// Every family of one scrape.
-pub fn families(sources: &Sources) -> anyhow::Result<Vec<Family>> {
+/// One scrape read: its families, and the results files it could not read.
+#[derive(Debug)]
+pub struct Scrape {
+    pub families: Vec<Family>,
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// Read every family of one scrape.
+pub fn read(sources: &Sources) -> anyhow::Result<Scrape> {
     let options = InspectOptions { source: Source::Sysfs(sources.sysfs_root.clone()), pci_ids: sources.pci_ids.clone(), ..InspectOptions::default() };
     let inspection = pci::inspect(&options)?;
     let mut families = metrics::inspection_families(&inspection, SystemTime::now());
+    let mut unreadable = Vec::new();
     if let Some(dir) = &sources.results_dir {
-        let (runs, unreadable) = newest_results(dir);
+        let runs;
+        (runs, unreadable) = newest_results(dir);
         // Families of several runs merge by name: one HELP/TYPE, the samples of every target.
         for (results, written) in &runs {
             for family in metrics::run_families(results, *written) {
@@ -63,13 +81,142 @@ pub fn families(sources: &Sources) -> anyhow::Result<Vec<Family>> {
             name: "pcieperf_exporter_unreadable_results_files",
             kind: Kind::Gauge,
             help: "Files ending in .json in the results directory that are not results documents.",
-            samples: vec![Sample { labels, value: unreadable as f64 }],
+            samples: vec![Sample { labels, value: unreadable.len() as f64 }],
         });
     }
-    Ok(families)
+    Ok(Scrape { families, unreadable })
+}
+
+/// Every family of one scrape.
+pub fn families(sources: &Sources) -> anyhow::Result<Vec<Family>> {
+    Ok(read(sources)?.families)
 }
 
 /// One scrape's answer body (OpenMetrics text).
 pub fn scrape(sources: &Sources) -> anyhow::Result<String> {
     Ok(metrics::openmetrics(families(sources)?)?)
+}
+
+/// A scrape result read at most this long ago answers a new request without reading again.
+pub const REUSE_WITHIN: Duration = Duration::from_millis(100);
+
+/// One scrape's answer as served: the OpenMetrics body, or the error's one-line description.
+/// Shared by every request that coalesced on it.
+pub type Answer = Result<Arc<[u8]>, Arc<str>>;
+
+/// The scrapes of `pcieperf serve`. Scrapes are expensive (a sysfs walk), so concurrent
+/// requests share them: one that arrives while a scrape is being read waits for that scrape,
+/// and one that arrives within [`REUSE_WITHIN`] of a scrape's start gets that scrape.
+/// Unreadable results files are named on standard error once each (again only after they were
+/// readable or gone in between), not on every scrape.
+pub struct Exporter {
+    sources: Sources,
+    shared: Mutex<Latest>,
+    finished: Condvar,
+    named_unreadable: Mutex<BTreeSet<PathBuf>>,
+    /// Scrapes read so far (what sharing saves shows in tests).
+    reads: AtomicU64,
+}
+
+#[derive(Default)]
+struct Latest {
+    /// The last scrape's start and answer.
+    answer: Option<(Instant, Answer)>,
+    reading: bool,
+    /// Scrapes finished so far: a waiter knows its scrape is done when this moves.
+    finished_count: u64,
+}
+
+impl Exporter {
+    pub fn new(sources: Sources) -> Exporter {
+        Exporter { sources, shared: Mutex::default(), finished: Condvar::new(), named_unreadable: Mutex::default(), reads: AtomicU64::new(0) }
+    }
+
+    /// The answer to one scrape request: shared, fresh or read now.
+    pub fn answer(&self) -> Answer {
+        let mut latest = lock(&self.shared);
+        if latest.reading {
+            // Arrived while a scrape is being read: that scrape is the answer.
+            let awaited = latest.finished_count + 1;
+            while latest.finished_count < awaited {
+                latest = self.finished.wait(latest).unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+            if let Some((_, answer)) = &latest.answer {
+                return answer.clone();
+            }
+        }
+        if let Some((started, answer)) = &latest.answer {
+            if started.elapsed() <= REUSE_WITHIN {
+                return answer.clone();
+            }
+        }
+        latest.reading = true;
+        drop(latest);
+        let started = Instant::now();
+        // A panic in a scrape must not leave the waiters waiting for ever.
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.read_now())).unwrap_or_else(|_| Err(Arc::from("the scrape failed unexpectedly")));
+        let mut latest = lock(&self.shared);
+        latest.answer = Some((started, answer.clone()));
+        latest.reading = false;
+        latest.finished_count += 1;
+        self.finished.notify_all();
+        answer
+    }
+
+    fn read_now(&self) -> Answer {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let scrape = read(&self.sources).map_err(|e| Arc::<str>::from(format!("{e:#}")))?;
+        self.name_unreadable(&scrape.unreadable);
+        let body = metrics::openmetrics(scrape.families).map_err(|e| Arc::<str>::from(format!("encoding the metrics: {e}")))?;
+        Ok(Arc::from(body.into_bytes()))
+    }
+
+    /// Name on standard error each unreadable file not named since it last became unreadable.
+    fn name_unreadable(&self, unreadable: &[Unreadable]) {
+        let mut named = lock(&self.named_unreadable);
+        for file in unreadable.iter().filter(|f| !named.contains(&f.path)) {
+            eprintln!("pcieperf: warning: {}: not a readable results document, left out of the metrics: {}", file.path.display(), file.reason);
+        }
+        *named = unreadable.iter().map(|f| f.path.clone()).collect();
+    }
+}
+
+/// A lock whose holder panicked is still usable: the data it guards is replaced whole.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty_sysfs() -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("bus/pci/devices")).unwrap();
+        root
+    }
+
+    #[test]
+    fn concurrent_requests_share_one_scrape_and_a_later_one_reads_again() {
+        let root = empty_sysfs();
+        let sources = Sources { sysfs_root: root.path().to_path_buf(), pci_ids: Some("/nonexistent".into()), results_dir: None };
+        let exporter = Exporter::new(sources);
+        let start = std::sync::Barrier::new(8);
+        let answers: Vec<Answer> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..8).map(|_| scope.spawn(|| {
+                start.wait();
+                exporter.answer()
+            })).collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let body = answers[0].clone().unwrap();
+        assert!(String::from_utf8_lossy(&body).ends_with("# EOF\n"));
+        assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
+        let shared_reads = exporter.reads.load(Ordering::Relaxed);
+        // Eight at once: one read, a second at most when a thread came after the reuse window.
+        assert!(shared_reads <= 2, "8 concurrent requests read {shared_reads} times");
+        std::thread::sleep(REUSE_WITHIN + Duration::from_millis(50));
+        exporter.answer().unwrap();
+        assert_eq!(exporter.reads.load(Ordering::Relaxed), shared_reads + 1, "a request after the reuse window must read again");
+    }
 }

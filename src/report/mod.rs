@@ -7,6 +7,8 @@ pub mod compare;
 pub mod csv;
 pub mod exporter;
 pub mod html;
+pub mod http;
+pub mod http_server;
 pub mod json;
 pub mod metrics;
 pub mod output;
