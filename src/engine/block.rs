@@ -14,14 +14,26 @@
 //! last (d2h), which fall inside the measured time. Each I/O is issued as soon as it is queued,
 //! as fio does.
 //!
+//! Stuck I/O: a transfer whose deadline passes (or that a signal ends) cancels what it has in
+//! flight and gives the kernel [`CANCEL_GRACE`] to hand it back. Block I/O the kernel has
+//! accepted cannot be cancelled, and a device whose queue is frozen (a failed AER recovery)
+//! never completes it: such I/Os are left to the kernel, their memory is never freed (the
+//! engine's bounce slots; [`EngineError::Held`] tells the caller to leak its buffer), and the
+//! transfer ends. So that no thread of ours is ever stuck in the kernel (a thread in state D
+//! would keep the process from exiting), I/Os on block devices go out with RWF_NOWAIT: a frozen
+//! or full queue answers EAGAIN, and the I/O is issued again after another one completes or
+//! after [`EAGAIN_BACKOFF`] — instead of the kernel parking it on a worker thread that would
+//! wait uninterruptibly for the queue.
+//!
 //! Writes destroy data, on a block device and on a file alike: both are opened read-only unless
 //! `OpenOptions::destructive` (`--destructive`), and reads are then checked for consistency only
 //! (`DataModel::Opaque`). A file pcieperf made itself (`--scratch DIR`) is opened with consent.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring};
 
@@ -42,6 +54,18 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 pub const DEFAULT_IO_BYTES: usize = 128 * 1024;
 /// io_uring read/write lengths are 32-bit; stay well below.
 const MAX_IO_BYTES: usize = 64 << 20;
+/// Largest I/O issued with RWF_NOWAIT: one bio (BIO_MAX_VECS = 256 pages). The kernel answers
+/// EAGAIN to every larger direct I/O with RWF_NOWAIT, so those go out without it (and can
+/// leave a kernel worker of ours waiting on a frozen queue; see docs/safety.md).
+const NOWAIT_MAX_BYTES: usize = 256 * PAGE_BYTES;
+/// How long an I/O refused with EAGAIN waits before it is issued again, unless another I/O
+/// completes first (a full queue frees a tag then).
+const EAGAIN_BACKOFF: Duration = Duration::from_millis(1);
+/// How long an abandoned transfer waits for the kernel to hand back its cancelled I/Os before
+/// it leaves them to the kernel.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
+/// user_data of cancel requests (no I/O has it: slot and op index are never both all ones).
+const CANCEL_USER_DATA: u64 = u64::MAX;
 
 /// Whether writes may go to this node. Separated from `open` so the rule can be tested with any
 /// node kind (a real block device is not needed to test that writes to one are refused).
@@ -108,7 +132,8 @@ pub struct BlockEngine {
     io_bytes: usize,
     writable: bool,
     /// Bounce slots of `io_bytes` each, cut from one buffer (huge pages once it reaches 2 MiB).
-    slots: Slots,
+    /// Never freed once the kernel holds an I/O it would not give back (`held_ios`).
+    slots: ManuallyDrop<Slots>,
     /// The slots are registered with the ring (IORING_REGISTER_BUFFERS): pinned once, so an I/O
     /// through a slot skips the per-I/O page pinning a plain read/write pays.
     fixed_slots: bool,
@@ -117,6 +142,22 @@ pub struct BlockEngine {
     /// Transfer counter, in every user_data, so late completions of a timed-out transfer are
     /// recognised and only free their slot.
     epoch: u16,
+    /// I/Os are issued with RWF_NOWAIT (block devices: a frozen queue then answers EAGAIN
+    /// instead of parking the I/O on a kernel worker that waits uninterruptibly).
+    nowait: bool,
+    /// I/Os of an abandoned transfer the kernel still holds: the engine is not used again and
+    /// its memory is left allocated.
+    held_ios: usize,
+}
+
+impl Drop for BlockEngine {
+    fn drop(&mut self) {
+        if self.held_ios == 0 && !self.busy_slots.iter().any(|busy| *busy) {
+            // SAFETY: dropped once, here, and no I/O in the kernel uses the slots any more.
+            unsafe { ManuallyDrop::drop(&mut self.slots) }
+        }
+        // Otherwise the slots are leaked on purpose: the kernel may still DMA into them.
+    }
 }
 
 /// Target argument: `PATH[,sync]`.
@@ -195,10 +236,12 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         queue_depth: if sync { 1 } else { queue_depth },
         io_bytes,
         writable,
-        slots: Slots::new(slot_count, io_bytes),
+        slots: ManuallyDrop::new(Slots::new(slot_count, io_bytes)),
         busy_slots: vec![false; slot_count],
         fixed_slots: false,
         epoch: 0,
+        nowait: kind == NodeKind::BlockDevice,
+        held_ios: 0,
     };
     engine.fixed_slots = engine.register_slots();
     if !engine.fixed_slots && !sync {
@@ -250,6 +293,9 @@ struct Flight {
     /// Completion time of the last h2d [1] and d2h [0] op.
     ends: [f64; 2],
     failure: Option<EngineError>,
+    /// An I/O was refused with EAGAIN: nothing is issued before this instant unless another I/O
+    /// completes first.
+    not_before: Option<Instant>,
 }
 
 fn user_data(epoch: u16, slot: u16, op: usize) -> u64 {
@@ -346,6 +392,10 @@ impl BlockEngine {
 
     /// Run every op; returns the completion time (engine clock) of the last op of each direction.
     fn run(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {
+        if self.held_ios > 0 {
+            let message = format!("{}: not used again", self.held_statement());
+            return Err(EngineError::Held { message, interrupted: false });
+        }
         self.reclaim_slots(deadline)?;
         let result = match self.submitter {
             Submitter::Sync => self.run_sync(ops, deadline),
@@ -410,13 +460,15 @@ impl BlockEngine {
             done_ops: 0,
             ends: [0.0; 2],
             failure: None,
+            not_before: None,
         };
         while state.done_ops < ops.len() {
             self.fill(ops, &mut state);
-            if state.in_flight.is_empty() {
+            if state.in_flight.is_empty() && (state.failure.is_some() || state.queue.is_empty()) {
                 break;
             }
-            if let Err(error) = self.wait_one(deadline) {
+            let what = if state.in_flight.is_empty() { "the device refused I/O (EAGAIN: its queue is frozen or full)" } else { "block I/O still in flight" };
+            if let Err(error) = self.wait_one(deadline, state.not_before, what) {
                 return Err(self.abandon(&state.in_flight, error));
             }
             let completions: Vec<(u64, i32)> = {
@@ -453,6 +505,10 @@ impl BlockEngine {
     fn fill(&mut self, ops: &[Op], state: &mut Flight) {
         let fd = types::Fd(self.file.as_raw_fd());
         let mut first = true;
+        if state.not_before.is_some_and(|at| Instant::now() < at) {
+            return;
+        }
+        state.not_before = None;
         while state.failure.is_none() && state.in_flight.len() < self.queue_depth {
             let Some(&(index, skip)) = state.queue.front() else { break };
             let op = ops[index];
@@ -477,11 +533,12 @@ impl BlockEngine {
                 }
             };
             let (len, offset) = ((op.len - skip) as u32, op.offset + skip as u64);
+            let flags = if self.nowait && len as usize <= NOWAIT_MAX_BYTES { libc::RWF_NOWAIT } else { 0 };
             let entry = match (op.write, self.fixed_slots && slot != DIRECT) {
-                (true, false) => opcode::Write::new(fd, buf, len).offset(offset).build(),
-                (false, false) => opcode::Read::new(fd, buf, len).offset(offset).build(),
-                (true, true) => opcode::WriteFixed::new(fd, buf, len, slot).offset(offset).build(),
-                (false, true) => opcode::ReadFixed::new(fd, buf, len, slot).offset(offset).build(),
+                (true, false) => opcode::Write::new(fd, buf, len).offset(offset).rw_flags(flags).build(),
+                (false, false) => opcode::Read::new(fd, buf, len).offset(offset).rw_flags(flags).build(),
+                (true, true) => opcode::WriteFixed::new(fd, buf, len, slot).offset(offset).rw_flags(flags).build(),
+                (false, true) => opcode::ReadFixed::new(fd, buf, len, slot).offset(offset).rw_flags(flags).build(),
             };
             let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
             // SAFETY: the buffer stays valid until the completion is reaped (caller buffers: the
@@ -522,6 +579,16 @@ impl BlockEngine {
         }
         let what = || format!("{} {} bytes at offset {} of {}", if op.write { "write" } else { "read" }, op.len, op.offset, self.path.display());
         match result {
+            r if r == -libc::EOPNOTSUPP && self.nowait => {
+                // A queue without RWF_NOWAIT support: issue it again, and every I/O after, without.
+                self.nowait = false;
+                state.queue.push_front((index, skip));
+            }
+            r if r == -libc::EAGAIN => {
+                // RWF_NOWAIT: the queue is frozen or full. Issue it again later (see fill).
+                state.queue.push_front((index, skip));
+                state.not_before = Some(Instant::now() + EAGAIN_BACKOFF);
+            }
             r if r < 0 => {
                 let source = std::io::Error::from_raw_os_error(-r);
                 let what = if -r == libc::ENOSPC { format!("{}: no space left (ENOSPC)", what()) } else { what() };
@@ -537,6 +604,7 @@ impl BlockEngine {
                 state.done_ops += 1;
             }
             r => {
+                state.not_before = None; // a completion: a full queue has room again
                 let moved = skip + r as usize;
                 let last = moved == op.len;
                 if bounced_read {
@@ -557,11 +625,18 @@ impl BlockEngine {
         self.busy_slots.iter().position(|busy| !busy).expect("a free slot per I/O in flight") as u16
     }
 
-    /// Submit what is queued and wait for at least one completion, bounded by the deadline.
-    fn wait_one(&mut self, deadline: &Deadline) -> Result<(), EngineError> {
+    /// Submit what is queued and wait for at least one completion, bounded by the deadline;
+    /// also returns at `wake_at` (an I/O refused with EAGAIN is due again).
+    fn wait_one(&mut self, deadline: &Deadline, wake_at: Option<Instant>, what: &str) -> Result<(), EngineError> {
         let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
         loop {
-            let left = deadline.slice().ok_or_else(|| deadline.timeout("block I/O still in flight"))?;
+            let mut left = deadline.slice().ok_or_else(|| deadline.timeout(what))?;
+            if let Some(at) = wake_at {
+                match at.checked_duration_since(Instant::now()).filter(|l| !l.is_zero()) {
+                    Some(until_due) => left = left.min(until_due),
+                    None => return Ok(()),
+                }
+            }
             let ts = types::Timespec::from(left);
             let args = types::SubmitArgs::new().timespec(&ts);
             match ring.submitter().submit_with_args(1, &args) {
@@ -578,37 +653,58 @@ impl BlockEngine {
         }
     }
 
-    /// Give up on a transfer whose deadline passed. I/Os into the caller's buffer must finish
-    /// before we return (the kernel would write into freed memory): ask the kernel to cancel them
-    /// and wait for it — block I/O always completes or is aborted by the block layer's own
-    /// timeout. I/Os into bounce slots stay in flight and are reclaimed by later transfers.
+    /// Give up on a transfer whose deadline passed or that a signal ended: ask the kernel to
+    /// cancel every I/O in flight and give it [`CANCEL_GRACE`] to hand them back (a pipe's read
+    /// comes back at once). What it still holds then — block I/O it accepted on a frozen queue
+    /// or a hung driver, which nothing cancels — is left to it: the caller's buffer and the
+    /// slots must then never be freed, which [`EngineError::Held`] says.
     fn abandon(&mut self, in_flight: &[(usize, u16, usize)], error: EngineError) -> EngineError {
         let epoch = self.epoch;
-        let direct: Vec<usize> = in_flight.iter().filter(|(_, slot, _)| *slot == DIRECT).map(|(i, _, _)| *i).collect();
         let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
-        let mut waiting = direct.len();
-        for &index in &direct {
-            let cancel = opcode::AsyncCancel::new(user_data(epoch, DIRECT, index)).build().user_data(u64::MAX);
+        let mut waiting: Vec<u64> = in_flight.iter().map(|&(index, slot, _)| user_data(epoch, slot, index)).collect();
+        for &data in &waiting {
+            let cancel = opcode::AsyncCancel::new(data).build().user_data(CANCEL_USER_DATA);
             // SAFETY: a cancel request references no buffer.
             let _ = unsafe { ring.submission().push(&cancel) };
         }
-        while waiting > 0 {
-            if ring.submit_and_wait(1).is_err() {
-                continue;
-            }
+        // Not the transfer's Deadline: a signal must not cut the grace short (the kernel may
+        // still be writing into the caller's buffer).
+        let grace_end = Instant::now() + CANCEL_GRACE;
+        while !waiting.is_empty() {
+            let Some(left) = grace_end.checked_duration_since(Instant::now()).filter(|l| !l.is_zero()) else { break };
+            let ts = types::Timespec::from(left);
+            // ETIME, EINTR: look at what came back, then at the time left.
+            let _ = ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
             for cqe in ring.completion() {
-                let (cqe_epoch, slot, _) = split_user_data(cqe.user_data());
-                if cqe.user_data() == u64::MAX {
+                let data = cqe.user_data();
+                if data == CANCEL_USER_DATA {
                     continue;
                 }
-                if slot == DIRECT && cqe_epoch == epoch {
-                    waiting -= 1;
-                } else if slot != DIRECT {
+                waiting.retain(|&w| w != data);
+                let (_, slot, _) = split_user_data(data);
+                if slot != DIRECT {
                     self.busy_slots[slot as usize] = false;
                 }
             }
         }
-        error
+        if waiting.is_empty() {
+            return error;
+        }
+        self.held_ios = waiting.len();
+        let interrupted = matches!(error, EngineError::Interrupted);
+        EngineError::Held { message: format!("{error}; {}", self.held_statement()), interrupted }
+    }
+
+    /// What an abandoned transfer left behind, naming the device.
+    fn held_statement(&self) -> String {
+        let pci = self.info.pci_address.as_deref().map(|p| format!(" (PCI {p})")).unwrap_or_default();
+        format!(
+            "{} I/O(s) of {}{pci} still held by the kernel after {} s of cancelling (uninterruptible: a frozen queue \
+             or a hung driver); their buffers were left allocated",
+            self.held_ios,
+            self.info.target,
+            CANCEL_GRACE.as_secs()
+        )
     }
 
     /// Before a transfer: collect late completions of an abandoned one so its slots are free.
@@ -617,12 +713,12 @@ impl BlockEngine {
             let Submitter::Uring(ring) = &mut self.submitter else { return Ok(()) };
             for cqe in ring.completion() {
                 let (_, slot, _) = split_user_data(cqe.user_data());
-                if slot != DIRECT && cqe.user_data() != u64::MAX {
+                if slot != DIRECT && cqe.user_data() != CANCEL_USER_DATA {
                     self.busy_slots[slot as usize] = false;
                 }
             }
             if self.busy_slots.iter().any(|b| *b) {
-                self.wait_one(deadline).map_err(|_| deadline.timeout("I/Os of an earlier timed-out transfer are still in flight"))?;
+                self.wait_one(deadline, None, "").map_err(|_| deadline.timeout("I/Os of an earlier timed-out transfer are still in flight"))?;
             }
         }
         Ok(())
@@ -768,16 +864,18 @@ mod tests {
             queue_depth: 4,
             io_bytes: 4096,
             writable: false,
-            slots: Slots::new(8, 4096),
+            slots: ManuallyDrop::new(Slots::new(8, 4096)),
             busy_slots: vec![false; 8],
             fixed_slots: false,
             epoch: 0,
+            nowait: false,
+            held_ios: 0,
         };
         (engine, feeder)
     }
 
     #[test]
-    fn a_stuck_io_times_out_and_its_bounce_slot_is_reclaimed_later() {
+    fn a_stuck_io_through_a_bounce_slot_is_cancelled_and_its_slot_freed() {
         use std::io::Write;
         let dir = tempfile::tempdir().unwrap();
         let (mut engine, mut feeder) = engine_on_fifo(dir.path());
@@ -785,13 +883,12 @@ mod tests {
         let unaligned = if is_page_aligned(buf.as_ptr()) { 16 } else { 0 };
         let err = engine.transfer(Io::D2h(&mut buf[unaligned..unaligned + 4096]), 0, Duration::from_millis(100)).unwrap_err();
         assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
-        assert_eq!(engine.busy_slots.iter().filter(|b| **b).count(), 1, "the stuck read keeps its slot");
-        // The device answers late: the stale read takes the first block, the next transfer the second.
+        assert!(engine.busy_slots.iter().all(|b| !b), "the cancelled read gave its slot back");
+        // The cancelled read took nothing: the next transfer reads the first block.
         feeder.write_all(&[1u8; 4096]).unwrap();
-        feeder.write_all(&[2u8; 4096]).unwrap();
         engine.transfer(Io::D2h(&mut buf[unaligned..unaligned + 4096]), 0, Duration::from_secs(5)).unwrap();
-        assert!(buf[unaligned..unaligned + 4096].iter().all(|b| *b == 2));
-        assert!(engine.busy_slots.iter().all(|b| !b));
+        assert!(buf[unaligned..unaligned + 4096].iter().all(|b| *b == 1));
+        assert_eq!(engine.held_ios, 0);
     }
 
     #[test]
