@@ -54,9 +54,10 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 pub const DEFAULT_IO_BYTES: usize = 128 * 1024;
 /// io_uring read/write lengths are 32-bit; stay well below.
 const MAX_IO_BYTES: usize = 64 << 20;
-/// Largest I/O issued with RWF_NOWAIT: one bio (BIO_MAX_VECS = 256 pages). The kernel answers
-/// EAGAIN to every larger direct I/O with RWF_NOWAIT, so those go out without it (and can
-/// leave a kernel worker of ours waiting on a frozen queue; see docs/safety.md).
+/// Largest I/O ever issued with RWF_NOWAIT: one bio (BIO_MAX_VECS = 256 pages). The kernel
+/// answers EAGAIN to every direct I/O with RWF_NOWAIT it would have to split (over one bio, or
+/// over the queue's limits, see [`nowait_limit_bytes`]), so those go out without it — and can
+/// leave a kernel worker of ours waiting on a frozen queue (docs/safety.md).
 const NOWAIT_MAX_BYTES: usize = 256 * PAGE_BYTES;
 /// How long an I/O refused with EAGAIN waits before it is issued again, unless another I/O
 /// completes first (a full queue frees a tag then).
@@ -142,9 +143,10 @@ pub struct BlockEngine {
     /// Transfer counter, in every user_data, so late completions of a timed-out transfer are
     /// recognised and only free their slot.
     epoch: u16,
-    /// I/Os are issued with RWF_NOWAIT (block devices: a frozen queue then answers EAGAIN
-    /// instead of parking the I/O on a kernel worker that waits uninterruptibly).
-    nowait: bool,
+    /// I/Os up to this size are issued with RWF_NOWAIT (block devices: a frozen queue then
+    /// answers EAGAIN instead of parking the I/O on a kernel worker that waits
+    /// uninterruptibly); 0: none.
+    nowait_max_bytes: usize,
     /// I/Os of an abandoned transfer the kernel still holds: the engine is not used again and
     /// its memory is left allocated.
     held_ios: usize,
@@ -202,6 +204,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
     };
     let sync = matches!(submitter, Submitter::Sync);
     let capacity = capacity_bytes(&file, kind)?;
+    let nowait_max_bytes = if kind == NodeKind::BlockDevice { nowait_limit_bytes(&file) } else { 0 };
     let pci = crate::pci::nodes::pci_address_of(&path, Path::new("/sys"));
     let what = if kind == NodeKind::Regular { "file" } else { "block device" };
     let info = EngineInfo {
@@ -240,7 +243,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         busy_slots: vec![false; slot_count],
         fixed_slots: false,
         epoch: 0,
-        nowait: kind == NodeKind::BlockDevice,
+        nowait_max_bytes,
         held_ios: 0,
     };
     engine.fixed_slots = engine.register_slots();
@@ -266,6 +269,21 @@ fn uring(queue_depth: usize) -> Result<IoUring, String> {
         return Err("kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11) for waits with a deadline".into());
     }
     Ok(ring)
+}
+
+/// The largest direct I/O the block device behind `file` takes as one request without a split
+/// (a split RWF_NOWAIT I/O fails with EAGAIN): its queue's max_sectors_kb and max_segments
+/// (one page per segment at worst), at most one bio; 0 when sysfs does not say.
+fn nowait_limit_bytes(file: &File) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(rdev) = file.metadata().map(|m| m.rdev()) else { return 0 };
+    let node = PathBuf::from(format!("/sys/dev/block/{}:{}", libc::major(rdev), libc::minor(rdev)));
+    // A partition's queue is its disk's.
+    let queue = [node.join("queue"), node.join("../queue")].into_iter().find(|q| q.exists());
+    let read = |name: &str| -> Option<usize> { std::fs::read_to_string(queue.as_ref()?.join(name)).ok()?.trim().parse().ok() };
+    let (Some(max_kb), Some(segments)) = (read("max_sectors_kb"), read("max_segments")) else { return 0 };
+    let limit = (max_kb * 1024).min(segments * PAGE_BYTES).min(NOWAIT_MAX_BYTES);
+    limit - limit % PAGE_BYTES
 }
 
 fn capacity_bytes(file: &File, kind: NodeKind) -> Result<u64, EngineError> {
@@ -533,7 +551,7 @@ impl BlockEngine {
                 }
             };
             let (len, offset) = ((op.len - skip) as u32, op.offset + skip as u64);
-            let flags = if self.nowait && len as usize <= NOWAIT_MAX_BYTES { libc::RWF_NOWAIT } else { 0 };
+            let flags = if len as usize <= self.nowait_max_bytes { libc::RWF_NOWAIT } else { 0 };
             let entry = match (op.write, self.fixed_slots && slot != DIRECT) {
                 (true, false) => opcode::Write::new(fd, buf, len).offset(offset).rw_flags(flags).build(),
                 (false, false) => opcode::Read::new(fd, buf, len).offset(offset).rw_flags(flags).build(),
@@ -579,9 +597,9 @@ impl BlockEngine {
         }
         let what = || format!("{} {} bytes at offset {} of {}", if op.write { "write" } else { "read" }, op.len, op.offset, self.path.display());
         match result {
-            r if r == -libc::EOPNOTSUPP && self.nowait => {
+            r if r == -libc::EOPNOTSUPP && self.nowait_max_bytes > 0 => {
                 // A queue without RWF_NOWAIT support: issue it again, and every I/O after, without.
-                self.nowait = false;
+                self.nowait_max_bytes = 0;
                 state.queue.push_front((index, skip));
             }
             r if r == -libc::EAGAIN => {
@@ -868,7 +886,7 @@ mod tests {
             busy_slots: vec![false; 8],
             fixed_slots: false,
             epoch: 0,
-            nowait: false,
+            nowait_max_bytes: 0,
             held_ios: 0,
         };
         (engine, feeder)
