@@ -485,8 +485,12 @@ impl BlockEngine {
             if state.in_flight.is_empty() && (state.failure.is_some() || state.queue.is_empty()) {
                 break;
             }
-            let what = if state.in_flight.is_empty() { "the device refused I/O (EAGAIN: its queue is frozen or full)" } else { "block I/O still in flight" };
-            if let Err(error) = self.wait_one(deadline, state.not_before, what) {
+            let what = if state.in_flight.is_empty() {
+                format!("{} refused I/O (EAGAIN: its queue is frozen or full)", self.info.target)
+            } else {
+                format!("I/O of {} still in flight", self.info.target)
+            };
+            if let Err(error) = self.wait_one(deadline, state.not_before, &what) {
                 return Err(self.abandon(&state.in_flight, error));
             }
             let completions: Vec<(u64, i32)> = {
