@@ -533,6 +533,16 @@ fn nvme_frozen_by_a_failed_aer_recovery_still_ends_dma_at_its_deadline() {
     // Gone, not a zombie stuck in the kernel: no thread of it is left.
     let left = run(&mut guest, &format!("pidof pcieperf && {{ {threads}; }}; true"));
     assert!(left.trim().is_empty(), "pcieperf is still there: {left}");
+    // On the frozen queue, later runs (io_uring and the synchronous fallback) end at their
+    // deadline too: RWF_NOWAIT makes the queue answer EAGAIN instead of parking a thread of
+    // ours in the kernel.
+    for target in ["block:/dev/nvme0n1", "block:/dev/nvme0n1,sync"] {
+        let started = std::time::Instant::now();
+        let out = guest.run_with_deadline(&format!("pcieperf dma --target {target} --sizes 64KiB --duration 5s --deadline 2s"), Duration::from_secs(30)).unwrap();
+        assert_eq!(out.code, 1, "{target}: {out:?}");
+        assert!(out.stderr.contains(&format!("{target} refused I/O (EAGAIN: its queue is frozen or full)")), "{target}: {}", out.stderr);
+        eprintln!("{target} on the frozen queue ended after {:?}", started.elapsed());
+    }
     // The queue is really frozen: a plain direct read hangs (state D) and stays.
     let dd = run(&mut guest, "(dd if=/dev/nvme0n1 of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null &); sleep 2; P=$(pidof dd); cut -d' ' -f3 /proc/$P/stat");
     assert_eq!(dd.trim(), "D", "dd on the frozen queue: {dd}");

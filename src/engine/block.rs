@@ -455,12 +455,14 @@ impl BlockEngine {
                 if op.write && !direct {
                     std::ptr::copy_nonoverlapping(op.host, slot, op.len);
                 }
-                let io = if op.write {
-                    Io::H2d(std::slice::from_raw_parts(buf, op.len))
-                } else {
-                    Io::D2h(std::slice::from_raw_parts_mut(buf, op.len))
-                };
-                devfile::positional_all(&self.file, io, op.offset, deadline, &self.path.display().to_string())?;
+                let io = || if op.write { Io::H2d(std::slice::from_raw_parts(buf, op.len)) } else { Io::D2h(std::slice::from_raw_parts_mut(buf, op.len)) };
+                let flags = if op.len <= self.nowait_max_bytes { libc::RWF_NOWAIT } else { 0 };
+                let mut moved = devfile::positional_all_flags(&self.file, io(), op.offset, deadline, &self.info.target, flags);
+                if flags != 0 && matches!(&moved, Err(EngineError::Io { source, .. }) if source.raw_os_error() == Some(libc::EOPNOTSUPP)) {
+                    self.nowait_max_bytes = 0; // a queue without RWF_NOWAIT support: go without, from now on
+                    moved = devfile::positional_all_flags(&self.file, io(), op.offset, deadline, &self.info.target, 0);
+                }
+                moved?;
                 if !op.write && !direct {
                     std::ptr::copy_nonoverlapping(slot, op.host, op.len);
                 }
