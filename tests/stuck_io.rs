@@ -153,7 +153,7 @@ fn a_write_held_by_the_kernel_is_abandoned_at_its_deadline_and_the_process_exits
     assert_eq!(doc["complete"], false);
     assert_eq!(doc["stopped"]["reason"], "error");
     assert!(doc["stopped"]["message"].as_str().unwrap().contains("still held by the kernel"), "{}", doc["stopped"]);
-    eprintln!("held write abandoned: exit {code} after {took:?}");
+    eprintln!("held write abandoned: exit {code} after {took:?}: {held}");
 }
 
 #[test]
