@@ -493,7 +493,7 @@ impl BlockEngine {
                 format!("I/O of {} still in flight", self.info.target)
             };
             if let Err(error) = self.wait_one(deadline, state.not_before, &what) {
-                return Err(self.abandon(&state.in_flight, error));
+                return Err(self.abandon(ops, &state.in_flight, error));
             }
             let completions: Vec<(u64, i32)> = {
                 let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
@@ -681,8 +681,9 @@ impl BlockEngine {
     /// cancel every I/O in flight and give it [`CANCEL_GRACE`] to hand them back (a pipe's read
     /// comes back at once). What it still holds then — block I/O it accepted on a frozen queue
     /// or a hung driver, which nothing cancels — is left to it: the caller's buffer and the
-    /// slots must then never be freed, which [`EngineError::Held`] says.
-    fn abandon(&mut self, in_flight: &[(usize, u16, usize)], error: EngineError) -> EngineError {
+    /// slots must then never be freed, which [`EngineError::Held`] says, and the caller's pages
+    /// under those I/Os are swapped for fresh ones ([`swap_out_pages`]).
+    fn abandon(&mut self, ops: &[Op], in_flight: &[(usize, u16, usize)], error: EngineError) -> EngineError {
         let epoch = self.epoch;
         let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
         let mut waiting: Vec<u64> = in_flight.iter().map(|&(index, slot, _)| user_data(epoch, slot, index)).collect();
@@ -713,6 +714,12 @@ impl BlockEngine {
         }
         if waiting.is_empty() {
             return error;
+        }
+        for &data in &waiting {
+            let (_, slot, index) = split_user_data(data);
+            if slot == DIRECT {
+                swap_out_pages(ops[index].host, ops[index].len);
+            }
         }
         self.held_ios = waiting.len();
         let interrupted = matches!(error, EngineError::Interrupted);
@@ -798,6 +805,20 @@ impl Engine for BlockEngine {
 
     fn now_ns(&self) -> f64 {
         self.clock.now_ns()
+    }
+}
+
+/// Replace the pages of `[host, host + len)` (whole pages: direct I/O only) with fresh zeroed
+/// ones. The kernel keeps the pages it pinned for an I/O it still holds, and DMAs into those if
+/// the device ever answers; the caller's buffer no longer maps them, so it can be freed and its
+/// memory reused safely, whoever owns it. Best effort: on failure the caller's own leak (the
+/// dma procedure leaks its buffers) is what protects the memory.
+fn swap_out_pages(host: *mut u8, len: usize) {
+    debug_assert!(is_page_aligned(host) && len % PAGE_BYTES == 0);
+    // SAFETY: the range is whole pages inside the caller's buffer, which stays mapped readable
+    // and writable; only its contents change (to zeros), as a failed read leaves them undefined.
+    unsafe {
+        libc::mmap(host.cast(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED, -1, 0);
     }
 }
 
@@ -926,6 +947,22 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5), "cancellation must not hang on a pipe");
         drop(buf); // safe: the kernel no longer holds it
         assert!(engine.busy_slots.iter().all(|b| !b));
+    }
+
+    /// The caller's buffer under a held I/O gets fresh pages: still its memory (readable,
+    /// writable, freed as usual), no longer the pages the kernel pinned.
+    #[test]
+    fn swapped_out_pages_are_fresh_and_stay_usable() {
+        for len in [3 * PAGE_BYTES, 4 << 20] {
+            let mut buf = AlignedBuf::new(len);
+            buf.fill(0xA5);
+            let part = &mut buf[PAGE_BYTES..];
+            swap_out_pages(part.as_mut_ptr(), part.len());
+            assert!(buf[..PAGE_BYTES].iter().all(|b| *b == 0xA5), "{len}: the page before is untouched");
+            assert!(buf[PAGE_BYTES..].iter().all(|b| *b == 0), "{len}");
+            buf.fill(7);
+            assert!(buf.iter().all(|b| *b == 7));
+        }
     }
 
     #[test]
