@@ -17,9 +17,9 @@
 //! Stuck I/O: a transfer whose deadline passes (or that a signal ends) cancels what it has in
 //! flight and gives the kernel [`CANCEL_GRACE`] to hand it back. Block I/O the kernel has
 //! accepted cannot be cancelled, and a device whose queue is frozen (a failed AER recovery)
-//! never completes it: such I/Os are left to the kernel, their memory is never freed (the
-//! engine's bounce slots; [`EngineError::Held`] tells the caller to leak its buffer), and the
-//! transfer ends. So that no thread of ours is ever stuck in the kernel (a thread in state D
+//! never completes it: such I/Os are left to the kernel with their memory (the engine's bounce
+//! slots are never freed; the caller's pages under them are swapped for fresh ones, so it may
+//! free its buffer), and the transfer ends with [`EngineError::Held`]. So that no thread of ours is ever stuck in the kernel (a thread in state D
 //! would keep the process from exiting), I/Os on block devices go out with RWF_NOWAIT: a frozen
 //! or full queue answers EAGAIN, and the I/O is issued again after another one completes or
 //! after [`EAGAIN_BACKOFF`] — instead of the kernel parking it on a worker thread that would
@@ -30,8 +30,8 @@
 //! (`DataModel::Opaque`). A file pcieperf made itself (`--scratch DIR`) is opened with consent.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::mem::ManuallyDrop;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -455,7 +455,10 @@ impl BlockEngine {
                 if op.write && !direct {
                     std::ptr::copy_nonoverlapping(op.host, slot, op.len);
                 }
-                let io = || if op.write { Io::H2d(std::slice::from_raw_parts(buf, op.len)) } else { Io::D2h(std::slice::from_raw_parts_mut(buf, op.len)) };
+                let io = || match op.write {
+                    true => Io::H2d(std::slice::from_raw_parts(buf, op.len)),
+                    false => Io::D2h(std::slice::from_raw_parts_mut(buf, op.len)),
+                };
                 let flags = if op.len <= self.nowait_max_bytes { libc::RWF_NOWAIT } else { 0 };
                 let mut moved = devfile::positional_all_flags(&self.file, io(), op.offset, deadline, &self.info.target, flags);
                 if flags != 0 && matches!(&moved, Err(EngineError::Io { source, .. }) if source.raw_os_error() == Some(libc::EOPNOTSUPP)) {
@@ -814,7 +817,7 @@ impl Engine for BlockEngine {
 /// memory reused safely, whoever owns it. Best effort: on failure the caller's own leak (the
 /// dma procedure leaks its buffers) is what protects the memory.
 fn swap_out_pages(host: *mut u8, len: usize) {
-    debug_assert!(is_page_aligned(host) && len % PAGE_BYTES == 0);
+    debug_assert!(is_page_aligned(host) && len.is_multiple_of(PAGE_BYTES));
     // SAFETY: the range is whole pages inside the caller's buffer, which stays mapped readable
     // and writable; only its contents change (to zeros), as a failed read leaves them undefined.
     unsafe {
