@@ -543,6 +543,13 @@ fn nvme_frozen_by_a_failed_aer_recovery_still_ends_dma_at_its_deadline() {
         assert!(out.stderr.contains(&format!("{target} refused I/O (EAGAIN: its queue is frozen or full)")), "{target}: {}", out.stderr);
         eprintln!("{target} on the frozen queue ended after {:?}", started.elapsed());
     }
+    // Ctrl-C on the frozen queue ends a run whose deadline is far away: 130, partial results.
+    guest.start_background("int", "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 30s --deadline 60s --out /tmp/int.json").unwrap();
+    run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 1; kill -INT $(pidof pcieperf)");
+    let interrupted = guest.wait_background("int", Duration::from_secs(20)).unwrap();
+    assert_eq!(interrupted.code, 130, "{interrupted:?}");
+    let partial = json(&run(&mut guest, "cat /tmp/int.json"));
+    assert_eq!((partial["complete"].clone(), partial["stopped"]["reason"].clone()), (serde_json::json!(false), serde_json::json!("interrupted")));
     // The queue is really frozen: a plain direct read hangs (state D) and stays.
     let dd = run(&mut guest, "(dd if=/dev/nvme0n1 of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null &); sleep 2; P=$(pidof dd); cut -d' ' -f3 /proc/$P/stat");
     assert_eq!(dd.trim(), "D", "dd on the frozen queue: {dd}");
