@@ -495,3 +495,63 @@ fn nvme_topology_dma_run_and_removal() {
     guest.qmp.wait_event("DEVICE_DELETED", Duration::from_secs(30), |d| d["device"] == "nvme0").unwrap();
     assert!(!run(&mut guest, "ls /sys/bus/pci/devices").contains(nvme_bdf));
 }
+
+/// A fatal error on the NVMe controller's root port whose recovery fails (the kernel logs
+/// "subordinate device reset failed", "device recovery failed"): the controller's queue stays
+/// frozen, its block I/O never completes and cannot be cancelled (`dd` on it hangs in state D).
+/// `dma` still ends at its deadline: it abandons what the kernel holds, writes its partial
+/// results, names the device and what was left behind, and exits 1 — the shell sees it exit.
+#[test]
+fn nvme_frozen_by_a_failed_aer_recovery_still_ends_dma_at_its_deadline() {
+    let Some(mut guest) = boot("nvme") else { return };
+    guest
+        .start_background("frozen", "pcieperf dma --target block:/dev/nvme0n1 --sizes 1MiB --duration 60s --deadline 3s --out /tmp/frozen.json")
+        .unwrap();
+    run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 1");
+    guest.qmp.hmp(&format!("pcie_aer_inject_error {} MALF_TLP", testbed::topology::root_port_id(0))).unwrap();
+    let injected = std::time::Instant::now();
+    let threads = "P=$(pidof pcieperf); for t in /proc/$P/task/*; do echo \"$(cat $t/comm) $(cut -d' ' -f3 $t/stat) $(cat $t/wchan)\"; done";
+    // Deadline 3 s + cancel grace 1 s, and room for a slow emulator; without the fix it never ends.
+    let ended = match guest.wait_background("frozen", Duration::from_secs(40)) {
+        Ok(ended) => ended,
+        Err(e) => panic!("dma did not end after the queue froze: {e}"),
+    };
+    let took = injected.elapsed();
+    let log = run(&mut guest, "dmesg");
+    assert!(log.contains("AER: device recovery failed"), "the recovery did not fail, nothing froze:\n{log}");
+    assert_eq!(ended.code, 1, "{ended:?}\n{log}");
+    let error = ended.stderr.lines().find(|l| l.starts_with("pcieperf: ")).unwrap_or_else(|| panic!("no error line: {}", ended.stderr));
+    assert!(error.contains("did not answer within 3s"), "{error}");
+    // I/Os inside the driver when the queue froze are held; later ones are refused with EAGAIN.
+    let held = error.contains("I/O(s) of block:/dev/nvme0n1 (PCI 0000:01:00.0) still held by the kernel") && error.contains("buffers were left allocated");
+    assert!(held || error.contains("block:/dev/nvme0n1 refused I/O (EAGAIN"), "{error}");
+    assert!(error.contains("partial results kept in /tmp/frozen.json"), "{error}");
+    let partial = json(&run(&mut guest, "cat /tmp/frozen.json"));
+    assert_eq!(partial["complete"], false);
+    assert_eq!(partial["stopped"]["reason"], "error", "{}", partial["stopped"]);
+    assert!(partial["points"][0]["convergence"]["samples"].as_u64().unwrap() > 0, "measured before the freeze: {}", partial["points"][0]);
+    // Gone, not a zombie stuck in the kernel: no thread of it is left.
+    let left = run(&mut guest, &format!("pidof pcieperf && {{ {threads}; }}; true"));
+    assert!(left.trim().is_empty(), "pcieperf is still there: {left}");
+    // On the frozen queue, later runs (io_uring and the synchronous fallback) end at their
+    // deadline too: RWF_NOWAIT makes the queue answer EAGAIN instead of parking a thread of
+    // ours in the kernel.
+    for target in ["block:/dev/nvme0n1", "block:/dev/nvme0n1,sync"] {
+        let started = std::time::Instant::now();
+        let out = guest.run_with_deadline(&format!("pcieperf dma --target {target} --sizes 64KiB --duration 5s --deadline 2s"), Duration::from_secs(30)).unwrap();
+        assert_eq!(out.code, 1, "{target}: {out:?}");
+        assert!(out.stderr.contains(&format!("{target} refused I/O (EAGAIN: its queue is frozen or full)")), "{target}: {}", out.stderr);
+        eprintln!("{target} on the frozen queue ended after {:?}", started.elapsed());
+    }
+    // Ctrl-C on the frozen queue ends a run whose deadline is far away: 130, partial results.
+    guest.start_background("int", "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 30s --deadline 60s --out /tmp/int.json").unwrap();
+    run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 1; kill -INT $(pidof pcieperf)");
+    let interrupted = guest.wait_background("int", Duration::from_secs(20)).unwrap();
+    assert_eq!(interrupted.code, 130, "{interrupted:?}");
+    let partial = json(&run(&mut guest, "cat /tmp/int.json"));
+    assert_eq!((partial["complete"].clone(), partial["stopped"]["reason"].clone()), (serde_json::json!(false), serde_json::json!("interrupted")));
+    // The queue is really frozen: a plain direct read hangs (state D) and stays.
+    let dd = run(&mut guest, "(dd if=/dev/nvme0n1 of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null &); sleep 2; P=$(pidof dd); cut -d' ' -f3 /proc/$P/stat");
+    assert_eq!(dd.trim(), "D", "dd on the frozen queue: {dd}");
+    eprintln!("frozen NVMe: dma ended {took:?} after the injection: {error}");
+}

@@ -177,10 +177,12 @@ pub fn measure(
     };
     let plan: Vec<(Mode, u64)> = options.modes.iter().flat_map(|&m| options.sizes.iter().map(move |&s| (m, s))).collect();
     progress.begin(plan.len());
+    let mut held_by_kernel = false;
     for (index, &(mode, size)) in plan.iter().enumerate() {
         progress.point_started(index, mode, size);
         let mut runner = PointRunner::new(engine, &clock, &mut verifier, options, mode, size);
         let stopped = runner.run(cancel);
+        held_by_kernel |= runner.held_by_kernel;
         let mut point = runner.finish(link.as_ref().ok(), stopped.as_ref());
         if point.samples.is_empty() && stopped.is_none() {
             point.error = Some(no_sample(&point, options));
@@ -211,6 +213,10 @@ pub fn measure(
     results.fits = predict::fits(&results.points, link.as_ref().ok());
     results.findings = diagnose::findings(&results);
     progress.end();
+    if held_by_kernel {
+        // Its read-back and priming buffers may be what the kernel still holds.
+        std::mem::forget(verifier);
+    }
     Ok(results)
 }
 
@@ -292,6 +298,9 @@ struct PointRunner<'a> {
     stop_reason: &'static str,
     engine_ns: f64,
     wall_ns: f64,
+    /// The engine abandoned a transfer whose I/Os the kernel still holds
+    /// ([`EngineError::Held`]): the buffers are never freed.
+    held_by_kernel: bool,
 }
 
 impl<'a> PointRunner<'a> {
@@ -326,6 +335,7 @@ impl<'a> PointRunner<'a> {
             stop_reason: "",
             engine_ns: 0.0,
             wall_ns: 0.0,
+            held_by_kernel: false,
         }
     }
 
@@ -348,7 +358,15 @@ impl<'a> PointRunner<'a> {
                     self.stop_reason = "interrupted";
                     break Some(Stopped::Interrupted);
                 }
+                Err(EngineError::Held { message, interrupted: true }) => {
+                    // The interrupted document has no room for a message: say it here, once.
+                    eprintln!("pcieperf: {message}");
+                    self.held_by_kernel = true;
+                    self.stop_reason = "interrupted";
+                    break Some(Stopped::Interrupted);
+                }
                 Err(error) => {
+                    self.held_by_kernel |= matches!(error, EngineError::Held { .. });
                     self.stop_reason = "error";
                     break Some(self.stopped_by(error));
                 }
@@ -497,6 +515,10 @@ impl<'a> PointRunner<'a> {
 
     /// The point as measured so far.
     fn finish(self, link: Option<&crate::model::Conditions>, stopped: Option<&Stopped>) -> Point {
+        if self.held_by_kernel {
+            // Left allocated on purpose: the kernel may still DMA into them.
+            std::mem::forget(self.buffers);
+        }
         let bytes_per_step = self.size * self.mode.directions().len() as u64;
         let summary = summarise(&self.samples, bytes_per_step);
         let engine_times: Vec<f64> = self.samples.iter().map(|s| s.engine_ns).collect();

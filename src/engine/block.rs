@@ -14,14 +14,26 @@
 //! last (d2h), which fall inside the measured time. Each I/O is issued as soon as it is queued,
 //! as fio does.
 //!
+//! Stuck I/O: a transfer whose deadline passes (or that a signal ends) cancels what it has in
+//! flight and gives the kernel [`CANCEL_GRACE`] to hand it back. Block I/O the kernel has
+//! accepted cannot be cancelled, and a device whose queue is frozen (a failed AER recovery)
+//! never completes it: such I/Os are left to the kernel with their memory (the engine's bounce
+//! slots are never freed; the caller's pages under them are swapped for fresh ones, so it may
+//! free its buffer), and the transfer ends with [`EngineError::Held`]. So that no thread of ours is ever stuck in the kernel (a thread in state D
+//! would keep the process from exiting), I/Os on block devices go out with RWF_NOWAIT: a frozen
+//! or full queue answers EAGAIN, and the I/O is issued again after another one completes or
+//! after [`EAGAIN_BACKOFF`] — instead of the kernel parking it on a worker thread that would
+//! wait uninterruptibly for the queue.
+//!
 //! Writes destroy data, on a block device and on a file alike: both are opened read-only unless
 //! `OpenOptions::destructive` (`--destructive`), and reads are then checked for consistency only
 //! (`DataModel::Opaque`). A file pcieperf made itself (`--scratch DIR`) is opened with consent.
 
 use std::fs::File;
+use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring};
 
@@ -43,6 +55,19 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 pub const DEFAULT_IO_BYTES: usize = 128 * 1024;
 /// io_uring read/write lengths are 32-bit; stay well below.
 const MAX_IO_BYTES: usize = 64 << 20;
+/// Largest I/O ever issued with RWF_NOWAIT: one bio (BIO_MAX_VECS = 256 pages). The kernel
+/// answers EAGAIN to every direct I/O with RWF_NOWAIT it would have to split (over one bio, or
+/// over the queue's limits, see [`nowait_limit_bytes`]), so those go out without it — and can
+/// leave a kernel worker of ours waiting on a frozen queue (docs/safety.md).
+const NOWAIT_MAX_BYTES: usize = 256 * PAGE_BYTES;
+/// How long an I/O refused with EAGAIN waits before it is issued again, unless another I/O
+/// completes first (a full queue frees a tag then).
+const EAGAIN_BACKOFF: Duration = Duration::from_millis(1);
+/// How long an abandoned transfer waits for the kernel to hand back its cancelled I/Os before
+/// it leaves them to the kernel.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
+/// user_data of cancel requests (no I/O has it: slot and op index are never both all ones).
+const CANCEL_USER_DATA: u64 = u64::MAX;
 
 /// One I/O: `len` bytes at device `offset`, from/to `host` (the caller's buffer).
 #[derive(Clone, Copy)]
@@ -91,7 +116,8 @@ pub struct BlockEngine {
     io_bytes: usize,
     writable: bool,
     /// Bounce slots of `io_bytes` each, cut from one buffer (huge pages once it reaches 2 MiB).
-    slots: Slots,
+    /// Never freed once the kernel holds an I/O it would not give back (`held_ios`).
+    slots: ManuallyDrop<Slots>,
     /// The slots are registered with the ring (IORING_REGISTER_BUFFERS): pinned once, so an I/O
     /// through a slot skips the per-I/O page pinning a plain read/write pays.
     fixed_slots: bool,
@@ -100,6 +126,23 @@ pub struct BlockEngine {
     /// Transfer counter, in every user_data, so late completions of a timed-out transfer are
     /// recognised and only free their slot.
     epoch: u16,
+    /// I/Os up to this size are issued with RWF_NOWAIT (block devices: a frozen queue then
+    /// answers EAGAIN instead of parking the I/O on a kernel worker that waits
+    /// uninterruptibly); 0: none.
+    nowait_max_bytes: usize,
+    /// I/Os of an abandoned transfer the kernel still holds: the engine is not used again and
+    /// its memory is left allocated.
+    held_ios: usize,
+}
+
+impl Drop for BlockEngine {
+    fn drop(&mut self) {
+        if self.held_ios == 0 && !self.busy_slots.iter().any(|busy| *busy) {
+            // SAFETY: dropped once, here, and no I/O in the kernel uses the slots any more.
+            unsafe { ManuallyDrop::drop(&mut self.slots) }
+        }
+        // Otherwise the slots are leaked on purpose: the kernel may still DMA into them.
+    }
 }
 
 /// Target argument: `PATH[,sync]`.
@@ -145,6 +188,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
     };
     let sync = matches!(submitter, Submitter::Sync);
     let capacity = capacity_bytes(&file, kind)?;
+    let nowait_max_bytes = if kind == NodeKind::BlockDevice { nowait_limit_bytes(&file) } else { 0 };
     let pci = crate::pci::nodes::pci_address_of(&path, Path::new("/sys"));
     let what = if kind == NodeKind::Regular { "file" } else { "block device" };
     let info = EngineInfo {
@@ -179,10 +223,12 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         queue_depth: if sync { 1 } else { queue_depth },
         io_bytes,
         writable,
-        slots: Slots::new(slot_count, io_bytes),
+        slots: ManuallyDrop::new(Slots::new(slot_count, io_bytes)),
         busy_slots: vec![false; slot_count],
         fixed_slots: false,
         epoch: 0,
+        nowait_max_bytes,
+        held_ios: 0,
     };
     engine.fixed_slots = engine.register_slots();
     if !engine.fixed_slots && !sync {
@@ -207,6 +253,21 @@ fn uring(queue_depth: usize) -> Result<IoUring, String> {
         return Err("kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11) for waits with a deadline".into());
     }
     Ok(ring)
+}
+
+/// The largest direct I/O the block device behind `file` takes as one request without a split
+/// (a split RWF_NOWAIT I/O fails with EAGAIN): its queue's max_sectors_kb and max_segments
+/// (one page per segment at worst), at most one bio; 0 when sysfs does not say.
+fn nowait_limit_bytes(file: &File) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(rdev) = file.metadata().map(|m| m.rdev()) else { return 0 };
+    let node = PathBuf::from(format!("/sys/dev/block/{}:{}", libc::major(rdev), libc::minor(rdev)));
+    // A partition's queue is its disk's.
+    let queue = [node.join("queue"), node.join("../queue")].into_iter().find(|q| q.exists());
+    let read = |name: &str| -> Option<usize> { std::fs::read_to_string(queue.as_ref()?.join(name)).ok()?.trim().parse().ok() };
+    let (Some(max_kb), Some(segments)) = (read("max_sectors_kb"), read("max_segments")) else { return 0 };
+    let limit = (max_kb * 1024).min(segments * PAGE_BYTES).min(NOWAIT_MAX_BYTES);
+    limit - limit % PAGE_BYTES
 }
 
 fn capacity_bytes(file: &File, kind: NodeKind) -> Result<u64, EngineError> {
@@ -234,6 +295,9 @@ struct Flight {
     /// Completion time of the last h2d [1] and d2h [0] op.
     ends: [f64; 2],
     failure: Option<EngineError>,
+    /// An I/O was refused with EAGAIN: nothing is issued before this instant unless another I/O
+    /// completes first.
+    not_before: Option<Instant>,
 }
 
 fn user_data(epoch: u16, slot: u16, op: usize) -> u64 {
@@ -330,6 +394,10 @@ impl BlockEngine {
 
     /// Run every op; returns the completion time (engine clock) of the last op of each direction.
     fn run(&mut self, ops: &[Op], deadline: &Deadline) -> Result<[f64; 2], EngineError> {
+        if self.held_ios > 0 {
+            let message = format!("{}: not used again", self.held_statement());
+            return Err(EngineError::Held { message, interrupted: false });
+        }
         self.reclaim_slots(deadline)?;
         let result = match self.submitter {
             Submitter::Sync => self.run_sync(ops, deadline),
@@ -371,12 +439,17 @@ impl BlockEngine {
                 if op.write && !direct {
                     std::ptr::copy_nonoverlapping(op.host, slot, op.len);
                 }
-                let io = if op.write {
-                    Io::H2d(std::slice::from_raw_parts(buf, op.len))
-                } else {
-                    Io::D2h(std::slice::from_raw_parts_mut(buf, op.len))
+                let io = || match op.write {
+                    true => Io::H2d(std::slice::from_raw_parts(buf, op.len)),
+                    false => Io::D2h(std::slice::from_raw_parts_mut(buf, op.len)),
                 };
-                devfile::positional_all(&self.file, io, op.offset, deadline, &self.path.display().to_string())?;
+                let flags = if op.len <= self.nowait_max_bytes { libc::RWF_NOWAIT } else { 0 };
+                let mut moved = devfile::positional_all_flags(&self.file, io(), op.offset, deadline, &self.info.target, flags);
+                if flags != 0 && matches!(&moved, Err(EngineError::Io { source, .. }) if source.raw_os_error() == Some(libc::EOPNOTSUPP)) {
+                    self.nowait_max_bytes = 0; // a queue without RWF_NOWAIT support: go without, from now on
+                    moved = devfile::positional_all_flags(&self.file, io(), op.offset, deadline, &self.info.target, 0);
+                }
+                moved?;
                 if !op.write && !direct {
                     std::ptr::copy_nonoverlapping(slot, op.host, op.len);
                 }
@@ -394,14 +467,20 @@ impl BlockEngine {
             done_ops: 0,
             ends: [0.0; 2],
             failure: None,
+            not_before: None,
         };
         while state.done_ops < ops.len() {
             self.fill(ops, &mut state);
-            if state.in_flight.is_empty() {
+            if state.in_flight.is_empty() && (state.failure.is_some() || state.queue.is_empty()) {
                 break;
             }
-            if let Err(error) = self.wait_one(deadline) {
-                return Err(self.abandon(&state.in_flight, error));
+            let what = if state.in_flight.is_empty() {
+                format!("{} refused I/O (EAGAIN: its queue is frozen or full)", self.info.target)
+            } else {
+                format!("I/O of {} still in flight", self.info.target)
+            };
+            if let Err(error) = self.wait_one(deadline, state.not_before, &what) {
+                return Err(self.abandon(ops, &state.in_flight, error));
             }
             let completions: Vec<(u64, i32)> = {
                 let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
@@ -437,6 +516,10 @@ impl BlockEngine {
     fn fill(&mut self, ops: &[Op], state: &mut Flight) {
         let fd = types::Fd(self.file.as_raw_fd());
         let mut first = true;
+        if state.not_before.is_some_and(|at| Instant::now() < at) {
+            return;
+        }
+        state.not_before = None;
         while state.failure.is_none() && state.in_flight.len() < self.queue_depth {
             let Some(&(index, skip)) = state.queue.front() else { break };
             let op = ops[index];
@@ -461,11 +544,12 @@ impl BlockEngine {
                 }
             };
             let (len, offset) = ((op.len - skip) as u32, op.offset + skip as u64);
+            let flags = if len as usize <= self.nowait_max_bytes { libc::RWF_NOWAIT } else { 0 };
             let entry = match (op.write, self.fixed_slots && slot != DIRECT) {
-                (true, false) => opcode::Write::new(fd, buf, len).offset(offset).build(),
-                (false, false) => opcode::Read::new(fd, buf, len).offset(offset).build(),
-                (true, true) => opcode::WriteFixed::new(fd, buf, len, slot).offset(offset).build(),
-                (false, true) => opcode::ReadFixed::new(fd, buf, len, slot).offset(offset).build(),
+                (true, false) => opcode::Write::new(fd, buf, len).offset(offset).rw_flags(flags).build(),
+                (false, false) => opcode::Read::new(fd, buf, len).offset(offset).rw_flags(flags).build(),
+                (true, true) => opcode::WriteFixed::new(fd, buf, len, slot).offset(offset).rw_flags(flags).build(),
+                (false, true) => opcode::ReadFixed::new(fd, buf, len, slot).offset(offset).rw_flags(flags).build(),
             };
             let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
             // SAFETY: the buffer stays valid until the completion is reaped (caller buffers: the
@@ -506,6 +590,16 @@ impl BlockEngine {
         }
         let what = || format!("{} {} bytes at offset {} of {}", if op.write { "write" } else { "read" }, op.len, op.offset, self.path.display());
         match result {
+            r if r == -libc::EOPNOTSUPP && self.nowait_max_bytes > 0 => {
+                // A queue without RWF_NOWAIT support: issue it again, and every I/O after, without.
+                self.nowait_max_bytes = 0;
+                state.queue.push_front((index, skip));
+            }
+            r if r == -libc::EAGAIN => {
+                // RWF_NOWAIT: the queue is frozen or full. Issue it again later (see fill).
+                state.queue.push_front((index, skip));
+                state.not_before = Some(Instant::now() + EAGAIN_BACKOFF);
+            }
             r if r < 0 => {
                 let source = std::io::Error::from_raw_os_error(-r);
                 let what = if -r == libc::ENOSPC { format!("{}: no space left (ENOSPC)", what()) } else { what() };
@@ -521,6 +615,7 @@ impl BlockEngine {
                 state.done_ops += 1;
             }
             r => {
+                state.not_before = None; // a completion: a full queue has room again
                 let moved = skip + r as usize;
                 let last = moved == op.len;
                 if bounced_read {
@@ -541,11 +636,18 @@ impl BlockEngine {
         self.busy_slots.iter().position(|busy| !busy).expect("a free slot per I/O in flight") as u16
     }
 
-    /// Submit what is queued and wait for at least one completion, bounded by the deadline.
-    fn wait_one(&mut self, deadline: &Deadline) -> Result<(), EngineError> {
+    /// Submit what is queued and wait for at least one completion, bounded by the deadline;
+    /// also returns at `wake_at` (an I/O refused with EAGAIN is due again).
+    fn wait_one(&mut self, deadline: &Deadline, wake_at: Option<Instant>, what: &str) -> Result<(), EngineError> {
         let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
         loop {
-            let left = deadline.slice().ok_or_else(|| deadline.timeout("block I/O still in flight"))?;
+            let mut left = deadline.slice().ok_or_else(|| deadline.timeout(what))?;
+            if let Some(at) = wake_at {
+                match at.checked_duration_since(Instant::now()).filter(|l| !l.is_zero()) {
+                    Some(until_due) => left = left.min(until_due),
+                    None => return Ok(()),
+                }
+            }
             let ts = types::Timespec::from(left);
             let args = types::SubmitArgs::new().timespec(&ts);
             match ring.submitter().submit_with_args(1, &args) {
@@ -562,37 +664,65 @@ impl BlockEngine {
         }
     }
 
-    /// Give up on a transfer whose deadline passed. I/Os into the caller's buffer must finish
-    /// before we return (the kernel would write into freed memory): ask the kernel to cancel them
-    /// and wait for it — block I/O always completes or is aborted by the block layer's own
-    /// timeout. I/Os into bounce slots stay in flight and are reclaimed by later transfers.
-    fn abandon(&mut self, in_flight: &[(usize, u16, usize)], error: EngineError) -> EngineError {
+    /// Give up on a transfer whose deadline passed or that a signal ended: ask the kernel to
+    /// cancel every I/O in flight and give it [`CANCEL_GRACE`] to hand them back (a pipe's read
+    /// comes back at once). What it still holds then — block I/O it accepted on a frozen queue
+    /// or a hung driver, which nothing cancels — is left to it: the caller's buffer and the
+    /// slots must then never be freed, which [`EngineError::Held`] says, and the caller's pages
+    /// under those I/Os are swapped for fresh ones ([`swap_out_pages`]).
+    fn abandon(&mut self, ops: &[Op], in_flight: &[(usize, u16, usize)], error: EngineError) -> EngineError {
         let epoch = self.epoch;
-        let direct: Vec<usize> = in_flight.iter().filter(|(_, slot, _)| *slot == DIRECT).map(|(i, _, _)| *i).collect();
         let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
-        let mut waiting = direct.len();
-        for &index in &direct {
-            let cancel = opcode::AsyncCancel::new(user_data(epoch, DIRECT, index)).build().user_data(u64::MAX);
+        let mut waiting: Vec<u64> = in_flight.iter().map(|&(index, slot, _)| user_data(epoch, slot, index)).collect();
+        for &data in &waiting {
+            let cancel = opcode::AsyncCancel::new(data).build().user_data(CANCEL_USER_DATA);
             // SAFETY: a cancel request references no buffer.
             let _ = unsafe { ring.submission().push(&cancel) };
         }
-        while waiting > 0 {
-            if ring.submit_and_wait(1).is_err() {
-                continue;
-            }
+        // Not the transfer's Deadline: a signal must not cut the grace short (the kernel may
+        // still be writing into the caller's buffer).
+        let grace_end = Instant::now() + CANCEL_GRACE;
+        while !waiting.is_empty() {
+            let Some(left) = grace_end.checked_duration_since(Instant::now()).filter(|l| !l.is_zero()) else { break };
+            let ts = types::Timespec::from(left);
+            // ETIME, EINTR: look at what came back, then at the time left.
+            let _ = ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
             for cqe in ring.completion() {
-                let (cqe_epoch, slot, _) = split_user_data(cqe.user_data());
-                if cqe.user_data() == u64::MAX {
+                let data = cqe.user_data();
+                if data == CANCEL_USER_DATA {
                     continue;
                 }
-                if slot == DIRECT && cqe_epoch == epoch {
-                    waiting -= 1;
-                } else if slot != DIRECT {
+                waiting.retain(|&w| w != data);
+                let (_, slot, _) = split_user_data(data);
+                if slot != DIRECT {
                     self.busy_slots[slot as usize] = false;
                 }
             }
         }
-        error
+        if waiting.is_empty() {
+            return error;
+        }
+        for &data in &waiting {
+            let (_, slot, index) = split_user_data(data);
+            if slot == DIRECT {
+                swap_out_pages(ops[index].host, ops[index].len);
+            }
+        }
+        self.held_ios = waiting.len();
+        let interrupted = matches!(error, EngineError::Interrupted);
+        EngineError::Held { message: format!("{error}; {}", self.held_statement()), interrupted }
+    }
+
+    /// What an abandoned transfer left behind, naming the device.
+    fn held_statement(&self) -> String {
+        let pci = self.info.pci_address.as_deref().map(|p| format!(" (PCI {p})")).unwrap_or_default();
+        format!(
+            "{} I/O(s) of {}{pci} still held by the kernel after {} s of cancelling (uninterruptible: a frozen queue \
+             or a hung driver); their buffers were left allocated",
+            self.held_ios,
+            self.info.target,
+            CANCEL_GRACE.as_secs()
+        )
     }
 
     /// Before a transfer: collect late completions of an abandoned one so its slots are free.
@@ -601,12 +731,12 @@ impl BlockEngine {
             let Submitter::Uring(ring) = &mut self.submitter else { return Ok(()) };
             for cqe in ring.completion() {
                 let (_, slot, _) = split_user_data(cqe.user_data());
-                if slot != DIRECT && cqe.user_data() != u64::MAX {
+                if slot != DIRECT && cqe.user_data() != CANCEL_USER_DATA {
                     self.busy_slots[slot as usize] = false;
                 }
             }
             if self.busy_slots.iter().any(|b| *b) {
-                self.wait_one(deadline).map_err(|_| deadline.timeout("I/Os of an earlier timed-out transfer are still in flight"))?;
+                self.wait_one(deadline, None, "").map_err(|_| deadline.timeout("I/Os of an earlier timed-out transfer are still in flight"))?;
             }
         }
         Ok(())
@@ -662,6 +792,20 @@ impl Engine for BlockEngine {
 
     fn now_ns(&self) -> f64 {
         self.clock.now_ns()
+    }
+}
+
+/// Replace the pages of `[host, host + len)` (whole pages: direct I/O only) with fresh zeroed
+/// ones. The kernel keeps the pages it pinned for an I/O it still holds, and DMAs into those if
+/// the device ever answers; the caller's buffer no longer maps them, so it can be freed and its
+/// memory reused safely, whoever owns it. Best effort: on failure the caller's own leak (the
+/// dma procedure leaks its buffers) is what protects the memory.
+fn swap_out_pages(host: *mut u8, len: usize) {
+    debug_assert!(is_page_aligned(host) && len.is_multiple_of(PAGE_BYTES));
+    // SAFETY: the range is whole pages inside the caller's buffer, which stays mapped readable
+    // and writable; only its contents change (to zeros), as a failed read leaves them undefined.
+    unsafe {
+        libc::mmap(host.cast(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED, -1, 0);
     }
 }
 
@@ -757,16 +901,18 @@ mod tests {
             queue_depth: 4,
             io_bytes: 4096,
             writable: false,
-            slots: Slots::new(8, 4096),
+            slots: ManuallyDrop::new(Slots::new(8, 4096)),
             busy_slots: vec![false; 8],
             fixed_slots: false,
             epoch: 0,
+            nowait_max_bytes: 0,
+            held_ios: 0,
         };
         (engine, feeder)
     }
 
     #[test]
-    fn a_stuck_io_times_out_and_its_bounce_slot_is_reclaimed_later() {
+    fn a_stuck_io_through_a_bounce_slot_is_cancelled_and_its_slot_freed() {
         use std::io::Write;
         let dir = tempfile::tempdir().unwrap();
         let (mut engine, mut feeder) = engine_on_fifo(dir.path());
@@ -774,13 +920,12 @@ mod tests {
         let unaligned = if is_page_aligned(buf.as_ptr()) { 16 } else { 0 };
         let err = engine.transfer(Io::D2h(&mut buf[unaligned..unaligned + 4096]), 0, Duration::from_millis(100)).unwrap_err();
         assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
-        assert_eq!(engine.busy_slots.iter().filter(|b| **b).count(), 1, "the stuck read keeps its slot");
-        // The device answers late: the stale read takes the first block, the next transfer the second.
+        assert!(engine.busy_slots.iter().all(|b| !b), "the cancelled read gave its slot back");
+        // The cancelled read took nothing: the next transfer reads the first block.
         feeder.write_all(&[1u8; 4096]).unwrap();
-        feeder.write_all(&[2u8; 4096]).unwrap();
         engine.transfer(Io::D2h(&mut buf[unaligned..unaligned + 4096]), 0, Duration::from_secs(5)).unwrap();
-        assert!(buf[unaligned..unaligned + 4096].iter().all(|b| *b == 2));
-        assert!(engine.busy_slots.iter().all(|b| !b));
+        assert!(buf[unaligned..unaligned + 4096].iter().all(|b| *b == 1));
+        assert_eq!(engine.held_ios, 0);
     }
 
     #[test]
@@ -794,6 +939,22 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5), "cancellation must not hang on a pipe");
         drop(buf); // safe: the kernel no longer holds it
         assert!(engine.busy_slots.iter().all(|b| !b));
+    }
+
+    /// The caller's buffer under a held I/O gets fresh pages: still its memory (readable,
+    /// writable, freed as usual), no longer the pages the kernel pinned.
+    #[test]
+    fn swapped_out_pages_are_fresh_and_stay_usable() {
+        for len in [3 * PAGE_BYTES, 4 << 20] {
+            let mut buf = AlignedBuf::new(len);
+            buf.fill(0xA5);
+            let part = &mut buf[PAGE_BYTES..];
+            swap_out_pages(part.as_mut_ptr(), part.len());
+            assert!(buf[..PAGE_BYTES].iter().all(|b| *b == 0xA5), "{len}: the page before is untouched");
+            assert!(buf[PAGE_BYTES..].iter().all(|b| *b == 0), "{len}");
+            buf.fill(7);
+            assert!(buf.iter().all(|b| *b == 7));
+        }
     }
 
     #[test]

@@ -300,6 +300,14 @@ pub fn syscall_step(what: &str, mut call: impl FnMut() -> isize) -> Result<Step,
 /// pread/pwrite all of `len` bytes at `offset`, resuming after short transfers.
 /// A positional read that hits EOF is reported as short (the file or card window ended).
 pub fn positional_all(file: &File, io: super::Io<'_>, offset: u64, deadline: &Deadline, what: &str) -> Result<(), EngineError> {
+    positional_all_flags(file, io, offset, deadline, what, 0)
+}
+
+/// [`positional_all`] with preadv2/pwritev2 flags. With `RWF_NOWAIT` (block devices) a queue
+/// that would make the call wait — frozen, or full — answers EAGAIN instead of leaving this
+/// thread waiting uninterruptibly in the kernel; the call is then repeated every millisecond
+/// until the deadline (poll() says nothing about block devices).
+pub fn positional_all_flags(file: &File, io: super::Io<'_>, offset: u64, deadline: &Deadline, what: &str, rw_flags: i32) -> Result<(), EngineError> {
     let fd = file.as_raw_fd();
     let wanted = io.len();
     let mut done = 0usize;
@@ -312,14 +320,23 @@ pub fn positional_all(file: &File, io: super::Io<'_>, offset: u64, deadline: &De
         let left = wanted - done;
         // SAFETY: the pointers come from slices of `wanted` bytes that outlive this call.
         let step = syscall_step(what, || unsafe {
-            if read_ptr.is_null() {
-                libc::pwrite(fd, write_ptr.add(done).cast(), left, at)
-            } else {
-                libc::pread(fd, read_ptr.add(done).cast(), left, at)
+            let iov = libc::iovec { iov_base: if read_ptr.is_null() { write_ptr.add(done) as *mut _ } else { read_ptr.add(done).cast() }, iov_len: left };
+            match (read_ptr.is_null(), rw_flags) {
+                (true, 0) => libc::pwrite(fd, write_ptr.add(done).cast(), left, at),
+                (false, 0) => libc::pread(fd, read_ptr.add(done).cast(), left, at),
+                (true, flags) => libc::pwritev2(fd, &iov, 1, at, flags),
+                (false, flags) => libc::preadv2(fd, &iov, 1, at, flags),
             }
         })?;
         match step {
             Step::Moved(n) => done += n,
+            Step::WouldBlock if rw_flags & libc::RWF_NOWAIT != 0 => {
+                if deadline.remaining().is_none() {
+                    return Err(deadline.timeout(format!("{what} refused I/O (EAGAIN: its queue is frozen or full)")));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+                continue; // the deadline is looked at above, with the EAGAIN named
+            }
             Step::WouldBlock => {
                 let events = if read_ptr.is_null() { libc::POLLOUT } else { libc::POLLIN };
                 poll_until(fd, events, deadline, what)?;

@@ -213,6 +213,11 @@ pub enum EngineError {
     /// A signal (Ctrl-C, SIGTERM, SIGHUP) ended the wait; what was in flight was cancelled.
     #[error("interrupted")]
     Interrupted,
+    /// A transfer abandoned (deadline or signal) while the kernel still holds some of its I/Os
+    /// and ignores the cancel (a frozen queue, a hung driver): the memory those I/Os use must
+    /// never be freed or reused, so whoever owns it leaks it. `interrupted`: a signal ended it.
+    #[error("{message}")]
+    Held { message: String, interrupted: bool },
 }
 
 /// Width of one CPU-initiated access: one load or store instruction, one TLP.
