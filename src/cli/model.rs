@@ -272,11 +272,7 @@ impl LinkArgs {
 
 fn parse_u64(text: &str, what: &str) -> Result<u64, InvalidInput> {
     let text = text.trim();
-    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
-        None => text.replace('_', "").parse(),
-    };
-    parsed.map_err(|_| InvalidInput::new(format!("invalid {what} '{text}': expected a decimal number or 0x followed by hex digits")))
+    crate::units::parse_number(text).ok_or_else(|| InvalidInput::new(format!("invalid {what} '{text}': expected a decimal number or 0x followed by hex digits")))
 }
 
 /// One line naming every condition of the figures below it.
