@@ -8,6 +8,7 @@
 //! 10^6: the user must say which. Size lists: `64,128,256`, ranges `4KiB..64MiB` (doubling, the
 //! default step), `64..4096:x4` (multiply), `64..1024:+64` (add), and mixtures of those.
 //! Rates: `MBps` = 10^6 bytes/s throughout, as in the source documents.
+//! Numbers (addresses, offsets, register values): `31` or `0x1f`, see [`parse_number`].
 
 use crate::error::InvalidInput;
 
@@ -30,6 +31,16 @@ const SI_SPELLINGS: &[&str] = &["kB", "MB", "GB"];
 
 /// Largest size accepted anywhere: 1 TiB. Larger values are almost certainly typos.
 pub const MAX_SIZE_BYTES: u64 = 1 << 40;
+
+/// A number as users type it: decimal (`31`) or hex after `0x` or `0X` (`0x1f`), with `_`
+/// allowed between digits (`0x8000_0000`, `1_000`); `None` otherwise. Callers trim and word
+/// their own message, since what the number is (an address, an offset) is theirs to say.
+pub fn parse_number(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16).ok(),
+        None => text.replace('_', "").parse().ok(),
+    }
+}
 
 /// Parse one size such as `4KiB`, `1MB`, `1.5MB` or `128` into bytes.
 pub fn parse_size(text: &str) -> Result<u64, InvalidInput> {
@@ -249,6 +260,18 @@ pub fn format_ns(ns: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_decimal_or_0x_hex() {
+        assert_eq!(parse_number("31"), Some(31));
+        assert_eq!(parse_number("0x1f"), Some(31));
+        assert_eq!(parse_number("0X1F"), Some(31));
+        assert_eq!(parse_number("0x8000_0000"), Some(0x8000_0000));
+        assert_eq!(parse_number("1_000"), Some(1000));
+        for bad in ["", "0x", "1f", "-1", "0xZZ", " 31", "0x1_0000_0000_0000_0000"] {
+            assert_eq!(parse_number(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn sizes_take_decimal_and_binary_suffixes() {

@@ -1,6 +1,6 @@
 //! Why the gap: name what limits a run's result, most important first (DESIGN.md question 3).
 
-use crate::bench::results::{Cause, Finding, Mode, Results, Stopped};
+use crate::bench::results::{Cause, Finding, Fit, Mode, Point, Results, Stopped};
 use crate::model::Limit;
 use crate::pci::health::AerChange;
 use crate::units::format_size;
@@ -38,151 +38,219 @@ pub fn above_ceiling(what: &str, measured_mbps: f64, ceiling_mbps: f64, resoluti
     Some(format!("{what}: {measured_mbps:.2} MB/s is {excess:.2} % above the model's ceiling of {ceiling_mbps:.2} MB/s; {cause}"))
 }
 
+/// One rule of the diagnosis: the findings it draws from a run — none when its condition does
+/// not hold — given the findings of the rules listed before it (a gap to the ceiling counts as
+/// explained only by a cause found earlier).
+pub type Rule = fn(&Results, &[Finding]) -> Vec<Finding>;
+
+/// Every rule, in the order its findings are listed: most important first.
+pub const RULES: &[Rule] = &[
+    stopped_early,
+    points_without_result,
+    verification_failed,
+    aer_counters_moved,
+    emulated_device,
+    link_below_capability,
+    stalls_over_threshold,
+    copy_to_user_dominates,
+    read_bound_by_latency,
+    fit_findings,
+    spread_and_above_ceiling,
+    gap_to_ceiling,
+    no_link_info,
+];
+
+/// The modes in the order their per-mode findings are listed.
+const MODES: [Mode; 3] = [Mode::D2h, Mode::H2d, Mode::Both];
+
 /// Findings for a run, most important first.
 pub fn findings(results: &Results) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut add = |cause: Cause, message: String| out.push(Finding { cause, message });
-    match &results.stopped {
-        Some(Stopped::Interrupted) => add(Cause::Incomplete, "interrupted (Ctrl-C): results are partial".into()),
-        Some(Stopped::Error { message }) => add(Cause::Incomplete, format!("stopped early: {message}; results are partial")),
-        None => {}
-    }
-    for point in results.points.iter().filter(|p| p.error.is_some()) {
-        add(Cause::NoSample, point.error.clone().unwrap_or_default());
-    }
-    if let Some(failure) = &results.verification.first_failure {
-        add(Cause::VerificationFailed, format!("{} transfer(s) failed verification; first: {failure}", results.verification.failed));
-    }
-    if let Some(message) = results.link_health.as_ref().and_then(|h| link_errors(&h.changes)) {
-        add(Cause::LinkErrors, message);
-    }
-    let emulated = results.conditions.emulated_by.as_ref();
-    if let Some(emulator) = emulated {
-        add(
-            Cause::Emulated,
-            format!(
-                "the device is emulated by a hypervisor ({emulator}): its link is nominal and the rates are the emulator's, \
-                 not PCI Express throughput; they are not compared with the model's ceiling"
-            ),
-        );
-    } else if let Some(vm) = results.conditions.virtual_machine.as_ref().filter(|_| !results.simulated) {
-        add(
-            Cause::Emulated,
-            format!("measured inside a virtual machine ({vm}): if the hypervisor emulates this device, its link is nominal and the rates are the emulator's"),
-        );
-    }
-    let link = results.conditions.link.as_ref();
-    if let Some((trained, capable)) = link.filter(|c| c.below_capability()).and_then(|c| Some((c.params.link, c.capable?))) {
-        let ratio = trained.encoded_mbps() / capable.encoded_mbps() * 100.0;
-        add(
-            Cause::LinkBelowCapability,
-            format!("link trained at {trained} but both ends can do {capable}: the ceiling is {ratio:.0} % of what it could be"),
-        );
-    }
-    let stalled: Vec<_> = results.points.iter().filter(|p| p.stalls.over_threshold > 0).collect();
-    if !stalled.is_empty() {
-        let count: u64 = stalled.iter().map(|p| p.stalls.over_threshold).sum();
-        let longest = stalled.iter().map(|p| p.stalls.max_stall_ns).fold(0.0, f64::max);
-        add(
-            Cause::Stall,
-            format!(
-                "{count} stall(s) above {:.0} µs at {} point(s), longest {:.1} µs",
-                results.conditions.stall_threshold_ns / 1e3,
-                stalled.len(),
-                longest / 1e3
-            ),
-        );
-    }
-    for point in &results.points {
-        let Some(s) = &point.summary else { continue };
-        if let Some(copy) = s.copy_median_ns.filter(|&c| c > 0.2 * s.time_ns.median) {
-            add(
-                Cause::CopyToUser,
-                format!(
-                    "copy to user space takes {:.0} % of each {} {} step: {:.1} MB/s without it, {:.1} MB/s with it",
-                    copy / s.time_ns.median * 100.0,
-                    point.mode.name(),
-                    format_size(point.size_bytes),
-                    s.transfer_only_median_mbps,
-                    s.median_mbps
-                ),
-            );
-            break;
-        }
-    }
-    if let Some(p) = largest(results, Mode::H2d).filter(|p| p.ceiling.as_ref().is_some_and(|c| c.limit == Limit::Latency)) {
-        add(
-            Cause::ReadLatency,
-            format!(
-                "h2d is a device read: even at {} the model's ceiling is set by completion latency × outstanding read requests (tags), not by the link's bytes",
-                format_size(p.size_bytes)
-            ),
-        );
-    }
-    for fit in &results.fits {
-        if let Some(why) = &fit.rejected {
-            let copy = if results.conditions.copy_to_user && fit.mode != Mode::H2d {
-                " — the copy to user space grows faster than the transfer and dominates large sizes"
-            } else {
-                ""
-            };
-            add(Cause::FitRejected, format!("{} fit of T(N) = N/(B·f) + m not shown: {why}{copy}", fit.mode.name()));
-            continue;
-        }
-        let smallest = results.points.iter().filter(|p| p.mode == fit.mode).map(|p| p.bytes_per_step).min().unwrap_or(0);
-        if fit.m_us > 0.0 && (smallest as f64) < fit.n_half_bytes {
-            add(
-                Cause::PerTransferOverhead,
-                format!(
-                    "{} transfers below N½ = {} spend more than half their time in the per-transfer cost m = {:.2} µs",
-                    fit.mode.name(),
-                    format_bytes_approx(fit.n_half_bytes),
-                    fit.m_us
-                ),
-            );
-        }
-    }
-    for mode in [Mode::D2h, Mode::H2d, Mode::Both] {
-        if let Some(finding) = spread(results, mode) {
-            add(Cause::Spread, finding);
-        }
-        // An emulated device's link is nominal: being above its ceiling says nothing.
-        if let Some(finding) = worst_above_ceiling(results, mode).filter(|_| emulated.is_none()) {
-            add(Cause::AboveCeiling, finding);
-        }
-    }
-    let explained: Vec<Cause> = out
-        .iter()
-        .map(|f| f.cause.clone())
-        .filter(|c| !matches!(c, Cause::Incomplete | Cause::VerificationFailed))
-        .collect();
-    let mut add = |cause: Cause, message: String| out.push(Finding { cause, message });
-    for mode in [Mode::D2h, Mode::H2d, Mode::Both] {
-        let Some(point) = largest(results, mode).filter(|_| emulated.is_none()) else { continue };
-        let (Some(ceiling), Some(summary)) = (&point.ceiling, &point.summary) else { continue };
-        let percent = ceiling.percent_reached.unwrap_or(0.0);
-        let at = format!("{} at {}", mode.name(), format_size(point.size_bytes));
-        if percent >= NEAR_CEILING_PERCENT {
-            let (cause, what) = match ceiling.limit {
-                Limit::Latency => (Cause::ReadLatency, "completion latency × outstanding read requests (tags) is the limit, not the link's bytes"),
-                Limit::OppositeDirection => (Cause::Link, "the link is the limit (its opposite direction: requests and DLLPs)"),
-                Limit::Link => (Cause::Link, "the link is the limit"),
-            };
-            add(cause, format!("{at} reaches {percent:.1} % of the model's ceiling ({:.1} MB/s, {}): {what}", ceiling.mbps, ceiling.limit.name()));
-        } else {
-            let message = format!("{at} reaches {:.1} MB/s, {percent:.1} % of the model's ceiling ({:.1} MB/s)", summary.median_mbps, ceiling.mbps);
-            let explained = explained.iter().any(|c| match c {
-                Cause::ReadLatency => mode != Mode::D2h,
-                Cause::PerTransferOverhead => fits_explain(results, mode, point.bytes_per_step),
-                _ => true,
-            });
-            add(if explained { Cause::BelowCeiling } else { Cause::Unexplained }, message);
-        }
-    }
-    if link.is_none() {
-        add(Cause::NoLinkInfo, "the target did not report its link: no model ceiling to compare with".into());
+    for rule in RULES {
+        let found = rule(results, &out);
+        out.extend(found);
     }
     out
+}
+
+fn finding(cause: Cause, message: String) -> Finding {
+    Finding { cause, message }
+}
+
+/// The run stopped before the end: every figure is partial.
+pub fn stopped_early(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let message = match &results.stopped {
+        Some(Stopped::Interrupted) => "interrupted (Ctrl-C): results are partial".to_string(),
+        Some(Stopped::Error { message }) => format!("stopped early: {message}; results are partial"),
+        None => return Vec::new(),
+    };
+    vec![finding(Cause::Incomplete, message)]
+}
+
+/// Each point where no timed transfer completed, with why.
+pub fn points_without_result(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    results.points.iter().filter_map(|p| p.error.clone()).map(|error| finding(Cause::NoSample, error)).collect()
+}
+
+/// Data that did not verify, with the first failure.
+pub fn verification_failed(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let v = &results.verification;
+    let message = v.first_failure.as_ref().map(|failure| format!("{} transfer(s) failed verification; first: {failure}", v.failed));
+    message.map(|m| finding(Cause::VerificationFailed, m)).into_iter().collect()
+}
+
+/// AER counters on the device's path that moved while measuring.
+pub fn aer_counters_moved(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let message = results.link_health.as_ref().and_then(|h| link_errors(&h.changes));
+    message.map(|m| finding(Cause::LinkErrors, m)).into_iter().collect()
+}
+
+/// A device a hypervisor emulates (or may emulate, inside a virtual machine): its link is nominal.
+pub fn emulated_device(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let c = &results.conditions;
+    let message = if let Some(emulator) = &c.emulated_by {
+        format!(
+            "the device is emulated by a hypervisor ({emulator}): its link is nominal and the rates are the emulator's, \
+             not PCI Express throughput; they are not compared with the model's ceiling"
+        )
+    } else if let Some(vm) = c.virtual_machine.as_ref().filter(|_| !results.simulated) {
+        format!("measured inside a virtual machine ({vm}): if the hypervisor emulates this device, its link is nominal and the rates are the emulator's")
+    } else {
+        return Vec::new();
+    };
+    vec![finding(Cause::Emulated, message)]
+}
+
+/// A link trained below what both of its ends can do.
+pub fn link_below_capability(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let link = results.conditions.link.as_ref().filter(|c| c.below_capability());
+    let Some((trained, capable)) = link.and_then(|c| Some((c.params.link, c.capable?))) else { return Vec::new() };
+    let ratio = trained.encoded_mbps() / capable.encoded_mbps() * 100.0;
+    let message = format!("link trained at {trained} but both ends can do {capable}: the ceiling is {ratio:.0} % of what it could be");
+    vec![finding(Cause::LinkBelowCapability, message)]
+}
+
+/// Stalls above the threshold, over every point.
+pub fn stalls_over_threshold(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let stalled: Vec<_> = results.points.iter().filter(|p| p.stalls.over_threshold > 0).collect();
+    if stalled.is_empty() {
+        return Vec::new();
+    }
+    let count: u64 = stalled.iter().map(|p| p.stalls.over_threshold).sum();
+    let longest = stalled.iter().map(|p| p.stalls.max_stall_ns).fold(0.0, f64::max);
+    let message = format!(
+        "{count} stall(s) above {:.0} µs at {} point(s), longest {:.1} µs",
+        results.conditions.stall_threshold_ns / 1e3,
+        stalled.len(),
+        longest / 1e3
+    );
+    vec![finding(Cause::Stall, message)]
+}
+
+/// The first point where the copy to user space takes over a fifth of each step.
+pub fn copy_to_user_dominates(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let message = results.points.iter().find_map(|point| {
+        let s = point.summary.as_ref()?;
+        let copy = s.copy_median_ns.filter(|&c| c > 0.2 * s.time_ns.median)?;
+        Some(format!(
+            "copy to user space takes {:.0} % of each {} {} step: {:.1} MB/s without it, {:.1} MB/s with it",
+            copy / s.time_ns.median * 100.0,
+            point.mode.name(),
+            format_size(point.size_bytes),
+            s.transfer_only_median_mbps,
+            s.median_mbps
+        ))
+    });
+    message.map(|m| finding(Cause::CopyToUser, m)).into_iter().collect()
+}
+
+/// Device reads whose ceiling, even at the largest size, is set by latency × tags.
+pub fn read_bound_by_latency(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let latency_bound = |p: &&Point| p.ceiling.as_ref().is_some_and(|c| c.limit == Limit::Latency);
+    let Some(p) = largest(results, Mode::H2d).filter(latency_bound) else { return Vec::new() };
+    let message = format!(
+        "h2d is a device read: even at {} the model's ceiling is set by completion latency × outstanding read requests (tags), not by the link's bytes",
+        format_size(p.size_bytes)
+    );
+    vec![finding(Cause::ReadLatency, message)]
+}
+
+/// Per mode: a fit that does not describe the measurements, or small transfers below N½.
+pub fn fit_findings(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    results.fits.iter().filter_map(|fit| fit_finding(results, fit)).collect()
+}
+
+fn fit_finding(results: &Results, fit: &Fit) -> Option<Finding> {
+    if let Some(why) = &fit.rejected {
+        let copy = if results.conditions.copy_to_user && fit.mode != Mode::H2d {
+            " — the copy to user space grows faster than the transfer and dominates large sizes"
+        } else {
+            ""
+        };
+        return Some(finding(Cause::FitRejected, format!("{} fit of T(N) = N/(B·f) + m not shown: {why}{copy}", fit.mode.name())));
+    }
+    let smallest = results.points.iter().filter(|p| p.mode == fit.mode).map(|p| p.bytes_per_step).min().unwrap_or(0);
+    (fit.m_us > 0.0 && (smallest as f64) < fit.n_half_bytes).then(|| {
+        let message = format!(
+            "{} transfers below N½ = {} spend more than half their time in the per-transfer cost m = {:.2} µs",
+            fit.mode.name(),
+            format_bytes_approx(fit.n_half_bytes),
+            fit.m_us
+        );
+        finding(Cause::PerTransferOverhead, message)
+    })
+}
+
+/// Per mode: transfers much slower than the median, and a median above the ceiling.
+pub fn spread_and_above_ceiling(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let emulated = results.conditions.emulated_by.is_some();
+    let mut out = Vec::new();
+    for mode in MODES {
+        out.extend(spread(results, mode).map(|m| finding(Cause::Spread, m)));
+        // An emulated device's link is nominal: being above its ceiling says nothing.
+        out.extend(worst_above_ceiling(results, mode).filter(|_| !emulated).map(|m| finding(Cause::AboveCeiling, m)));
+    }
+    out
+}
+
+/// Per mode, at the largest size: near the ceiling, what limits it; below it, the gap, called
+/// unexplained when no earlier finding explains it.
+pub fn gap_to_ceiling(results: &Results, earlier: &[Finding]) -> Vec<Finding> {
+    if results.conditions.emulated_by.is_some() {
+        return Vec::new();
+    }
+    let explained: Vec<&Cause> = earlier.iter().map(|f| &f.cause).filter(|c| !matches!(c, Cause::Incomplete | Cause::VerificationFailed)).collect();
+    MODES.into_iter().filter_map(|mode| ceiling_finding(results, mode, &explained)).collect()
+}
+
+fn ceiling_finding(results: &Results, mode: Mode, explained: &[&Cause]) -> Option<Finding> {
+    let point = largest(results, mode)?;
+    let (Some(ceiling), Some(summary)) = (&point.ceiling, &point.summary) else { return None };
+    let percent = ceiling.percent_reached.unwrap_or(0.0);
+    let at = format!("{} at {}", mode.name(), format_size(point.size_bytes));
+    if percent >= NEAR_CEILING_PERCENT {
+        let (cause, what) = match ceiling.limit {
+            Limit::Latency => (Cause::ReadLatency, "completion latency × outstanding read requests (tags) is the limit, not the link's bytes"),
+            Limit::OppositeDirection => (Cause::Link, "the link is the limit (its opposite direction: requests and DLLPs)"),
+            Limit::Link => (Cause::Link, "the link is the limit"),
+        };
+        return Some(finding(cause, format!("{at} reaches {percent:.1} % of the model's ceiling ({:.1} MB/s, {}): {what}", ceiling.mbps, ceiling.limit.name())));
+    }
+    let message = format!("{at} reaches {:.1} MB/s, {percent:.1} % of the model's ceiling ({:.1} MB/s)", summary.median_mbps, ceiling.mbps);
+    let is_explained = explained.iter().any(|c| match c {
+        Cause::ReadLatency => mode != Mode::D2h,
+        Cause::PerTransferOverhead => fits_explain(results, mode, point.bytes_per_step),
+        _ => true,
+    });
+    Some(finding(if is_explained { Cause::BelowCeiling } else { Cause::Unexplained }, message))
+}
+
+/// A target that did not report its link: nothing to compare with.
+pub fn no_link_info(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    if results.conditions.link.is_some() {
+        return Vec::new();
+    }
+    vec![finding(Cause::NoLinkInfo, "the target did not report its link: no model ceiling to compare with".into())]
 }
 
 /// Transfers slower than this multiple of the median count as slow.
@@ -254,6 +322,103 @@ fn fits_explain(results: &Results, mode: Mode, bytes: u64) -> bool {
 }
 
 /// The point at the largest size measured for `mode`.
-fn largest(results: &Results, mode: Mode) -> Option<&crate::bench::results::Point> {
+fn largest(results: &Results, mode: Mode) -> Option<&Point> {
     results.points.iter().filter(|p| p.mode == mode && p.summary.is_some()).max_by_key(|p| p.size_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::bench::dma::{measure, DmaOptions, Quiet};
+    use crate::engine::sim::SimEngine;
+    use crate::engine::OpenOptions;
+
+    /// A short simulated run at one d2h size: a real results document for the rules to read.
+    fn simulated_run() -> Results {
+        let mut engine = SimEngine::open("sim", &OpenOptions::default()).unwrap();
+        let mut options = DmaOptions::new(vec![Mode::D2h], vec![65536]);
+        options.duration = Duration::from_millis(20);
+        options.wall_limit = Duration::from_secs(2);
+        measure(&mut engine, &options, &AtomicBool::new(false), &mut Quiet).unwrap()
+    }
+
+    fn causes(found: &[Finding]) -> Vec<&Cause> {
+        found.iter().map(|f| &f.cause).collect()
+    }
+
+    #[test]
+    fn stopped_early_fires_only_for_a_run_that_stopped() {
+        let mut results = simulated_run();
+        results.stopped = None;
+        assert!(stopped_early(&results, &[]).is_empty());
+        results.stopped = Some(Stopped::Error { message: "device gone".into() });
+        let found = stopped_early(&results, &[]);
+        assert_eq!(causes(&found), [&Cause::Incomplete]);
+        assert_eq!(found[0].message, "stopped early: device gone; results are partial");
+    }
+
+    #[test]
+    fn stalls_rule_counts_stalls_over_every_point_and_is_silent_without_them() {
+        let mut results = simulated_run();
+        results.points[0].stalls.over_threshold = 0;
+        assert!(stalls_over_threshold(&results, &[]).is_empty());
+        results.points[0].stalls.over_threshold = 3;
+        results.points[0].stalls.max_stall_ns = 120_000.0;
+        let found = stalls_over_threshold(&results, &[]);
+        assert_eq!(causes(&found), [&Cause::Stall]);
+        assert!(found[0].message.starts_with("3 stall(s) above "), "{}", found[0].message);
+        assert!(found[0].message.ends_with("at 1 point(s), longest 120.0 µs"), "{}", found[0].message);
+    }
+
+    #[test]
+    fn no_link_info_fires_only_without_link_conditions() {
+        let mut results = simulated_run();
+        assert!(results.conditions.link.is_some(), "the simulator states its link");
+        assert!(no_link_info(&results, &[]).is_empty());
+        results.conditions.link = None;
+        assert_eq!(causes(&no_link_info(&results, &[])), [&Cause::NoLinkInfo]);
+    }
+
+    #[test]
+    fn a_gap_to_the_ceiling_is_explained_only_by_an_earlier_finding_that_applies_to_its_mode() {
+        let mut results = simulated_run();
+        let ceiling = results.points[0].ceiling.as_mut().expect("the simulator's points have a ceiling");
+        ceiling.percent_reached = Some(50.0);
+        assert_eq!(causes(&gap_to_ceiling(&results, &[])), [&Cause::Unexplained]);
+        // Read latency explains h2d and both, never d2h (a device write).
+        let latency = [finding(Cause::ReadLatency, String::new())];
+        assert_eq!(causes(&gap_to_ceiling(&results, &latency)), [&Cause::Unexplained]);
+        let stall = [finding(Cause::Stall, String::new())];
+        assert_eq!(causes(&gap_to_ceiling(&results, &stall)), [&Cause::BelowCeiling]);
+        // An incomplete run explains no gap.
+        let incomplete = [finding(Cause::Incomplete, String::new())];
+        assert_eq!(causes(&gap_to_ceiling(&results, &incomplete)), [&Cause::Unexplained]);
+    }
+
+    #[test]
+    fn near_the_ceiling_the_finding_names_its_limit_and_an_emulated_device_gets_none() {
+        let mut results = simulated_run();
+        let ceiling = results.points[0].ceiling.as_mut().unwrap();
+        ceiling.percent_reached = Some(95.0);
+        ceiling.limit = Limit::Link;
+        let found = gap_to_ceiling(&results, &[]);
+        assert_eq!(causes(&found), [&Cause::Link]);
+        assert!(found[0].message.ends_with("): the link is the limit"), "{}", found[0].message);
+        results.conditions.emulated_by = Some("virtio".into());
+        assert!(gap_to_ceiling(&results, &[]).is_empty());
+        assert_eq!(causes(&emulated_device(&results, &[])), [&Cause::Emulated]);
+    }
+
+    #[test]
+    fn findings_lists_the_rules_in_table_order() {
+        let mut results = simulated_run();
+        results.stopped = Some(Stopped::Interrupted);
+        results.conditions.link = None;
+        let found = findings(&results);
+        assert_eq!(found.first().map(|f| &f.cause), Some(&Cause::Incomplete));
+        assert_eq!(found.last().map(|f| &f.cause), Some(&Cause::NoLinkInfo));
+    }
 }

@@ -272,11 +272,7 @@ impl LinkArgs {
 
 fn parse_u64(text: &str, what: &str) -> Result<u64, InvalidInput> {
     let text = text.trim();
-    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
-        None => text.replace('_', "").parse(),
-    };
-    parsed.map_err(|_| InvalidInput::new(format!("invalid {what} '{text}': expected a decimal number or 0x followed by hex digits")))
+    crate::units::parse_number(text).ok_or_else(|| InvalidInput::new(format!("invalid {what} '{text}': expected a decimal number or 0x followed by hex digits")))
 }
 
 /// One line naming every condition of the figures below it.
@@ -393,74 +389,91 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
     if let Some(size) = &args.explain {
         return run_explain(args, &params, is_default, units::parse_size(size)?);
     }
-    let sizes = units::parse_size_list(&args.sizes)?;
-    let rows: Vec<Row> = sizes
+    let rows = table_rows(&params, &units::parse_size_list(&args.sizes)?);
+    if args.output.json {
+        return print_rows_json(&params, is_default, &rows);
+    }
+    if args.output.csv {
+        print_rows_csv(unit, &rows);
+        return Ok(());
+    }
+    print_rows_table(&params, is_default, unit, &rows);
+    Ok(())
+}
+
+/// One row per size: writes, reads, both at once, and what each puts on its opposite direction.
+fn table_rows(params: &LinkParams, sizes: &[u64]) -> Vec<Row> {
+    sizes
         .iter()
         .map(|&size_bytes| {
-            let writes = write::write_flow(&params, size_bytes, Span::Steady);
-            let reads = read::read_flow(&params, size_bytes, Span::Steady);
+            let writes = write::write_flow(params, size_bytes, Span::Steady);
+            let reads = read::read_flow(params, size_bytes, Span::Steady);
             Row {
                 size_bytes,
                 write: writes.throughput,
                 read: reads.throughput,
-                both: bidir::bidirectional(&params, size_bytes),
+                both: bidir::bidirectional(params, size_bytes),
                 write_opposite_mbps: opposite_mbps(&writes),
                 read_opposite_mbps: opposite_mbps(&reads),
             }
         })
-        .collect();
-    if args.output.json {
-        let rows: Vec<Value> = rows
-            .iter()
-            .map(|r| {
-                json!({
-                    "size_bytes": r.size_bytes,
-                    "write_MBps": r.write.mbps,
-                    "write_efficiency": r.write.efficiency,
-                    "read_MBps": r.read.mbps,
-                    "read_efficiency": r.read.efficiency,
-                    "bidir_write_MBps": r.both.write.mbps,
-                    "bidir_read_MBps": r.both.read.mbps,
-                    "bidir_total_MBps": r.both.total_mbps(),
-                    "write_opposite_direction_MBps": r.write_opposite_mbps,
-                    "read_request_direction_MBps": r.read_opposite_mbps,
-                    "limit": {
-                        "write": r.write.limit,
-                        "read": r.read.limit,
-                        "bidir_write": r.both.write.limit,
-                        "bidir_read": r.both.read.limit,
-                    },
-                })
+        .collect()
+}
+
+fn print_rows_json(params: &LinkParams, is_default: bool, rows: &[Row]) -> anyhow::Result<()> {
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "size_bytes": r.size_bytes,
+                "write_MBps": r.write.mbps,
+                "write_efficiency": r.write.efficiency,
+                "read_MBps": r.read.mbps,
+                "read_efficiency": r.read.efficiency,
+                "bidir_write_MBps": r.both.write.mbps,
+                "bidir_read_MBps": r.both.read.mbps,
+                "bidir_total_MBps": r.both.total_mbps(),
+                "write_opposite_direction_MBps": r.write_opposite_mbps,
+                "read_request_direction_MBps": r.read_opposite_mbps,
+                "limit": {
+                    "write": r.write.limit,
+                    "read": r.read.limit,
+                    "bidir_write": r.both.write.limit,
+                    "bidir_read": r.both.read.limit,
+                },
             })
-            .collect();
-        return print_link_json("sizes", &params, is_default, json!({
-            "encoded_MBps": params.link.encoded_mbps(),
-            "read_latency_bound_MBps": finite_or_null(read::latency_bound_mbps(&params)),
-            "rows": rows,
-        }));
-    }
+        })
+        .collect();
+    print_link_json("sizes", params, is_default, json!({
+        "encoded_MBps": params.link.encoded_mbps(),
+        "read_latency_bound_MBps": finite_or_null(read::latency_bound_mbps(params)),
+        "rows": rows,
+    }))
+}
+
+fn print_rows_csv(unit: RateUnit, rows: &[Row]) {
     let u = unit_suffix(unit);
-    if args.output.csv {
-        println!("size_bytes,write_{u},write_efficiency,write_limit,read_{u},read_efficiency,read_limit,bidir_write_{u},bidir_read_{u},bidir_total_{u},write_opposite_direction_{u},read_request_direction_{u}");
-        for r in &rows {
-            println!(
-                "{},{},{:.6},{},{},{:.6},{},{},{},{},{},{}",
-                r.size_bytes,
-                unit.from_mbps(r.write.mbps),
-                r.write.efficiency,
-                r.write.limit.name(),
-                unit.from_mbps(r.read.mbps),
-                r.read.efficiency,
-                r.read.limit.name(),
-                unit.from_mbps(r.both.write.mbps),
-                unit.from_mbps(r.both.read.mbps),
-                unit.from_mbps(r.both.total_mbps()),
-                unit.from_mbps(r.write_opposite_mbps),
-                unit.from_mbps(r.read_opposite_mbps),
-            );
-        }
-        return Ok(());
+    println!("size_bytes,write_{u},write_efficiency,write_limit,read_{u},read_efficiency,read_limit,bidir_write_{u},bidir_read_{u},bidir_total_{u},write_opposite_direction_{u},read_request_direction_{u}");
+    for r in rows {
+        println!(
+            "{},{},{:.6},{},{},{:.6},{},{},{},{},{},{}",
+            r.size_bytes,
+            unit.from_mbps(r.write.mbps),
+            r.write.efficiency,
+            r.write.limit.name(),
+            unit.from_mbps(r.read.mbps),
+            r.read.efficiency,
+            r.read.limit.name(),
+            unit.from_mbps(r.both.write.mbps),
+            unit.from_mbps(r.both.read.mbps),
+            unit.from_mbps(r.both.total_mbps()),
+            unit.from_mbps(r.write_opposite_mbps),
+            unit.from_mbps(r.read_opposite_mbps),
+        );
     }
+}
+
+fn print_rows_table(params: &LinkParams, is_default: bool, unit: RateUnit, rows: &[Row]) {
     let label = unit.label();
     let headers = [
         ("size".to_string(), Align::Right),
@@ -476,7 +489,7 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
     ];
     let columns: Vec<(&str, Align)> = headers.iter().map(|(h, a)| (h.as_str(), *a)).collect();
     let mut table = Table::new(&columns);
-    for r in &rows {
+    for r in rows {
         table.row(vec![
             format_size(r.size_bytes),
             rate(unit, r.write.mbps),
@@ -490,11 +503,10 @@ fn run_table(args: &ModelArgs) -> anyhow::Result<()> {
             rate(unit, r.both.read.mbps),
         ]);
     }
-    println!("{}", describe(&params, is_default, unit));
+    println!("{}", describe(params, is_default, unit));
     println!("% = payload rate / rate after encoding. both: writes and reads at the same time.");
     println!("back %: share of the opposite direction the writes' ACK/UpdateFC DLLPs take.\n");
     print!("{}", table.render());
-    Ok(())
 }
 
 fn finite_or_null(value: f64) -> Value {
@@ -627,19 +639,7 @@ fn run_mmio(args: MmioArgs) -> anyhow::Result<()> {
     let (params, is_default) = args.link.params()?;
     let unit = args.output.unit;
     let rows: Vec<mmio::SingleAccess> = mmio::ACCESS_SIZES.iter().map(|&n| mmio::single_access(&params, n)).collect();
-    let record = match args.record {
-        Some(0) => return invalid("--record needs at least 1 access"),
-        Some(count) if count > MAX_RECORD_ACCESSES => {
-            return invalid(format!("--record {count}: at most {MAX_RECORD_ACCESSES} accesses (10^9)"))
-        }
-        Some(count) => {
-            if !(1..=4096).contains(&args.access) {
-                return invalid(format!("invalid access size {}: allowed 1 to 4096 bytes", args.access));
-            }
-            Some((mmio::write_record(&params, args.access, count), mmio::read_record(&params, args.access, count)))
-        }
-        None => None,
-    };
+    let record = mmio_records(&args, &params)?;
     if args.output.json {
         return print_link_json("mmio", &params, is_default, json!({
             "rows": rows.iter().map(|r| json!({
@@ -664,6 +664,29 @@ fn run_mmio(args: MmioArgs) -> anyhow::Result<()> {
     }
     println!("{}", describe(&params, is_default, unit));
     println!("Single CPU accesses: back-to-back posted writes; reads one at a time (the CPU waits for each).\n");
+    print!("{}", single_access_table(unit, &rows).render());
+    if let Some((writes, reads)) = record {
+        print_mmio_records(unit, &writes, &reads);
+    }
+    Ok(())
+}
+
+/// The `--record` streams of writes and of reads, after checking the count and the access size.
+fn mmio_records(args: &MmioArgs, params: &LinkParams) -> anyhow::Result<Option<(mmio::WriteRecord, mmio::ReadRecord)>> {
+    match args.record {
+        Some(0) => invalid("--record needs at least 1 access"),
+        Some(count) if count > MAX_RECORD_ACCESSES => invalid(format!("--record {count}: at most {MAX_RECORD_ACCESSES} accesses (10^9)")),
+        Some(count) => {
+            if !(1..=4096).contains(&args.access) {
+                return invalid(format!("invalid access size {}: allowed 1 to 4096 bytes", args.access));
+            }
+            Ok(Some((mmio::write_record(params, args.access, count), mmio::read_record(params, args.access, count))))
+        }
+        None => Ok(None),
+    }
+}
+
+fn single_access_table(unit: RateUnit, rows: &[mmio::SingleAccess]) -> Table {
     let (w, r) = (format!("write {}", unit.label()), format!("read {}", unit.label()));
     let mut table = Table::new(&[
         ("access", Align::Right),
@@ -673,7 +696,7 @@ fn run_mmio(args: MmioArgs) -> anyhow::Result<()> {
         ("read %", Align::Right),
         ("read limit", Align::Left),
     ]);
-    for row in &rows {
+    for row in rows {
         table.row(vec![
             format!("{} B", row.access_bytes),
             rate(unit, row.write.mbps),
@@ -683,44 +706,44 @@ fn run_mmio(args: MmioArgs) -> anyhow::Result<()> {
             row.read.limit.name().to_string(),
         ]);
     }
-    print!("{}", table.render());
-    if let Some((rec, reads)) = record {
-        println!(
-            "\nRecord of {} writes of {} B: {:.0} ns ({} TLPs, {} SKPs); payload {} {label}",
-            rec.count,
-            rec.access_bytes,
-            rec.duration_ns,
-            rec.data.tlps,
-            rec.data.skps,
-            rate(unit, rec.payload_mbps),
-            label = unit.label()
-        );
-        println!(
-            "  write direction allocated: {:.0} B = {} {label} ({:.1} %)",
-            rec.data.total_bytes(),
-            rate(unit, rec.data_allocated_mbps),
-            rec.data_allocated_fraction * 100.0,
-            label = unit.label()
-        );
-        println!(
-            "  opposite direction allocated by {} DLLPs: {:.0} B = {} {label} ({:.1} %)",
-            rec.opposite.dllps,
-            rec.opposite.dllp_bytes,
-            rate(unit, rec.opposite_allocated_mbps),
-            rec.opposite_allocated_fraction * 100.0,
-            label = unit.label()
-        );
-        println!(
-            "Record of {} reads of {} B, one at a time: {:.0} ns each, {:.0} ns; payload {} {label}",
-            reads.count,
-            reads.access_bytes,
-            reads.per_read_ns,
-            reads.duration_ns,
-            rate(unit, reads.payload_mbps),
-            label = unit.label()
-        );
-    }
-    Ok(())
+    table
+}
+
+fn print_mmio_records(unit: RateUnit, rec: &mmio::WriteRecord, reads: &mmio::ReadRecord) {
+    println!(
+        "\nRecord of {} writes of {} B: {:.0} ns ({} TLPs, {} SKPs); payload {} {label}",
+        rec.count,
+        rec.access_bytes,
+        rec.duration_ns,
+        rec.data.tlps,
+        rec.data.skps,
+        rate(unit, rec.payload_mbps),
+        label = unit.label()
+    );
+    println!(
+        "  write direction allocated: {:.0} B = {} {label} ({:.1} %)",
+        rec.data.total_bytes(),
+        rate(unit, rec.data_allocated_mbps),
+        rec.data_allocated_fraction * 100.0,
+        label = unit.label()
+    );
+    println!(
+        "  opposite direction allocated by {} DLLPs: {:.0} B = {} {label} ({:.1} %)",
+        rec.opposite.dllps,
+        rec.opposite.dllp_bytes,
+        rate(unit, rec.opposite_allocated_mbps),
+        rec.opposite_allocated_fraction * 100.0,
+        label = unit.label()
+    );
+    println!(
+        "Record of {} reads of {} B, one at a time: {:.0} ns each, {:.0} ns; payload {} {label}",
+        reads.count,
+        reads.access_bytes,
+        reads.per_read_ns,
+        reads.duration_ns,
+        rate(unit, reads.payload_mbps),
+        label = unit.label()
+    );
 }
 
 fn run_wc(args: WcArgs) -> anyhow::Result<()> {

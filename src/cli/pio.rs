@@ -70,11 +70,7 @@ fn parse_width(text: &str) -> Result<u8, String> {
 }
 
 fn parse_offset(text: &str) -> Result<u64, String> {
-    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
-        None => text.replace('_', "").parse(),
-    };
-    parsed.map_err(|_| format!("offset '{text}': a byte offset, decimal or 0x-hex"))
+    crate::units::parse_number(text).ok_or_else(|| format!("offset '{text}': a byte offset, decimal or 0x-hex"))
 }
 
 pub fn run(args: PioArgs) -> anyhow::Result<i32> {

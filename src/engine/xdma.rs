@@ -43,11 +43,7 @@ pub const ENTRY: EngineEntry = EngineEntry {
 /// A card address as users write it: `0x80000000` (hex) or `4096` (decimal); for `--card-addr`.
 pub fn parse_card_addr(text: &str) -> Result<u64, InvalidInput> {
     let text = text.trim().replace('_', "");
-    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => text.parse(),
-    };
-    parsed.map_err(|_| InvalidInput::new(format!("invalid card address '{text}': write it in hex (0x80000000) or decimal")))
+    crate::units::parse_number(&text).ok_or_else(|| InvalidInput::new(format!("invalid card address '{text}': write it in hex (0x80000000) or decimal")))
 }
 
 /// `xdma0_h2c_1` → (`xdma0`, `h2c`, 1).

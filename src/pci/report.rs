@@ -406,64 +406,84 @@ pub fn render_verbose(report: &DeviceReport, style: Style) -> String {
     let id = report.identity();
     let mut out = lspci::device_line(&id, style.naming, style.domains, true);
     out.push('\n');
-    let mut line = |text: String| {
+    for text in lspci_verbose_lines(report, &id, style).into_iter().chain(analysis_lines(report)) {
         out += "\t";
         out += &text;
         out.push('\n');
-    };
+    }
+    out
+}
+
+/// The lines lspci prints under the device line at `style.verbose`, in its order.
+fn lspci_verbose_lines(report: &DeviceReport, id: &Identity<'_>, style: Style) -> Vec<String> {
+    let mut lines = Vec::new();
     if let (Some(v), Some(d)) = (report.subsystem_vendor_id, report.subsystem_id) {
-        line(lspci::subsystem_line(&id, (v, d), style.naming));
+        lines.push(lspci::subsystem_line(id, (v, d), style.naming));
     }
     if style.verbose >= 2 {
-        lspci::control_status(&report.config).into_iter().for_each(&mut line);
+        lines.extend(lspci::control_status(&report.config));
     }
     if let Some(emulator) = &report.emulated_by {
-        line(format!("Emulated by: {emulator} (link nominal, not physical)"));
+        lines.push(format!("Emulated by: {emulator} (link nominal, not physical)"));
     }
     if let Some(node) = report.numa_node {
-        line(format!("NUMA node: {node}"));
+        lines.push(format!("NUMA node: {node}"));
     }
     for bar in &report.bars {
         let size = bar.size_bytes.map_or(String::new(), |s| format!(" [size={}]", crate::units::format_size(s)));
         let kind = if bar.kind == "io" { "I/O ports".to_string() } else { format!("Memory ({}-bit, {}prefetchable)", if bar.is_64bit { 64 } else { 32 }, if bar.prefetchable { "" } else { "non-" }) };
-        line(format!("Region {}: {kind} at {:x}{size}", bar.index, bar.address));
+        lines.push(format!("Region {}: {kind} at {:x}{size}", bar.index, bar.address));
     }
-    lspci::bridge_lines(&report.config, style.verbose).into_iter().for_each(&mut line);
+    lines.extend(lspci::bridge_lines(&report.config, style.verbose));
     for section in &report.capability_sections {
-        let brief = section.brief.as_ref().filter(|_| style.verbose < 2);
-        let heading = match &section.subsystem {
-            Some((ids, (vendor, name))) => format!("{}{}", section.heading, lspci::named_subsystem(*ids, (vendor.as_deref(), name.as_deref()), style.naming)),
-            None => brief.unwrap_or(&section.heading).clone(),
-        };
-        line(heading);
-        let nested = if style.verbose >= 2 { section.details.iter().chain(if style.verbose >= 3 { section.raw.as_slice() } else { &[] }).collect() } else { Vec::new() };
-        for detail in nested {
-            line(format!("\t{detail}"));
-        }
+        lines.extend(capability_lines(section, style));
     }
     if let Some(driver) = &report.driver {
-        line(format!("Kernel driver in use: {driver}"));
+        lines.push(format!("Kernel driver in use: {driver}"));
     }
-    line(format!("pcieperf: link now {} ({}), capable {} ({})", link_text(&report.link_status), report.link_status.source, link_text(&report.link_capable), report.link_capable.source));
+    lines
+}
+
+/// One `Capabilities:` heading and, from `-vv` on, its fields (raw registers from `-vvv`).
+fn capability_lines(section: &CapabilitySection, style: Style) -> Vec<String> {
+    let brief = section.brief.as_ref().filter(|_| style.verbose < 2);
+    let heading = match &section.subsystem {
+        Some((ids, (vendor, name))) => format!("{}{}", section.heading, lspci::named_subsystem(*ids, (vendor.as_deref(), name.as_deref()), style.naming)),
+        None => brief.unwrap_or(&section.heading).clone(),
+    };
+    let nested: Vec<&String> = if style.verbose >= 2 { section.details.iter().chain(if style.verbose >= 3 { section.raw.as_slice() } else { &[] }).collect() } else { Vec::new() };
+    std::iter::once(heading).chain(nested.into_iter().map(|detail| format!("\t{detail}"))).collect()
+}
+
+/// pcieperf's own lines after lspci's: link, payload sizes, AER, path, bandwidth, ceiling,
+/// warnings, what could not be read, notes.
+fn analysis_lines(report: &DeviceReport) -> Vec<String> {
+    let mut lines = vec![format!(
+        "pcieperf: link now {} ({}), capable {} ({})",
+        link_text(&report.link_status),
+        report.link_status.source,
+        link_text(&report.link_capable),
+        report.link_capable.source
+    )];
     if let (Some(mps), Some(mrrs)) = (report.max_payload_bytes, report.max_read_request_bytes) {
-        line(format!(
+        lines.push(format!(
             "pcieperf: MaxPayload {mps} bytes (supported {}, smallest supported on path {}), MaxReadReq {mrrs} bytes",
             report.max_payload_supported_bytes.unwrap_or(0),
             report.path_max_payload_supported_bytes.unwrap_or(0)
         ));
     }
     if let Some(counters) = &report.aer.counters {
-        line(format!("pcieperf: AER counters: correctable {}, uncorrectable {}", counters.total_correctable(), counters.total_uncorrectable()));
+        lines.push(format!("pcieperf: AER counters: correctable {}, uncorrectable {}", counters.total_correctable(), counters.total_uncorrectable()));
     }
     if !report.path.is_empty() {
         let hops: Vec<String> = report.path.iter().map(|h| format!("{} ({} {})", h.bdf, h.port_type.unwrap_or("bridge"), link_text(&LinkState { speed_gts: h.speed_gts, width: h.width, source: "" }))).collect();
-        line(format!("pcieperf: path to root: {}", hops.join(" → ")));
+        lines.push(format!("pcieperf: path to root: {}", hops.join(" → ")));
     }
     if let Some(bw) = &report.bandwidth {
-        line(format!("pcieperf: bandwidth: {}", bw.message));
+        lines.push(format!("pcieperf: bandwidth: {}", bw.message));
     }
     if let Some(c) = &report.ceiling {
-        line(format!(
+        lines.push(format!(
             "pcieperf: ceiling ({} transfers, MPS {}, MRRS {}, RCB {}, {} tags; MB/s = 10^6 B/s): {}",
             crate::units::format_size(c.transfer_bytes),
             c.max_payload_bytes,
@@ -473,14 +493,8 @@ pub fn render_verbose(report: &DeviceReport, style: Style) -> String {
             c.summary
         ));
     }
-    for w in &report.warnings {
-        line(format!("pcieperf: warning [{}]: {}", w.code, w.message));
-    }
-    for u in &report.unavailable {
-        line(format!("pcieperf: unavailable: {u}"));
-    }
-    for n in &report.notes {
-        line(format!("pcieperf: note: {n}"));
-    }
-    out
+    lines.extend(report.warnings.iter().map(|w| format!("pcieperf: warning [{}]: {}", w.code, w.message)));
+    lines.extend(report.unavailable.iter().map(|u| format!("pcieperf: unavailable: {u}")));
+    lines.extend(report.notes.iter().map(|n| format!("pcieperf: note: {n}")));
+    lines
 }

@@ -256,8 +256,7 @@ impl BarEngine {
 /// A decimal or 0x-hex number in a sysfs attribute.
 fn read_count(path: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(path).ok()?;
-    let text = text.trim();
-    text.strip_prefix("0x").map_or_else(|| text.parse().ok(), |hex| u64::from_str_radix(hex, 16).ok())
+    crate::units::parse_number(text.trim())
 }
 
 impl Engine for BarEngine {

@@ -3,8 +3,8 @@
 //!
 //! What is common to every DMA design lives here: opening the device, the host buffer and its
 //! IOMMU mapping (or, in no-IOMMU mode, its physical address), interrupts, deadlines, the host
-//! clock. What one design's registers look like is a [`Personality`]: QEMU's `edu` is
-//! [`super::edu`]; document 001's register map or an XDMA descriptor engine is one more file.
+//! clock. What one design's registers look like is a [`Personality`], chosen by name from the
+//! table in `vfio/mod.rs`; this file drives any of them and knows none by name.
 
 use std::time::Duration;
 
@@ -15,35 +15,7 @@ use crate::engine::{DataModel, DeviceCounters, Direction, Engine, EngineError, E
 use crate::error::InvalidInput;
 use crate::model::Conditions;
 
-use super::{physical_address, IommuMode, VfioDevice, NOIOMMU_WARNING};
-
-/// One DMA design's registers: how to check the device, start a transfer and see it finish.
-pub trait Personality: Send {
-    fn name(&self) -> &'static str;
-    /// The BAR holding the DMA registers.
-    fn bar(&self) -> u8;
-    /// Read the identification registers; a description, or why this is not the device.
-    fn identify(&mut self, regs: &Region) -> Result<String, EngineError>;
-    /// Device-side memory transfers can address, in bytes (offsets run from 0).
-    fn capacity_bytes(&self) -> u64;
-    /// Highest bus address the device can reach (edu: 28-bit DMA mask).
-    fn max_bus_address(&self) -> u64;
-    /// Program and start one transfer between host bus address `bus_addr` and device offset
-    /// `device_offset`.
-    fn start(&mut self, regs: &Region, direction: Direction, bus_addr: u64, device_offset: u64, bytes: u64) -> Result<(), EngineError>;
-    /// Whether the transfer started last has finished.
-    fn finished(&mut self, regs: &Region) -> Result<bool, EngineError>;
-    /// Acknowledge the completion interrupt, so the next one can fire.
-    fn acknowledge(&mut self, regs: &Region) -> Result<(), EngineError>;
-}
-
-/// The personality named in a target.
-pub fn personality(name: &str) -> Result<Box<dyn Personality>, InvalidInput> {
-    match name {
-        "edu" => Ok(Box::new(super::edu::Edu)),
-        other => Err(InvalidInput::new(format!("personality={other}: known personalities: edu (QEMU's edu device)"))),
-    }
-}
+use super::{personality, physical_address, IommuMode, Personality, VfioDevice, NOIOMMU_WARNING};
 
 /// The `vfio` DMA engine in the engine table.
 pub const ENTRY: crate::engine::EngineEntry = crate::engine::EngineEntry {

@@ -31,7 +31,7 @@ pub const USABLE_BYTES: u64 = BUFFER_BYTES / 2;
 #[derive(Debug, Default)]
 pub struct Edu;
 
-impl super::dma::Personality for Edu {
+impl super::Personality for Edu {
     fn name(&self) -> &'static str {
         "edu"
     }

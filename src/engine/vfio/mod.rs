@@ -9,6 +9,9 @@
 //! Without an IOMMU the kernel's no-IOMMU mode (`vfio.enable_unsafe_noiommu_mode=1`) still gives
 //! BAR access and interrupts, but no DMA mapping: the device then reaches physical addresses the
 //! host looks up in `/proc/self/pagemap`. pcieperf says so loudly whenever that mode is in use.
+//!
+//! The DMA engine (`dma.rs`) drives any [`Personality`]; one design's registers are one file
+//! (`edu.rs`) listed in [`PERSONALITIES`], so neither file imports the other.
 
 pub mod dma;
 pub mod edu;
@@ -20,7 +23,47 @@ use std::path::Path;
 
 use crate::engine::bar::device::{open_rw, PciFunction};
 use crate::engine::bar::region::Region;
-use crate::engine::EngineError;
+use crate::engine::{Direction, EngineError};
+use crate::error::InvalidInput;
+
+/// One DMA design's registers: how to check the device, start a transfer and see it finish.
+pub trait Personality: Send {
+    fn name(&self) -> &'static str;
+    /// The BAR holding the DMA registers.
+    fn bar(&self) -> u8;
+    /// Read the identification registers; a description, or why this is not the device.
+    fn identify(&mut self, regs: &Region) -> Result<String, EngineError>;
+    /// Device-side memory transfers can address, in bytes (offsets run from 0).
+    fn capacity_bytes(&self) -> u64;
+    /// Highest bus address the device can reach (edu: 28-bit DMA mask).
+    fn max_bus_address(&self) -> u64;
+    /// Program and start one transfer between host bus address `bus_addr` and device offset
+    /// `device_offset`.
+    fn start(&mut self, regs: &Region, direction: Direction, bus_addr: u64, device_offset: u64, bytes: u64) -> Result<(), EngineError>;
+    /// Whether the transfer started last has finished.
+    fn finished(&mut self, regs: &Region) -> Result<bool, EngineError>;
+    /// Acknowledge the completion interrupt, so the next one can fire.
+    fn acknowledge(&mut self, regs: &Region) -> Result<(), EngineError>;
+}
+
+/// A personality by name, in the table the `vfio` target's `personality=NAME` is looked up in.
+pub struct PersonalityEntry {
+    pub name: &'static str,
+    /// What the design is, for the unknown-personality message.
+    pub about: &'static str,
+    pub make: fn() -> Box<dyn Personality>,
+}
+
+/// Every personality: a new DMA design is one file implementing [`Personality`] and one line here.
+pub const PERSONALITIES: &[PersonalityEntry] = &[PersonalityEntry { name: "edu", about: "QEMU's edu device", make: || Box::new(edu::Edu) }];
+
+/// The personality named in a target.
+pub fn personality(name: &str) -> Result<Box<dyn Personality>, InvalidInput> {
+    PERSONALITIES.iter().find(|p| p.name == name).map(|p| (p.make)()).ok_or_else(|| {
+        let known: Vec<String> = PERSONALITIES.iter().map(|p| format!("{} ({})", p.name, p.about)).collect();
+        InvalidInput::new(format!("personality={name}: known personalities: {}", known.join(", ")))
+    })
+}
 
 const VFIO_TYPE: u64 = b';' as u64;
 const VFIO_BASE: u64 = 100;

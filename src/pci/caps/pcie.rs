@@ -409,6 +409,85 @@ fn link2_regs(config: &ConfigSpace, offset: usize, port_type: PortType, function
     })
 }
 
+/// DevCap, DevCtl and DevSta as lspci's `-vv` prints them.
+fn describe_device(d: &DeviceRegs) -> Vec<String> {
+    let mut devcap = format!("DevCap: MaxPayload {} bytes, ExtTag{}", d.max_payload_supported_bytes, flag(d.extended_tag_supported));
+    if let (Some(l0s), Some(l1)) = (d.acceptable_latency_l0s, d.acceptable_latency_l1) {
+        devcap += &format!(", Latency L0s {l0s}, L1 {l1}");
+    }
+    devcap += &format!(", FLReset{}", flag(d.function_level_reset));
+    let devctl = format!(
+        "DevCtl: CorrErr{} NonFatalErr{} FatalErr{} UnsupReq{} RlxdOrd{} ExtTag{} NoSnoop{} MaxPayload {} bytes, MaxReadReq {} bytes",
+        flag(d.correctable_error_reporting),
+        flag(d.non_fatal_error_reporting),
+        flag(d.fatal_error_reporting),
+        flag(d.unsupported_request_reporting),
+        flag(d.relaxed_ordering),
+        flag(d.extended_tag_enabled),
+        flag(d.no_snoop),
+        d.max_payload_bytes,
+        d.max_read_request_bytes
+    );
+    let devsta = format!(
+        "DevSta: CorrErr{} NonFatalErr{} FatalErr{} UnsupReq{} TransPend{}",
+        flag(d.correctable_error_detected),
+        flag(d.non_fatal_error_detected),
+        flag(d.fatal_error_detected),
+        flag(d.unsupported_request_detected),
+        flag(d.transactions_pending)
+    );
+    vec![devcap, devctl, devsta]
+}
+
+/// LnkCap, LnkCtl and LnkSta as lspci's `-vv` prints them.
+fn describe_link(l: &LinkRegs) -> Vec<String> {
+    let mut lnkcap = format!("LnkCap: Port #{}, Speed {}, Width x{}, ASPM {}", l.port_number, speed_label(l.max_speed_gts), l.max_width, l.aspm_support);
+    let exits: Vec<String> = [("L0s", l.l0s_exit_latency), ("L1", l.l1_exit_latency)]
+        .iter()
+        .filter_map(|(name, v)| v.map(|v| format!("{name} {v}")))
+        .collect();
+    if !exits.is_empty() {
+        lnkcap += &format!(", Exit Latency {}", exits.join(", "));
+    }
+    lnkcap += &format!(", LLActRep{}", flag(l.dll_active_reporting));
+    let rcb = l.rcb_bytes.map(|r| format!(" RCB {r} bytes,")).unwrap_or_default();
+    let lnkctl = format!("LnkCtl: ASPM {};{rcb} Disabled{} CommClk{}", l.aspm_control, flag(l.link_disabled), flag(l.common_clock));
+    let lnksta = format!("LnkSta: Speed {}, Width x{}, Train{} DLActive{}", speed_label(l.speed_gts), l.width, flag(l.training), flag(l.dl_active));
+    vec![lnkcap, lnkctl, lnksta]
+}
+
+/// DevCap2 and DevCtl2 as lspci's `-vv` prints them.
+fn describe_device2(d: &Device2Regs) -> Vec<String> {
+    vec![
+        format!(
+            "DevCap2: Completion Timeout: {}, TimeoutDis{} 10BitTagComp{} 10BitTagReq{}",
+            d.completion_timeout_ranges,
+            flag(d.completion_timeout_disable_supported),
+            flag(d.ten_bit_tag_completer),
+            flag(d.ten_bit_tag_requester)
+        ),
+        format!(
+            "DevCtl2: Completion Timeout: {}, TimeoutDis{} 10BitTagReq{}",
+            d.completion_timeout,
+            flag(d.completion_timeout_disabled),
+            flag(d.ten_bit_tag_requester_enabled)
+        ),
+    ]
+}
+
+/// LnkCap2 (when non-zero) and LnkCtl2 (when read) and LnkSta2 as lspci's `-vv` prints them.
+fn describe_link2(l: &Link2Regs) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(cap2) = l.lnkcap2.filter(|&c| c != 0) {
+        lines.push(format!("LnkCap2: Supported Link Speeds: {}", supported_speeds_label(cap2)));
+    }
+    if l.lnkctl2.is_some() {
+        lines.push(format!("LnkCtl2: Target Link Speed: {}", target_speed_label(l.target_speed_gts)));
+    }
+    lines.push(format!("LnkSta2: EqualizationComplete{}", flag(bit16(l.lnksta2, 1))));
+    lines
+}
+
 impl PcieCap {
     /// Human-readable lines for `-v`, in lspci's vocabulary.
     /// lspci's heading: `Express (v2) Root Port (Slot+), MSI 00`; the version from `-vv` on.
@@ -425,85 +504,10 @@ impl PcieCap {
 
     pub fn describe(&self) -> Vec<String> {
         let mut lines = vec![self.heading(2)];
-        if let Some(d) = &self.device {
-            let mut devcap = format!("DevCap: MaxPayload {} bytes, ExtTag{}", d.max_payload_supported_bytes, flag(d.extended_tag_supported));
-            if let (Some(l0s), Some(l1)) = (d.acceptable_latency_l0s, d.acceptable_latency_l1) {
-                devcap += &format!(", Latency L0s {l0s}, L1 {l1}");
-            }
-            devcap += &format!(", FLReset{}", flag(d.function_level_reset));
-            lines.push(devcap);
-            lines.push(format!(
-                "DevCtl: CorrErr{} NonFatalErr{} FatalErr{} UnsupReq{} RlxdOrd{} ExtTag{} NoSnoop{} MaxPayload {} bytes, MaxReadReq {} bytes",
-                flag(d.correctable_error_reporting),
-                flag(d.non_fatal_error_reporting),
-                flag(d.fatal_error_reporting),
-                flag(d.unsupported_request_reporting),
-                flag(d.relaxed_ordering),
-                flag(d.extended_tag_enabled),
-                flag(d.no_snoop),
-                d.max_payload_bytes,
-                d.max_read_request_bytes
-            ));
-            lines.push(format!(
-                "DevSta: CorrErr{} NonFatalErr{} FatalErr{} UnsupReq{} TransPend{}",
-                flag(d.correctable_error_detected),
-                flag(d.non_fatal_error_detected),
-                flag(d.fatal_error_detected),
-                flag(d.unsupported_request_detected),
-                flag(d.transactions_pending)
-            ));
-        }
-        if let Some(l) = &self.link {
-            let mut lnkcap = format!(
-                "LnkCap: Port #{}, Speed {}, Width x{}, ASPM {}",
-                l.port_number,
-                speed_label(l.max_speed_gts),
-                l.max_width,
-                l.aspm_support
-            );
-            let exits: Vec<String> = [("L0s", l.l0s_exit_latency), ("L1", l.l1_exit_latency)]
-                .iter()
-                .filter_map(|(name, v)| v.map(|v| format!("{name} {v}")))
-                .collect();
-            if !exits.is_empty() {
-                lnkcap += &format!(", Exit Latency {}", exits.join(", "));
-            }
-            lnkcap += &format!(", LLActRep{}", flag(l.dll_active_reporting));
-            lines.push(lnkcap);
-            let rcb = l.rcb_bytes.map(|r| format!(" RCB {r} bytes,")).unwrap_or_default();
-            lines.push(format!("LnkCtl: ASPM {};{rcb} Disabled{} CommClk{}", l.aspm_control, flag(l.link_disabled), flag(l.common_clock)));
-            lines.push(format!(
-                "LnkSta: Speed {}, Width x{}, Train{} DLActive{}",
-                speed_label(l.speed_gts),
-                l.width,
-                flag(l.training),
-                flag(l.dl_active)
-            ));
-        }
-        if let Some(d) = &self.device2 {
-            lines.push(format!(
-                "DevCap2: Completion Timeout: {}, TimeoutDis{} 10BitTagComp{} 10BitTagReq{}",
-                d.completion_timeout_ranges,
-                flag(d.completion_timeout_disable_supported),
-                flag(d.ten_bit_tag_completer),
-                flag(d.ten_bit_tag_requester)
-            ));
-            lines.push(format!(
-                "DevCtl2: Completion Timeout: {}, TimeoutDis{} 10BitTagReq{}",
-                d.completion_timeout,
-                flag(d.completion_timeout_disabled),
-                flag(d.ten_bit_tag_requester_enabled)
-            ));
-        }
-        if let Some(l) = &self.link2 {
-            if let Some(cap2) = l.lnkcap2.filter(|&c| c != 0) {
-                lines.push(format!("LnkCap2: Supported Link Speeds: {}", supported_speeds_label(cap2)));
-            }
-            if l.lnkctl2.is_some() {
-                lines.push(format!("LnkCtl2: Target Link Speed: {}", target_speed_label(l.target_speed_gts)));
-            }
-            lines.push(format!("LnkSta2: EqualizationComplete{}", flag(bit16(l.lnksta2, 1))));
-        }
+        lines.extend(self.device.iter().flat_map(describe_device));
+        lines.extend(self.link.iter().flat_map(describe_link));
+        lines.extend(self.device2.iter().flat_map(describe_device2));
+        lines.extend(self.link2.iter().flat_map(describe_link2));
         lines
     }
 
