@@ -1,7 +1,7 @@
 //! `pcieperf pio` and the `bar` engine on this machine (no BARs here): the simulator, and a
 //! regular file standing in for sysfs `resourceN` in a fake sysfs tree.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use pcieperf::engine::{open, EngineError, OpenOptions, Width};
