@@ -155,37 +155,9 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         return Err(InvalidInput::new("block needs a path: block:/dev/nvme0n1 (read-only) or block:FILE").into());
     }
     let path = PathBuf::from(path);
-    let kind = devfile::node_kind(&path)
-        .map_err(|e| devfile::open_error(&path, devfile::Access::Read, "create the file first, or name an existing block device", e))?;
-    if !matches!(kind, NodeKind::Regular | NodeKind::BlockDevice) {
-        return Err(InvalidInput::new(format!("{} is neither a block device nor a regular file", path.display())).into());
-    }
-    let guard = options.write_guard();
-    let writable = guard.allows(&path);
-    let access = if writable { devfile::Access::ReadWrite } else { devfile::Access::Read };
-    let file = devfile::open_node(&path, access, libc::O_DIRECT, "", &guard).map_err(|e| match e {
-        EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) => EngineError::Unsupported(format!(
-            "{} does not support O_DIRECT (tmpfs and some overlay filesystems do not): put the file on a disk filesystem",
-            path.display()
-        )),
-        other => other,
-    })?;
-    let queue_depth = if options.queue_depth == 0 { DEFAULT_QUEUE_DEPTH } else { options.queue_depth };
-    let io_bytes = if options.io_bytes == 0 { DEFAULT_IO_BYTES } else { options.io_bytes as usize };
-    if !(1..=4096).contains(&queue_depth) {
-        return Err(InvalidInput::new(format!("queue depth {queue_depth} out of range 1..=4096")).into());
-    }
-    if io_bytes % PAGE_BYTES != 0 || io_bytes > MAX_IO_BYTES {
-        return Err(InvalidInput::new(format!("I/O size {io_bytes} must be a multiple of 4096 bytes and at most 64 MiB")).into());
-    }
-    let (submitter, how) = if force_sync {
-        (Submitter::Sync, "synchronous pread/pwrite (asked for with ,sync)".to_string())
-    } else {
-        match uring(queue_depth) {
-            Ok(ring) => (Submitter::Uring(Box::new(ring)), format!("io_uring, queue depth {queue_depth}")),
-            Err(why) => (Submitter::Sync, format!("synchronous pread/pwrite, queue depth 1 (io_uring unavailable: {why})")),
-        }
-    };
+    let (file, kind, writable) = open_file(&path, options)?;
+    let (queue_depth, io_bytes) = queue_shape(options)?;
+    let (submitter, how) = submitter(force_sync, queue_depth);
     let sync = matches!(submitter, Submitter::Sync);
     let capacity = capacity_bytes(&file, kind)?;
     let nowait_max_bytes = if kind == NodeKind::BlockDevice { nowait_limit_bytes(&file) } else { 0 };
@@ -235,6 +207,50 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         engine.info.description.push_str(", bounce slots not registered (RLIMIT_MEMLOCK?)");
     }
     Ok(engine)
+}
+
+/// The file or device, opened read-write only when the write guard allows it; its kind.
+fn open_file(path: &Path, options: &OpenOptions) -> Result<(File, NodeKind, bool), EngineError> {
+    let kind = devfile::node_kind(path)
+        .map_err(|e| devfile::open_error(path, devfile::Access::Read, "create the file first, or name an existing block device", e))?;
+    if !matches!(kind, NodeKind::Regular | NodeKind::BlockDevice) {
+        return Err(InvalidInput::new(format!("{} is neither a block device nor a regular file", path.display())).into());
+    }
+    let guard = options.write_guard();
+    let writable = guard.allows(path);
+    let access = if writable { devfile::Access::ReadWrite } else { devfile::Access::Read };
+    let file = devfile::open_node(path, access, libc::O_DIRECT, "", &guard).map_err(|e| match e {
+        EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) => EngineError::Unsupported(format!(
+            "{} does not support O_DIRECT (tmpfs and some overlay filesystems do not): put the file on a disk filesystem",
+            path.display()
+        )),
+        other => other,
+    })?;
+    Ok((file, kind, writable))
+}
+
+/// Queue depth and I/O size from the options (0: the defaults), checked.
+fn queue_shape(options: &OpenOptions) -> Result<(usize, usize), EngineError> {
+    let queue_depth = if options.queue_depth == 0 { DEFAULT_QUEUE_DEPTH } else { options.queue_depth };
+    let io_bytes = if options.io_bytes == 0 { DEFAULT_IO_BYTES } else { options.io_bytes as usize };
+    if !(1..=4096).contains(&queue_depth) {
+        return Err(InvalidInput::new(format!("queue depth {queue_depth} out of range 1..=4096")).into());
+    }
+    if io_bytes % PAGE_BYTES != 0 || io_bytes > MAX_IO_BYTES {
+        return Err(InvalidInput::new(format!("I/O size {io_bytes} must be a multiple of 4096 bytes and at most 64 MiB")).into());
+    }
+    Ok((queue_depth, io_bytes))
+}
+
+/// io_uring unless `,sync` was asked for or the kernel has none; how, for the description.
+fn submitter(force_sync: bool, queue_depth: usize) -> (Submitter, String) {
+    if force_sync {
+        return (Submitter::Sync, "synchronous pread/pwrite (asked for with ,sync)".to_string());
+    }
+    match uring(queue_depth) {
+        Ok(ring) => (Submitter::Uring(Box::new(ring)), format!("io_uring, queue depth {queue_depth}")),
+        Err(why) => (Submitter::Sync, format!("synchronous pread/pwrite, queue depth 1 (io_uring unavailable: {why})")),
+    }
 }
 
 /// A ring with room for every I/O in flight, or why there is none. Bounded waits need
