@@ -262,7 +262,10 @@ def markdown(title, blocks):
              "Generated from [hdl/regs/pcieperf.rdl](../hdl/regs/pcieperf.rdl) (SystemRDL), like the Rust, Verilog and",
              "Python copies of it; how to change it: [hdl.md](hdl.md#the-register-map). Every access is one",
              "32-bit word; a 64-bit register is two words, the low one first. Unimplemented offsets read 0",
-             "and ignore writes; so do writes to read-only registers.", ""]
+             "and ignore writes; so do writes to read-only registers. A register NAME is `crate::device::regmap::NAME`",
+             "(BAR, offset) in Rust, `` `PCIEPERF_NAME `` ({BAR, offset} decode key) in Verilog and",
+             "`pcieperf_regmap.NAME` in the testbench; a named value V of a register is `NAME_V`, a field F",
+             "`NAME_F_SHIFT` and `NAME_F_MASK` (Verilog: `NAME_F_LSB`, `NAME_F_MSB`).", ""]
     for block in blocks:
         lines.append(f"## {block.title} ({block.bytes // 1024} KiB)")
         lines.append("")
@@ -275,7 +278,7 @@ def markdown(title, blocks):
             reset = "—" if reg.reset is None else number("u64", reg.reset)
             meaning = reg.desc.replace("|", "\\|")
             details = [f"`{f.name.lower()}` [{f.msb}:{f.lsb}] {f.desc}".rstrip() for f in reg.split_fields()]
-            details += [f"{v:#x} = {n.lower()}" + (f" ({d})" if d else "") for f in reg.fields for n, v, d in f.values]
+            details += [f"`{reg.name}_{n}` = {v:#x}" + (f" ({d})" if d else "") for f in reg.fields for n, v, d in f.values]
             details += [f"unit {f.unit_ns} ns" for f in reg.fields if f.unit_ns]
             if details:
                 meaning += " " + "; ".join(details) + "."

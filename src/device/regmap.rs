@@ -10,7 +10,7 @@ pub const BAR_BYTES: [u64; 4] = [0x1000, 0x1000, 0x1000, 0x8000];
 pub const VERSION: (u8, u64) = (0, 0x000);
 /// Value after reset.
 pub const VERSION_RESET: u32 = 0x08021600;
-/// Demo start (step 6); reads back the last code written. Ignored unless buffers, fixed parameter and block amount are set.
+/// Demo start (step 6); reads back the last code written. Ignored unless BUFFER1 and BUFFER2 are not 0, FIXED is 0x2000 and BLOCK_AMOUNT is not 0.
 pub const START: (u8, u64) = (0, 0x010);
 /// host to device (h2d): RX result
 pub const START_READ: u32 = 0x1;
@@ -38,9 +38,9 @@ pub const DMA_H2D_ADDR_HIGH: (u8, u64) = (0, 0x10c);
 pub const DMA_D2H_ADDR: (u8, u64) = (0, 0x110);
 /// High word of DMA_D2H_ADDR.
 pub const DMA_D2H_ADDR_HIGH: (u8, u64) = (0, 0x114);
-/// Bytes of the next h2d run.
+/// Bytes of the next h2d run (a multiple of 4).
 pub const DMA_H2D_BYTES: (u8, u64) = (0, 0x118);
-/// Bytes of the next d2h run.
+/// Bytes of the next d2h run (a multiple of 4).
 pub const DMA_D2H_BYTES: (u8, u64) = (0, 0x11c);
 /// Pattern stream offset the h2d data is checked against.
 pub const DMA_H2D_OFFSET: (u8, u64) = (0, 0x120);
@@ -50,24 +50,24 @@ pub const DMA_H2D_OFFSET_HIGH: (u8, u64) = (0, 0x124);
 pub const DMA_D2H_OFFSET: (u8, u64) = (0, 0x128);
 /// High word of DMA_D2H_OFFSET.
 pub const DMA_D2H_OFFSET_HIGH: (u8, u64) = (0, 0x12c);
-/// Seed of the test pattern (pcieperf's Pattern::lfsr).
+/// Seed of the test pattern (pcieperf's Pattern::lfsr, its --seed).
 pub const SEED: (u8, u64) = (0, 0x130);
 /// High word of SEED.
 pub const SEED_HIGH: (u8, u64) = (0, 0x134);
 /// Read tags the h2d engine may keep outstanding; writes are clamped to 1..max_tags of CORE_INFO, which is also its value after reset.
 pub const TAGS: (u8, u64) = (0, 0x138);
 pub const TAGS_MASK: u32 = 0x3f;
-/// Device clock cycles of the last h2d run.
+/// Device clock cycles of the last h2d run (start to last data checked).
 pub const H2D_CYCLES: (u8, u64) = (0, 0x140);
 /// High word of H2D_CYCLES.
 pub const H2D_CYCLES_HIGH: (u8, u64) = (0, 0x144);
 pub const H2D_CYCLES_MASK: u64 = 0xffffffffffff;
-/// Device clock cycles of the last d2h run.
+/// Device clock cycles of the last d2h run (start to last data sent).
 pub const D2H_CYCLES: (u8, u64) = (0, 0x148);
 /// High word of D2H_CYCLES.
 pub const D2H_CYCLES_HIGH: (u8, u64) = (0, 0x14c);
 pub const D2H_CYCLES_MASK: u64 = 0xffffffffffff;
-/// CRC32 of the h2d data as the device received it.
+/// CRC32 (Ethernet) of the h2d data as the device received it.
 pub const H2D_CRC32: (u8, u64) = (0, 0x150);
 /// Whether the last h2d run saw data that differs from the pattern.
 pub const ERROR_FOUND: (u8, u64) = (0, 0x154);
@@ -82,7 +82,7 @@ pub const CLOCK: (u8, u64) = (0, 0x160);
 pub const CLOCK_HIGH: (u8, u64) = (0, 0x164);
 /// Frequency of the device clock.
 pub const CLOCK_HZ: (u8, u64) = (0, 0x168);
-/// Read completions that failed (UR, CA, poisoned) in the last h2d run.
+/// Read completions with a status other than Successful Completion in the last h2d run.
 pub const COMPLETION_ERRORS: (u8, u64) = (0, 0x16c);
 /// Most read tags outstanding at once in the last h2d run.
 pub const MAX_OUTSTANDING: (u8, u64) = (0, 0x170);
@@ -105,15 +105,15 @@ pub const BUFFER2: (u8, u64) = (1, 0x008);
 pub const FIXED: (u8, u64) = (1, 0x00c);
 /// the only value the document uses: 8 KiB per block
 pub const FIXED_VALUE: u32 = 0x2000;
-/// d2h transfer time in 0.1 s units, 0 while running (step 8).
+/// d2h transfer time in 0.1 s units, rounded up, 0 while running (step 8).
 pub const TX_RESULT: (u8, u64) = (2, 0x018);
-/// h2d transfer time in 0.1 s units, 0 while running (step 8).
+/// h2d transfer time in 0.1 s units, rounded up, 0 while running (step 8).
 pub const RX_RESULT: (u8, u64) = (2, 0x01c);
-/// Blocks each direction moves (step 4): per_multiplier x the link multiplier.
+/// Block amount (step 4): each direction moves FIXED x this many bytes, alternating the two buffers; the document sets per_multiplier x the link multiplier.
 pub const BLOCK_AMOUNT: (u8, u64) = (2, 0x020);
 /// block amount for a link multiplier of 1 (x multiplier)
 pub const BLOCK_AMOUNT_PER_MULTIPLIER: u32 = 0x000a343c;
-/// Longest stall during the test (step 9), 0 while running.
+/// Longest stall of the last run (step 9), 0 while running.
 pub const MAX_STALL: (u8, u64) = (2, 0x028);
 /// Time unit of the count.
 pub const MAX_STALL_UNIT_NS: u64 = 16;
@@ -123,9 +123,9 @@ pub const THRESHOLD: (u8, u64) = (2, 0x02c);
 pub const THRESHOLD_RESET: u32 = 0xc35;
 /// Time unit of the count.
 pub const THRESHOLD_UNIT_NS: u64 = 16;
-/// Stalls above the threshold (the GUI's "Num Deadlock"); not located by 001 §4.
+/// Stalls longer than the threshold in the last run (the GUI's "Num Deadlock"); not located by 001 §4.
 pub const STALL_COUNT: (u8, u64) = (2, 0x030);
-/// PCI-status word with the document 001 §3 bit layout; not located by 001 §4.
+/// PCI-status word with the document 001 §3 bit layout; not located by 001 §4. Bits the hard block does not export (extended tag, other Device Control bits) read 0 on the core.
 pub const PCI_STATUS: (u8, u64) = (2, 0x034);
 /// MaxPayload: 128 << code
 pub const PCI_STATUS_MPS_SHIFT: u32 = 5;
