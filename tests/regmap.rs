@@ -86,3 +86,40 @@ fn the_simulator_answers_the_generated_map() {
         assert_eq!(sim.read32(reg.bar, reg.offset).unwrap(), value, "{}", reg.name);
     }
 }
+
+#[test]
+fn the_generator_refuses_a_map_whose_names_repeat() {
+    let dir = std::env::temp_dir().join(format!("pcieperf-regmap-refuse-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    // The same register name in two BARs: the flat Rust, Verilog and Python namespaces would clash.
+    let source = dir.join("twice.rdl");
+    fs::write(
+        &source,
+        "property pcie_bar { type = longint unsigned; component = addrmap | mem; };\n\
+         property bar_bytes { type = longint unsigned; component = addrmap | mem; };\n\
+         reg r32 { field { sw = rw; hw = r; } value[31:0] = 0; };\n\
+         addrmap twice {\n\
+           addrmap { pcie_bar = 0; bar_bytes = 4096; r32 SAME @ 0x0; } bar0 @ 0x0000;\n\
+           addrmap { pcie_bar = 1; bar_bytes = 4096; r32 SAME @ 0x4; } bar1 @ 0x1000;\n\
+         };\n",
+    )
+    .unwrap();
+    let run = Command::new("python3")
+        .arg(repository().join("hdl/regs/generate.py"))
+        .arg("--source")
+        .arg(&source)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .output();
+    let written = dir.join("out").exists();
+    let _ = fs::remove_dir_all(&dir);
+    let run = match run {
+        Ok(run) if run.status.code() != Some(77) => run,
+        Ok(_) => return println!("skipped: systemrdl-compiler missing (the generator exits 77)"),
+        Err(e) => return println!("skipped: python3 cannot run the register map generator: {e}"),
+    };
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{said}");
+    assert!(said.contains("SAME is defined twice"), "{said}");
+    assert!(!written, "a refused map writes nothing");
+}

@@ -3,6 +3,7 @@
 
     generate.py              # rewrite the checked-in files in the repository
     generate.py --out DIR    # write them under DIR instead (same relative paths): the drift test
+    generate.py --source F   # read another .rdl (tests of the rules below)
 
 Outputs (paths relative to the repository root):
     src/device/regmap.rs        Rust constants (crate::device::regmap)
@@ -49,7 +50,7 @@ class Field:
         self.writable = node.is_sw_writable
         self.reset = node.get_property("reset")
         self.desc = node.get_property("desc") or ""
-        self.unit_ns = node.get_property("unit_ns")
+        self.unit_ns = node.get_property("unit_ns", default=None)
         encode = node.get_property("encode")
         self.values = [(m.name.upper(), m.value, m.rdl_desc or "") for m in encode] if encode else []
 
@@ -83,8 +84,8 @@ class Block:
 
     def __init__(self, node, registers):
         self.name = node.inst_name.upper()
-        self.bar = node.get_property("pcie_bar")
-        self.bytes = node.get_property("bar_bytes")
+        self.bar = node.get_property("pcie_bar", default=None)
+        self.bytes = node.get_property("bar_bytes", default=None)
         self.title = node.get_property("name") or self.name
         self.desc = node.get_property("desc") or ""
         self.registers = registers
@@ -110,7 +111,7 @@ def read_map(source):
             blocks.append(Block(node, None))
         elif isinstance(node, AddrmapNode):
             registers = [r for r in node.children() if isinstance(r, RegNode)]
-            blocks.append(Block(node, [Register(r, node.get_property("pcie_bar")) for r in registers]))
+            blocks.append(Block(node, [Register(r, node.get_property("pcie_bar", default=None)) for r in registers]))
     check(blocks)
     return top.get_property("name") or top.inst_name, blocks
 
@@ -294,9 +295,10 @@ WRITERS = {"rust": rust, "verilog": verilog, "python": python, "markdown": markd
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT, help="root to write under (default: the repository)")
+    parser.add_argument("--source", type=Path, default=SOURCE, help="the .rdl to read (default: hdl/regs/pcieperf.rdl)")
     args = parser.parse_args()
     try:
-        title, blocks = read_map(SOURCE)
+        title, blocks = read_map(args.source)
     except MapError as error:
         print(f"generate.py: {error}", file=sys.stderr)
         return 1
