@@ -24,7 +24,7 @@ pub fn check_access(bar: u8, offset: u64, device: &str) -> Result<(), InvalidInp
     let size = *regmap::BAR_BYTES
         .get(bar as usize)
         .ok_or_else(|| InvalidInput::new(format!("BAR{bar} does not exist on {device} (BAR0–BAR{last})")))?;
-    if offset % 4 != 0 || offset + 4 > size {
+    if !offset.is_multiple_of(4) || offset + 4 > size {
         return Err(InvalidInput::new(format!("BAR{bar}+{offset:#x}: offsets must be 32-bit aligned and below {size:#x}")));
     }
     Ok(())
