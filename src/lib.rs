@@ -2,6 +2,7 @@
 //!
 //! Layers (each depends only on the ones above it, see `docs/architecture.md`):
 //! - [`model`]: pure throughput theory, Gen1–Gen6, no I/O.
+//! - [`device`]: the pcieperf device's register map, generated from `hdl/regs/pcieperf.rdl`.
 //! - [`pci`]: config-space decoding, sysfs and lspci-dump input, the path to the root port.
 //! - [`engine`]: one adapter per way of moving data, behind one small contract.
 //! - [`bench`]: the measurement procedures, written once against the engine contract.
@@ -21,6 +22,7 @@ pub mod table;
 pub mod units;
 
 pub mod model;
+pub mod device;
 pub mod pci;
 pub mod engine;
 pub mod bench;

@@ -1,9 +1,11 @@
 // Register file of the pcieperf core on the completer interfaces (CQ in, CC out): document
-// 001 §4's performance-demo map on BAR0-BAR2 exactly as pcieperf's `demo` drives it
-// (src/engine/sim/regs.rs), pcieperf's DMA extension registers from BAR0+0x100, and a 32 KiB
-// RAM on BAR3. 32-bit accesses (one DW per request). Map and meanings: docs/hdl.md.
+// 001 §4's performance-demo map on BAR0-BAR2 exactly as pcieperf's `demo` drives it,
+// pcieperf's DMA extension registers from BAR0+0x100, and a 32 KiB RAM on BAR3. 32-bit
+// accesses (one DW per request). Addresses, reset values and fields come from
+// pcieperf_regmap.vh, generated from hdl/regs/pcieperf.rdl; meanings: docs/regmap.md.
 `timescale 1ns / 1ps
 `default_nettype none
+`include "pcieperf_regmap.vh"
 
 module pcieperf_regs #(
     parameter DATA_WIDTH = 256,
@@ -64,10 +66,9 @@ module pcieperf_regs #(
     input  wire [5:0]               h2d_max_outstanding
 );
     localparam LANES = DATA_WIDTH / 32;
-    localparam UNIT_CYCLES = CLK_HZ / 62500000;     // cycles per 16 ns unit of document 001
+    // Cycles per stall unit of document 001 (16 ns).
+    localparam UNIT_CYCLES = CLK_HZ / (1000000000 / `PCIEPERF_MAX_STALL_UNIT_NS);
     localparam [47:0] TENTH_CYCLES = 48'(CLK_HZ) / 48'd10;   // cycles per 0.1 s result unit
-    localparam [31:0] VERSION = 32'h08021600;
-    localparam [31:0] FIXED_VALUE = 32'h2000;
 
     // ---- registers --------------------------------------------------------------------------
     reg [31:0] buffer1, buffer2, fixed, block_amount, threshold, start_code;
@@ -80,7 +81,7 @@ module pcieperf_regs #(
     reg [1:0]  demo_mode;
     reg [63:0] clock;                              // free-running device clock
     reg [31:0] clock_high_latched;
-    reg [31:0] ram [0:8191];                       // BAR3
+    reg [31:0] ram [0:`PCIEPERF_RAM_BYTES/4-1];    // BAR3
 
     assign threshold_cycles = threshold * UNIT_CYCLES;
 
@@ -96,8 +97,15 @@ module pcieperf_regs #(
     wire [31:0] max_stall_cycles = (h2d_max_stall_cycles > d2h_max_stall_cycles) ? h2d_max_stall_cycles : d2h_max_stall_cycles;
     wire [5:0]  width_lanes = 6'd1 << cfg_negotiated_width;
     // PCI-status word, document 001 §3 layout (bits the hard block does not report are 0).
-    wire [31:0] pci_status = {cfg_msi_enable, 5'd0, width_lanes, {2'd0, cfg_current_speed} + 4'd1, 1'b0,
-                              cfg_max_read_req, 3'd0, 1'b0, 1'b0, cfg_max_payload, 5'd0};
+    reg [31:0] pci_status;
+    always @* begin
+        pci_status = 32'd0;
+        pci_status[`PCIEPERF_PCI_STATUS_MPS_MSB:`PCIEPERF_PCI_STATUS_MPS_LSB] = {1'b0, cfg_max_payload};
+        pci_status[`PCIEPERF_PCI_STATUS_MRRS_MSB:`PCIEPERF_PCI_STATUS_MRRS_LSB] = cfg_max_read_req;
+        pci_status[`PCIEPERF_PCI_STATUS_GENERATION_MSB:`PCIEPERF_PCI_STATUS_GENERATION_LSB] = {2'd0, cfg_current_speed} + 4'd1;
+        pci_status[`PCIEPERF_PCI_STATUS_WIDTH_MSB:`PCIEPERF_PCI_STATUS_WIDTH_LSB] = width_lanes;
+        pci_status[`PCIEPERF_PCI_STATUS_MSI_LSB] = cfg_msi_enable;
+    end
 
     // ---- completer request: collect the descriptor (DW0-3) and the first data DW ------------
     localparam [1:0] S_RX = 2'd0, S_EXEC = 2'd1, S_CC = 2'd2;
@@ -133,75 +141,74 @@ module pcieperf_regs #(
     // Fields a 32-bit register access does not need: DW count (always 1), address type,
     // poisoned, BAR aperture (BARs are aligned to their size), force ECRC.
     wire        unused = &{1'b0, request[127], request[120:115], request[79], request[74:64], request[1:0], req_addr[63:15]};
-    wire [11:0] reg_offset = req_addr[11:0];
+    // A register's decode key in the generated map: {BAR, offset in the BAR}.
+    wire [14:0] reg_key = {req_bar, req_addr[11:0]};
+    wire        ram_access = req_bar == `PCIEPERF_RAM_BAR;
     wire [12:0] ram_word = req_addr[14:2];
 
     // ---- read side --------------------------------------------------------------------------
     reg [31:0] read_value;
     always @* begin
         read_value = 32'd0;   // unimplemented registers read as zero
-        case (req_bar)
-            3'd0: case (reg_offset)
-                12'h000: read_value = VERSION;
-                12'h010: read_value = start_code;
-                // RX errors: wrong bits, plus completions that failed (UR, CA, poisoned): each
-                // one is data the device never received.
-                12'h03C: read_value = h2d_bit_errors + h2d_completion_errors;
-                12'h040: read_value = 32'd0;        // TX: the host checks d2h data itself
-                12'h100: read_value = {30'd0, d2h_busy, h2d_busy};
-                12'h108: read_value = dma_h2d_addr[31:0];
-                12'h10C: read_value = dma_h2d_addr[63:32];
-                12'h110: read_value = dma_d2h_addr[31:0];
-                12'h114: read_value = dma_d2h_addr[63:32];
-                12'h118: read_value = dma_h2d_bytes;
-                12'h11C: read_value = dma_d2h_bytes;
-                12'h120: read_value = dma_h2d_offset[31:0];
-                12'h124: read_value = dma_h2d_offset[63:32];
-                12'h128: read_value = dma_d2h_offset[31:0];
-                12'h12C: read_value = dma_d2h_offset[63:32];
-                12'h130: read_value = seed[31:0];
-                12'h134: read_value = seed[63:32];
-                12'h138: read_value = {26'd0, tags};
-                12'h140: read_value = h2d_cycles[31:0];
-                12'h144: read_value = {16'd0, h2d_cycles[47:32]};
-                12'h148: read_value = d2h_cycles[31:0];
-                12'h14C: read_value = {16'd0, d2h_cycles[47:32]};
-                12'h150: read_value = h2d_crc32;
-                12'h154: read_value = {31'd0, h2d_error_found};
-                12'h158: read_value = h2d_first_error_offset[31:0];
-                12'h15C: read_value = h2d_first_error_offset[63:32];
-                12'h160: read_value = clock[31:0];
-                12'h164: read_value = clock_high_latched;
-                12'h168: read_value = CLK_HZ;
-                12'h16C: read_value = h2d_completion_errors;
-                12'h170: read_value = {26'd0, h2d_max_outstanding};
-                12'h174: read_value = max_stall_cycles;
-                12'h178: read_value = {MAX_TAGS[15:0], DATA_WIDTH[15:0]};
-                default: read_value = 32'd0;
-            endcase
-            3'd1: case (reg_offset)
-                12'h004: read_value = buffer1;
-                12'h008: read_value = buffer2;
-                12'h00C: read_value = fixed;
-                default: read_value = 32'd0;
-            endcase
-            3'd2: case (reg_offset)
-                12'h018: read_value = tx_result;
-                12'h01C: read_value = rx_result;
-                12'h020: read_value = block_amount;
-                12'h028: read_value = demo_running ? 32'd0 : (max_stall_cycles + UNIT_CYCLES / 2) / UNIT_CYCLES;
-                12'h02C: read_value = threshold;
-                12'h030: read_value = demo_running ? 32'd0 : h2d_stalls + d2h_stalls;
-                12'h034: read_value = pci_status;
-                12'h038: read_value = mode_cycles[2][31:0];
-                12'h03C: read_value = mode_cycles[1][31:0];
-                12'h040: read_value = mode_cycles[3][31:0];
-                12'h044: read_value = mode_cycles[2][63:32];
-                12'h048: read_value = mode_cycles[1][63:32];
-                12'h04C: read_value = mode_cycles[3][63:32];
-                default: read_value = 32'd0;
-            endcase
-            3'd3: read_value = ram[ram_word];
+        if (ram_access) read_value = ram[ram_word];
+        else case (reg_key)
+            `PCIEPERF_VERSION: read_value = `PCIEPERF_VERSION_RESET;
+            `PCIEPERF_START: read_value = start_code;
+            // RX errors: wrong bits, plus completions that failed (UR, CA, poisoned): each
+            // one is data the device never received.
+            `PCIEPERF_RX_BIT_ERRORS: read_value = h2d_bit_errors + h2d_completion_errors;
+            `PCIEPERF_TX_BIT_ERRORS: read_value = 32'd0;    // the host checks d2h data itself
+            `PCIEPERF_DMA_CONTROL: begin
+                read_value[`PCIEPERF_DMA_CONTROL_H2D_LSB] = h2d_busy;
+                read_value[`PCIEPERF_DMA_CONTROL_D2H_LSB] = d2h_busy;
+            end
+            `PCIEPERF_DMA_H2D_ADDR: read_value = dma_h2d_addr[31:0];
+            `PCIEPERF_DMA_H2D_ADDR_HIGH: read_value = dma_h2d_addr[63:32];
+            `PCIEPERF_DMA_D2H_ADDR: read_value = dma_d2h_addr[31:0];
+            `PCIEPERF_DMA_D2H_ADDR_HIGH: read_value = dma_d2h_addr[63:32];
+            `PCIEPERF_DMA_H2D_BYTES: read_value = dma_h2d_bytes;
+            `PCIEPERF_DMA_D2H_BYTES: read_value = dma_d2h_bytes;
+            `PCIEPERF_DMA_H2D_OFFSET: read_value = dma_h2d_offset[31:0];
+            `PCIEPERF_DMA_H2D_OFFSET_HIGH: read_value = dma_h2d_offset[63:32];
+            `PCIEPERF_DMA_D2H_OFFSET: read_value = dma_d2h_offset[31:0];
+            `PCIEPERF_DMA_D2H_OFFSET_HIGH: read_value = dma_d2h_offset[63:32];
+            `PCIEPERF_SEED: read_value = seed[31:0];
+            `PCIEPERF_SEED_HIGH: read_value = seed[63:32];
+            `PCIEPERF_TAGS: read_value = {26'd0, tags};
+            `PCIEPERF_H2D_CYCLES: read_value = h2d_cycles[31:0];
+            `PCIEPERF_H2D_CYCLES_HIGH: read_value = {16'd0, h2d_cycles[47:32]};
+            `PCIEPERF_D2H_CYCLES: read_value = d2h_cycles[31:0];
+            `PCIEPERF_D2H_CYCLES_HIGH: read_value = {16'd0, d2h_cycles[47:32]};
+            `PCIEPERF_H2D_CRC32: read_value = h2d_crc32;
+            `PCIEPERF_ERROR_FOUND: read_value = {31'd0, h2d_error_found};
+            `PCIEPERF_FIRST_ERROR: read_value = h2d_first_error_offset[31:0];
+            `PCIEPERF_FIRST_ERROR_HIGH: read_value = h2d_first_error_offset[63:32];
+            `PCIEPERF_CLOCK: read_value = clock[31:0];
+            `PCIEPERF_CLOCK_HIGH: read_value = clock_high_latched;
+            `PCIEPERF_CLOCK_HZ: read_value = CLK_HZ;
+            `PCIEPERF_COMPLETION_ERRORS: read_value = h2d_completion_errors;
+            `PCIEPERF_MAX_OUTSTANDING: read_value = {26'd0, h2d_max_outstanding};
+            `PCIEPERF_MAX_STALL_CYCLES: read_value = max_stall_cycles;
+            `PCIEPERF_CORE_INFO: begin
+                read_value[`PCIEPERF_CORE_INFO_MAX_TAGS_MSB:`PCIEPERF_CORE_INFO_MAX_TAGS_LSB] = MAX_TAGS[15:0];
+                read_value[`PCIEPERF_CORE_INFO_DATA_WIDTH_MSB:`PCIEPERF_CORE_INFO_DATA_WIDTH_LSB] = DATA_WIDTH[15:0];
+            end
+            `PCIEPERF_BUFFER1: read_value = buffer1;
+            `PCIEPERF_BUFFER2: read_value = buffer2;
+            `PCIEPERF_FIXED: read_value = fixed;
+            `PCIEPERF_TX_RESULT: read_value = tx_result;
+            `PCIEPERF_RX_RESULT: read_value = rx_result;
+            `PCIEPERF_BLOCK_AMOUNT: read_value = block_amount;
+            `PCIEPERF_MAX_STALL: read_value = demo_running ? 32'd0 : (max_stall_cycles + UNIT_CYCLES / 2) / UNIT_CYCLES;
+            `PCIEPERF_THRESHOLD: read_value = threshold;
+            `PCIEPERF_STALL_COUNT: read_value = demo_running ? 32'd0 : h2d_stalls + d2h_stalls;
+            `PCIEPERF_PCI_STATUS: read_value = pci_status;
+            `PCIEPERF_WRITE_CYCLES: read_value = mode_cycles[2][31:0];
+            `PCIEPERF_READ_CYCLES: read_value = mode_cycles[1][31:0];
+            `PCIEPERF_READ_WRITE_CYCLES: read_value = mode_cycles[3][31:0];
+            `PCIEPERF_WRITE_CYCLES_HIGH: read_value = mode_cycles[2][63:32];
+            `PCIEPERF_READ_CYCLES_HIGH: read_value = mode_cycles[1][63:32];
+            `PCIEPERF_READ_WRITE_CYCLES_HIGH: read_value = mode_cycles[3][63:32];
             default: read_value = 32'd0;
         endcase
     end
@@ -228,7 +235,7 @@ module pcieperf_regs #(
     // A demo run lasts as long as its slower engine.
     wire [47:0] demo_run_cycles = demo_mode == 2'd1 ? h2d_cycles : demo_mode == 2'd2 ? d2h_cycles
                                 : (d2h_cycles > h2d_cycles ? d2h_cycles : h2d_cycles);
-    wire demo_ready = buffer1 != 32'd0 && buffer2 != 32'd0 && fixed == FIXED_VALUE && block_amount != 32'd0;
+    wire demo_ready = buffer1 != 32'd0 && buffer2 != 32'd0 && fixed == `PCIEPERF_FIXED_VALUE && block_amount != 32'd0;
     wire [47:0] demo_bytes = fixed[15:0] * block_amount;
 
     always @(posedge clk) begin
@@ -239,7 +246,7 @@ module pcieperf_regs #(
             completion <= 128'd0;
             cc_beat <= 2'd0;
             buffer1 <= 32'd0; buffer2 <= 32'd0; fixed <= 32'd0; block_amount <= 32'd0;
-            threshold <= 32'h0C35; start_code <= 32'd0;
+            threshold <= `PCIEPERF_THRESHOLD_RESET; start_code <= 32'd0;
             dma_h2d_addr <= 64'd0; dma_d2h_addr <= 64'd0;
             dma_h2d_bytes <= 32'd0; dma_d2h_bytes <= 32'd0;
             dma_h2d_offset <= 64'd0; dma_d2h_offset <= 64'd0;
@@ -281,68 +288,59 @@ module pcieperf_regs #(
                                        2'd0, 1'b0, 13'd4, 6'd0, 2'd0, 1'b0, req_addr[6:0]};
                         cc_beat <= 2'd0;
                         state <= S_CC;
-                        if (req_bar == 3'd0 && reg_offset == 12'h160) clock_high_latched <= clock[63:32];
+                        if (!ram_access && reg_key == `PCIEPERF_CLOCK) clock_high_latched <= clock[63:32];
                     end else if (req_type == 4'b0001) begin
-                        case (req_bar)
-                            3'd0: case (reg_offset)
-                                12'h010: begin
-                                    // Demo start: 1 read (h2d), 2 write (d2h), 3 both; ignored
-                                    // unless buffers, fixed parameter and block amount are set.
-                                    start_code <= req_data;
-                                    if (demo_ready && req_data[1:0] != 2'd0 && !h2d_busy && !d2h_busy) begin
-                                        h2d_start <= req_data[0];
-                                        d2h_start <= req_data[1];
-                                        h2d_base0 <= {32'd0, buffer1}; h2d_base1 <= {32'd0, buffer2};
-                                        d2h_base0 <= {32'd0, buffer1}; d2h_base1 <= {32'd0, buffer2};
-                                        chunk_bytes <= fixed;
-                                        h2d_total_bytes <= demo_bytes; d2h_total_bytes <= demo_bytes;
-                                        h2d_offset <= 64'd0; d2h_offset <= 64'd0;
-                                        check_enable <= 1'b0;   // the demo's buffers hold no pattern
-                                        demo_running <= 1'b1;
-                                        demo_mode <= req_data[1:0];
-                                        if (req_data[1]) tx_result <= 32'd0;
-                                        if (req_data[0]) rx_result <= 32'd0;
-                                    end
-                                end
-                                12'h100: if (!h2d_busy && !d2h_busy && !demo_running) begin
-                                    // DMA start: bit 0 h2d from dma_h2d_*, bit 1 d2h from dma_d2h_*.
+                        if (ram_access) ram[ram_word] <= req_data;
+                        else case (reg_key)
+                            `PCIEPERF_START: begin
+                                // Demo start: 1 read (h2d), 2 write (d2h), 3 both; ignored
+                                // unless buffers, fixed parameter and block amount are set.
+                                start_code <= req_data;
+                                if (demo_ready && req_data[1:0] != 2'd0 && !h2d_busy && !d2h_busy) begin
                                     h2d_start <= req_data[0];
                                     d2h_start <= req_data[1];
-                                    h2d_base0 <= dma_h2d_addr; h2d_base1 <= dma_h2d_addr;
-                                    d2h_base0 <= dma_d2h_addr; d2h_base1 <= dma_d2h_addr;
-                                    chunk_bytes <= 32'd0;
-                                    h2d_total_bytes <= {16'd0, dma_h2d_bytes}; d2h_total_bytes <= {16'd0, dma_d2h_bytes};
-                                    h2d_offset <= dma_h2d_offset; d2h_offset <= dma_d2h_offset;
-                                    check_enable <= 1'b1;
+                                    h2d_base0 <= {32'd0, buffer1}; h2d_base1 <= {32'd0, buffer2};
+                                    d2h_base0 <= {32'd0, buffer1}; d2h_base1 <= {32'd0, buffer2};
+                                    chunk_bytes <= fixed;
+                                    h2d_total_bytes <= demo_bytes; d2h_total_bytes <= demo_bytes;
+                                    h2d_offset <= 64'd0; d2h_offset <= 64'd0;
+                                    check_enable <= 1'b0;   // the demo's buffers hold no pattern
+                                    demo_running <= 1'b1;
+                                    demo_mode <= req_data[1:0];
+                                    if (req_data[1]) tx_result <= 32'd0;
+                                    if (req_data[0]) rx_result <= 32'd0;
                                 end
-                                12'h108: dma_h2d_addr[31:0] <= req_data;
-                                12'h10C: dma_h2d_addr[63:32] <= req_data;
-                                12'h110: dma_d2h_addr[31:0] <= req_data;
-                                12'h114: dma_d2h_addr[63:32] <= req_data;
-                                12'h118: dma_h2d_bytes <= req_data;
-                                12'h11C: dma_d2h_bytes <= req_data;
-                                12'h120: dma_h2d_offset[31:0] <= req_data;
-                                12'h124: dma_h2d_offset[63:32] <= req_data;
-                                12'h128: dma_d2h_offset[31:0] <= req_data;
-                                12'h12C: dma_d2h_offset[63:32] <= req_data;
-                                12'h130: seed[31:0] <= req_data;
-                                12'h134: seed[63:32] <= req_data;
-                                12'h138: tags <= (req_data == 32'd0) ? 6'd1
-                                              : (req_data > MAX_TAGS) ? MAX_TAGS[5:0] : req_data[5:0];
-                                default: ;
-                            endcase
-                            3'd1: case (reg_offset)
-                                12'h004: buffer1 <= req_data;
-                                12'h008: buffer2 <= req_data;
-                                12'h00C: fixed <= req_data;
-                                default: ;
-                            endcase
-                            3'd2: case (reg_offset)
-                                12'h020: block_amount <= req_data;
-                                12'h02C: threshold <= req_data;
-                                default: ;
-                            endcase
-                            3'd3: ram[ram_word] <= req_data;
+                            end
+                            `PCIEPERF_DMA_CONTROL: if (!h2d_busy && !d2h_busy && !demo_running) begin
+                                // DMA start: h2d from dma_h2d_*, d2h from dma_d2h_*.
+                                h2d_start <= req_data[`PCIEPERF_DMA_CONTROL_H2D_LSB];
+                                d2h_start <= req_data[`PCIEPERF_DMA_CONTROL_D2H_LSB];
+                                h2d_base0 <= dma_h2d_addr; h2d_base1 <= dma_h2d_addr;
+                                d2h_base0 <= dma_d2h_addr; d2h_base1 <= dma_d2h_addr;
+                                chunk_bytes <= 32'd0;
+                                h2d_total_bytes <= {16'd0, dma_h2d_bytes}; d2h_total_bytes <= {16'd0, dma_d2h_bytes};
+                                h2d_offset <= dma_h2d_offset; d2h_offset <= dma_d2h_offset;
+                                check_enable <= 1'b1;
+                            end
+                            `PCIEPERF_DMA_H2D_ADDR: dma_h2d_addr[31:0] <= req_data;
+                            `PCIEPERF_DMA_H2D_ADDR_HIGH: dma_h2d_addr[63:32] <= req_data;
+                            `PCIEPERF_DMA_D2H_ADDR: dma_d2h_addr[31:0] <= req_data;
+                            `PCIEPERF_DMA_D2H_ADDR_HIGH: dma_d2h_addr[63:32] <= req_data;
+                            `PCIEPERF_DMA_H2D_BYTES: dma_h2d_bytes <= req_data;
+                            `PCIEPERF_DMA_D2H_BYTES: dma_d2h_bytes <= req_data;
+                            `PCIEPERF_DMA_H2D_OFFSET: dma_h2d_offset[31:0] <= req_data;
+                            `PCIEPERF_DMA_H2D_OFFSET_HIGH: dma_h2d_offset[63:32] <= req_data;
+                            `PCIEPERF_DMA_D2H_OFFSET: dma_d2h_offset[31:0] <= req_data;
+                            `PCIEPERF_DMA_D2H_OFFSET_HIGH: dma_d2h_offset[63:32] <= req_data;
+                            `PCIEPERF_SEED: seed[31:0] <= req_data;
+                            `PCIEPERF_SEED_HIGH: seed[63:32] <= req_data;
+                            `PCIEPERF_TAGS: tags <= (req_data == 32'd0) ? 6'd1
+                                                  : (req_data > MAX_TAGS) ? MAX_TAGS[5:0] : req_data[5:0];
+                            `PCIEPERF_BUFFER1: buffer1 <= req_data;
+                            `PCIEPERF_BUFFER2: buffer2 <= req_data;
+                            `PCIEPERF_FIXED: fixed <= req_data;
+                            `PCIEPERF_BLOCK_AMOUNT: block_amount <= req_data;
+                            `PCIEPERF_THRESHOLD: threshold <= req_data;
                             default: ;
                         endcase
                     end

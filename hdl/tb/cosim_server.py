@@ -13,6 +13,7 @@ import cocotb
 from cocotb.triggers import Timer
 from cocotb.utils import get_sim_time
 
+from pcieperf_regmap import PCI_STATUS, PCI_STATUS_MPS_MASK, PCI_STATUS_MPS_SHIFT, PCI_STATUS_MRRS_MASK, PCI_STATUS_MRRS_SHIFT
 from pcieperf_tb import LINKS, Testbench
 
 PROTOCOL_VERSION = 1
@@ -35,8 +36,9 @@ class Session:
         command, args = words[0], words[1:]
         if command == "hello":
             gen, width, bits, clk_hz = LINKS[tb.link]
-            status = await tb.read((2, 0x34))
-            mps, mrrs = 128 << ((status >> 5) & 7), 128 << ((status >> 12) & 7)
+            status = await tb.read(PCI_STATUS)
+            mps = 128 << ((status >> PCI_STATUS_MPS_SHIFT) & PCI_STATUS_MPS_MASK)
+            mrrs = 128 << ((status >> PCI_STATUS_MRRS_SHIFT) & PCI_STATUS_MRRS_MASK)
             return [f"pcieperf-cosim/{PROTOCOL_VERSION}", f"link={tb.link}", f"clock_hz={clk_hz}",
                     f"mps={mps}", f"mrrs={mrrs}", f"data_width={bits}"]
         if command == "read32":

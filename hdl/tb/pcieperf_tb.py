@@ -18,49 +18,24 @@ from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import TlpType
 from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
 
+# The register map (BAR, offset): generated from hdl/regs/pcieperf.rdl (docs/regmap.md).
+from pcieperf_regmap import (
+    BAR_BYTES, DMA_CONTROL, DMA_CONTROL_D2H_MASK, DMA_CONTROL_D2H_SHIFT, DMA_CONTROL_H2D_MASK,
+    DMA_CONTROL_H2D_SHIFT, DMA_D2H_ADDR, DMA_D2H_BYTES, DMA_D2H_OFFSET, DMA_H2D_ADDR, DMA_H2D_BYTES,
+    DMA_H2D_OFFSET, READ_CYCLES, READ_WRITE_CYCLES, SEED, TAGS, WRITE_CYCLES,
+)
+
 # link name -> (generation, width, interface bits, user clock Hz)
 LINKS = {
     "gen1x4": (1, 4, 64, 125_000_000),
     "gen3x8": (3, 8, 256, 250_000_000),
 }
 
-# Register map (docs/hdl.md): (BAR, offset)
-VERSION = (0, 0x000)
-START = (0, 0x010)
-RX_BIT_ERRORS = (0, 0x03C)
-TX_BIT_ERRORS = (0, 0x040)
-DMA_START = (0, 0x100)
-DMA_H2D_ADDR = (0, 0x108)
-DMA_D2H_ADDR = (0, 0x110)
-DMA_H2D_BYTES = (0, 0x118)
-DMA_D2H_BYTES = (0, 0x11C)
-DMA_H2D_OFFSET = (0, 0x120)
-DMA_D2H_OFFSET = (0, 0x128)
-SEED = (0, 0x130)
-TAGS = (0, 0x138)
-H2D_CYCLES = (0, 0x140)
-D2H_CYCLES = (0, 0x148)
-H2D_CRC32 = (0, 0x150)
-ERROR_FOUND = (0, 0x154)
-FIRST_ERROR = (0, 0x158)
-CLOCK = (0, 0x160)
-CLOCK_HZ = (0, 0x168)
-COMPLETION_ERRORS = (0, 0x16C)
-MAX_OUTSTANDING = (0, 0x170)
-MAX_STALL_CYCLES = (0, 0x174)
-CORE_INFO = (0, 0x178)
-BUFFER1 = (1, 0x4)
-BUFFER2 = (1, 0x8)
-FIXED = (1, 0xC)
-TX_RESULT = (2, 0x18)
-RX_RESULT = (2, 0x1C)
-BLOCK_AMOUNT = (2, 0x20)
-MAX_STALL = (2, 0x28)
-THRESHOLD = (2, 0x2C)
-STALL_COUNT = (2, 0x30)
-PCI_STATUS = (2, 0x34)
-MODE_CYCLES = {2: (2, 0x38), 1: (2, 0x3C), 3: (2, 0x40)}
-BAR_SIZES = {0: 4096, 1: 4096, 2: 4096, 3: 32768}
+# DMA_CONTROL bits: writing starts those directions, reading shows those still busy.
+DMA_H2D = DMA_CONTROL_H2D_MASK << DMA_CONTROL_H2D_SHIFT
+DMA_D2H = DMA_CONTROL_D2H_MASK << DMA_CONTROL_D2H_SHIFT
+# The per-mode cycle counters of the demo, by start code (1 read, 2 write, 3 both).
+MODE_CYCLES = {1: READ_CYCLES, 2: WRITE_CYCLES, 3: READ_WRITE_CYCLES}
 
 
 def block_seed(seed, block):
@@ -118,7 +93,7 @@ class Testbench:
             cfg_current_speed=dut.cfg_current_speed, cfg_negotiated_width=dut.cfg_negotiated_width,
             cfg_interrupt_msi_enable=dut.cfg_interrupt_msi_enable,
         )
-        for bar, size in BAR_SIZES.items():
+        for bar, size in BAR_BYTES.items():
             self.dev.functions[0].configure_bar(bar, size)
         self.rc.make_port().connect(self.dev)
         # The model times the link at this speed and width but leaves the Link Status register
@@ -219,7 +194,7 @@ class Testbench:
         """Poll the DMA status register as a driver would. The register read also orders: its
         completion cannot pass the engine's posted writes, so once the core reads idle every
         d2h byte is in host memory."""
-        while await self.read(DMA_START) & 3:
+        while await self.read(DMA_CONTROL) & (DMA_H2D | DMA_D2H):
             await Timer(poll_ns, "ns")
 
     async def dma(self, h2d=None, d2h=None, seed=1, tags=None):
@@ -235,5 +210,5 @@ class Testbench:
             await self.write64(DMA_D2H_ADDR, d2h[0])
             await self.write(DMA_D2H_BYTES, d2h[1])
             await self.write64(DMA_D2H_OFFSET, d2h[2])
-        await self.write(DMA_START, (1 if h2d else 0) | (2 if d2h else 0))
+        await self.write(DMA_CONTROL, (DMA_H2D if h2d else 0) | (DMA_D2H if d2h else 0))
         await self.wait_idle()

@@ -11,13 +11,14 @@ import random
 import cocotb
 from cocotb.triggers import Timer
 
-from pcieperf_tb import (
-    BAR_SIZES, BLOCK_AMOUNT, BUFFER1, BUFFER2, CLOCK, CLOCK_HZ, COMPLETION_ERRORS, CORE_INFO,
+from pcieperf_regmap import (
+    BAR_BYTES, BLOCK_AMOUNT, BUFFER1, BUFFER2, CLOCK, CLOCK_HZ, COMPLETION_ERRORS, CORE_INFO,
     D2H_CYCLES, DMA_D2H_ADDR, DMA_D2H_BYTES, DMA_D2H_OFFSET, DMA_H2D_ADDR, DMA_H2D_BYTES,
     DMA_H2D_OFFSET, ERROR_FOUND, FIRST_ERROR, FIXED, H2D_CRC32, H2D_CYCLES, MAX_OUTSTANDING,
-    MAX_STALL, MAX_STALL_CYCLES, MODE_CYCLES, PCI_STATUS, RX_BIT_ERRORS, RX_RESULT, SEED, START,
-    STALL_COUNT, TAGS, THRESHOLD, TX_BIT_ERRORS, TX_RESULT, VERSION, Testbench, crc32, pattern,
+    MAX_STALL, MAX_STALL_CYCLES, PCI_STATUS, RX_BIT_ERRORS, RX_RESULT, SEED, START, STALL_COUNT,
+    TAGS, THRESHOLD, TX_BIT_ERRORS, TX_RESULT, VERSION,
 )
+from pcieperf_tb import MODE_CYCLES, Testbench, crc32, pattern
 
 
 async def setup(dut, mps=256, mrrs=512):
@@ -84,7 +85,7 @@ async def registers(dut):
     elapsed = (second - first) / tb.clk_hz
     assert 1e-6 < elapsed < 2e-6, elapsed
     # BAR3: 32 KiB RAM, first, last and scattered words.
-    words = {0: 0x1111_1111, 4: 0x2222_2222, 0x4000: 0xA5A5_5A5A, BAR_SIZES[3] - 4: 0xFFFF_0001}
+    words = {0: 0x1111_1111, 4: 0x2222_2222, 0x4000: 0xA5A5_5A5A, BAR_BYTES[3] - 4: 0xFFFF_0001}
     for offset, value in words.items():
         await tb.write((3, offset), value)
     for offset, value in words.items():

@@ -5,14 +5,14 @@
 //! 0 version/endianness, 1–2 buffer addresses, 3 fixed parameter, 4 block amount from the link
 //! multiplier, 5 stall threshold, 6 start, 7 wait, 8 poll the result register(s), 9 max stall,
 //! 10–11 bit errors; then it reads the two registers the GUI shows that the table does not
-//! locate (stall count, PCI status; see `engine::sim::regs`). Directions in the document's words:
+//! locate (stall count, PCI status; see `crate::device::regmap`). Directions in the document's words:
 //! "Write" = device→host (d2h, TX result), "Read" = host→device (h2d, RX result).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::sim::demo_registers as reg;
+use crate::device::regmap as reg;
 use crate::engine::{EngineError, Mmio};
 use crate::model::status::{decode_status, StatusWord};
 use crate::bench::diagnose;
@@ -36,9 +36,9 @@ impl DemoMode {
     /// Value written to BAR0+0x10 (step 6).
     pub fn start_code(self) -> u32 {
         match self {
-            DemoMode::Read => 1,
-            DemoMode::Write => 2,
-            DemoMode::ReadWrite => 3,
+            DemoMode::Read => reg::START_READ,
+            DemoMode::Write => reg::START_WRITE,
+            DemoMode::ReadWrite => reg::START_READ_WRITE,
         }
     }
 
@@ -58,12 +58,12 @@ impl DemoMode {
         self != DemoMode::Write
     }
 
-    /// The pcieperf core's cycle counter of this mode (low word).
-    fn cycles_register(self) -> (u8, u64) {
+    /// The pcieperf core's cycle counter of this mode: (low word, high word).
+    fn cycles_registers(self) -> ((u8, u64), (u8, u64)) {
         match self {
-            DemoMode::Write => reg::WRITE_CYCLES,
-            DemoMode::Read => reg::READ_CYCLES,
-            DemoMode::ReadWrite => reg::READ_WRITE_CYCLES,
+            DemoMode::Write => (reg::WRITE_CYCLES, reg::WRITE_CYCLES_HIGH),
+            DemoMode::Read => (reg::READ_CYCLES, reg::READ_CYCLES_HIGH),
+            DemoMode::ReadWrite => (reg::READ_WRITE_CYCLES, reg::READ_WRITE_CYCLES_HIGH),
         }
     }
 }
@@ -122,12 +122,12 @@ pub fn demo_mbps(bytes: u64, seconds: f64) -> f64 {
 
 /// The max-stall register (16 ns units) in µs: raw / 62.5.
 pub fn stall_us(raw: u32) -> f64 {
-    raw as f64 / 62.5
+    raw as f64 * crate::device::STALL_UNIT_NS / 1e3
 }
 
-/// The threshold register (16 ns units) in µs.
+/// The threshold register in µs: the same 16 ns unit as the max-stall register.
 pub fn threshold_us(raw: u32) -> f64 {
-    raw as f64 * reg::STALL_UNIT_NS / 1e3
+    stall_us(raw)
 }
 
 /// One measurement's results.
@@ -199,15 +199,15 @@ impl Bus<'_> {
 /// Step 0: the version register, straight or byte-swapped; anything else is not the demo endpoint.
 fn check_version(mmio: &mut dyn Mmio) -> Result<(u32, bool), EngineError> {
     let value = mmio.read32(reg::VERSION.0, reg::VERSION.1)?;
-    if value == reg::VERSION_VALUE {
+    if value == reg::VERSION_RESET {
         Ok((value, false))
-    } else if value == reg::VERSION_VALUE.swap_bytes() {
+    } else if value == reg::VERSION_RESET.swap_bytes() {
         Ok((value.swap_bytes(), true))
     } else {
         Err(EngineError::Unsupported(format!(
             "BAR0+0x0 reads {value:#010x}: not the performance-demo endpoint (expected {:#010x}, or byte-swapped {:#010x})",
-            reg::VERSION_VALUE,
-            reg::VERSION_VALUE.swap_bytes()
+            reg::VERSION_RESET,
+            reg::VERSION_RESET.swap_bytes()
         )))
     }
 }
@@ -262,7 +262,7 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options
     bus.write(reg::BUFFER2, options.buffers[1])?;
     bus.write(reg::FIXED, reg::FIXED_VALUE)?;
     bus.write(reg::BLOCK_AMOUNT, blocks)?;
-    bus.write(reg::THRESHOLD, reg::THRESHOLD_VALUE)?;
+    bus.write(reg::THRESHOLD, reg::THRESHOLD_RESET)?;
     bus.write(reg::START, mode.start_code())?;
     bus.mmio.sleep(options.wait);
     let mut waited = options.wait;
@@ -288,8 +288,8 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options
     let status = decode_status(bus.read(reg::PCI_STATUS)?);
     let device_cycles = match options.device_clock_hz {
         Some(_) => {
-            let (bar, offset) = mode.cycles_register();
-            let cycles = bus.read((bar, offset))? as u64 | (bus.read((bar, offset + reg::CYCLES_HIGH_OFFSET))? as u64) << 32;
+            let (low, high) = mode.cycles_registers();
+            let cycles = bus.read(low)? as u64 | (bus.read(high)? as u64) << 32;
             (cycles > 0).then_some(cycles)
         }
         None => None,
@@ -327,8 +327,8 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options
         conditions: conditions.clone(),
         block_amount: blocks,
         bytes,
-        threshold_raw: reg::THRESHOLD_VALUE,
-        threshold_us: threshold_us(reg::THRESHOLD_VALUE),
+        threshold_raw: reg::THRESHOLD_RESET,
+        threshold_us: threshold_us(reg::THRESHOLD_RESET),
         status,
         results: Vec::new(),
         findings: Vec::new(),

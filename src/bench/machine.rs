@@ -112,6 +112,7 @@ mod tests {
             kind: "test".into(),
             target: "test".into(),
             simulated: true,
+            co_simulated: false,
             description: String::new(),
             in_flight: 1,
             pci_address: Some("0000:01:00.0".into()),

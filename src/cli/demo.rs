@@ -79,8 +79,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         .map_err(|why| anyhow::anyhow!("{}: no link conditions ({why}); the block amount needs the link", args.target))?;
     options.device_clock_hz = info.device_clock_hz;
     let mut notes = Vec::new();
-    if info.label() == crate::engine::cosim::LABEL {
-        // Simulated time is expensive: poll every 5 µs instead of waiting the document's 30 s.
+    if info.co_simulated {
+        // Simulated time is expensive: a small block amount, and a poll every 5 µs instead of
+        // the document's 30 s wait.
         options.block_amount = Some(args.block_amount.unwrap_or(COSIM_BLOCK_AMOUNT));
         options.wait = Duration::ZERO;
         options.poll_interval = Duration::from_micros(5);

@@ -167,6 +167,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<BlockEngine, Engine
         kind: "block".into(),
         target: format!("block:{argument}"),
         simulated: false,
+        co_simulated: false,
         description: format!(
             "{what} {} with O_DIRECT, {how}, I/Os of {} KiB{}{}",
             path.display(),
@@ -897,6 +898,7 @@ mod tests {
             kind: "block".into(),
             target: "test".into(),
             simulated: false,
+            co_simulated: false,
             description: String::new(),
             pci_address: None,
             in_flight: 1,

@@ -8,7 +8,7 @@
 //! The core is a [`DataModel::Generator`] device: d2h data is `Pattern::lfsr(seed)` at the device
 //! offset, h2d data is checked against the same pattern and reported as a CRC32. Every figure is
 //! co-simulated: RTL in a simulator, a modelled link and root complex, no hardware. The engine
-//! clock is the simulator's clock. Registers: `docs/hdl.md`.
+//! clock is the simulator's clock. Registers: `crate::device::regmap` (docs/regmap.md).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use crate::engine::{
     DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer,
 };
-use crate::engine::sim::regs::check_access;
+use crate::device::check_access;
+use crate::device::regmap as reg;
 use crate::error::InvalidInput;
 use crate::model::{Conditions, Link, LinkParams};
 
@@ -42,24 +43,10 @@ const COMPLETION_LATENCY_NS: f64 = 20.0;
 /// Simulated time between two polls of the DMA status register.
 const POLL_NS: u64 = 1000;
 
-/// DMA extension registers (BAR0; docs/hdl.md).
-mod reg {
-    pub const DMA_CONTROL: u64 = 0x100;
-    pub const H2D_ADDR: u64 = 0x108;
-    pub const D2H_ADDR: u64 = 0x110;
-    pub const H2D_BYTES: u64 = 0x118;
-    pub const D2H_BYTES: u64 = 0x11C;
-    pub const H2D_OFFSET: u64 = 0x120;
-    pub const D2H_OFFSET: u64 = 0x128;
-    pub const SEED: u64 = 0x130;
-    pub const H2D_CYCLES: u64 = 0x140;
-    pub const D2H_CYCLES: u64 = 0x148;
-    pub const H2D_CRC32: u64 = 0x150;
-    pub const MAX_STALL_CYCLES: u64 = 0x174;
-    pub const RX_BIT_ERRORS: u64 = 0x3C;
-    /// BAR2: stalls over the threshold (both directions).
-    pub const STALL_COUNT: u64 = 0x30;
-}
+/// DMA_CONTROL bits: writing starts those directions, reading shows those still busy.
+const H2D: u32 = reg::DMA_CONTROL_H2D_MASK << reg::DMA_CONTROL_H2D_SHIFT;
+const D2H: u32 = reg::DMA_CONTROL_D2H_MASK << reg::DMA_CONTROL_D2H_SHIFT;
+const BOTH_DIRECTIONS: u32 = H2D | D2H;
 
 /// The testbench process and its private directory, removed when dropped.
 struct Testbench {
@@ -203,6 +190,7 @@ pub fn open(target: &str, argument: &str, options: &OpenOptions) -> Result<Cosim
             kind: "cosim".into(),
             target: target.into(),
             simulated: true,
+            co_simulated: true,
             description: String::new(),
             pci_address: None,
             in_flight: 1,
@@ -284,17 +272,22 @@ impl CosimEngine {
             .ok_or_else(|| EngineError::Unsupported(format!("cosim testbench: expected a hex value, got '{}'", words.join(" "))))
     }
 
-    fn reg(&mut self, offset: u64) -> Result<u64, EngineError> {
-        Ok(self.read32(0, offset)? as u64)
+    fn reg(&mut self, (bar, offset): (u8, u64)) -> Result<u64, EngineError> {
+        Ok(self.read32(bar, offset)? as u64)
     }
 
-    fn reg64(&mut self, offset: u64) -> Result<u64, EngineError> {
-        Ok(self.reg(offset)? | self.reg(offset + 4)? << 32)
+    /// A 64-bit register: the low word, then the high word after it.
+    fn reg64(&mut self, (bar, offset): (u8, u64)) -> Result<u64, EngineError> {
+        Ok(self.reg((bar, offset))? | self.reg((bar, offset + 4))? << 32)
     }
 
-    fn set64(&mut self, offset: u64, value: u64) -> Result<(), EngineError> {
-        self.write32(0, offset, value as u32)?;
-        self.write32(0, offset + 4, (value >> 32) as u32)
+    fn set(&mut self, (bar, offset): (u8, u64), value: u32) -> Result<(), EngineError> {
+        self.write32(bar, offset, value)
+    }
+
+    fn set64(&mut self, (bar, offset): (u8, u64), value: u64) -> Result<(), EngineError> {
+        self.write32(bar, offset, value as u32)?;
+        self.write32(bar, offset + 4, (value >> 32) as u32)
     }
 
     /// Host memory of at least `bytes` for one direction, reused while large enough.
@@ -324,11 +317,11 @@ impl CosimEngine {
     fn program(&mut self, direction: Direction, bytes: u64, device_offset: u64) -> Result<u64, EngineError> {
         let addr = self.buffer(direction, bytes)?;
         let (addr_reg, bytes_reg, offset_reg) = match direction {
-            Direction::H2d => (reg::H2D_ADDR, reg::H2D_BYTES, reg::H2D_OFFSET),
-            Direction::D2h => (reg::D2H_ADDR, reg::D2H_BYTES, reg::D2H_OFFSET),
+            Direction::H2d => (reg::DMA_H2D_ADDR, reg::DMA_H2D_BYTES, reg::DMA_H2D_OFFSET),
+            Direction::D2h => (reg::DMA_D2H_ADDR, reg::DMA_D2H_BYTES, reg::DMA_D2H_OFFSET),
         };
         self.set64(addr_reg, addr)?;
-        self.write32(0, bytes_reg, bytes as u32)?;
+        self.set(bytes_reg, bytes as u32)?;
         self.set64(offset_reg, device_offset)?;
         Ok(addr)
     }
@@ -337,8 +330,8 @@ impl CosimEngine {
     fn run(&mut self, control: u32, deadline: Duration) -> Result<(f64, f64), EngineError> {
         self.set64(reg::SEED, self.seed)?;
         let start_ns = self.now_ns;
-        self.write32(0, reg::DMA_CONTROL, control)?;
-        while self.reg(reg::DMA_CONTROL)? & 3 != 0 {
+        self.set(reg::DMA_CONTROL, control)?;
+        while self.reg(reg::DMA_CONTROL)? as u32 & BOTH_DIRECTIONS != 0 {
             if self.now_ns - start_ns > deadline.as_nanos() as f64 {
                 return Err(EngineError::Timeout { what: "co-simulated DMA run".into(), after: deadline });
             }
@@ -354,7 +347,7 @@ impl CosimEngine {
         Ok(DeviceCounters {
             device_ns: Some(cycles as f64 * ns_per_cycle),
             max_stall_ns: Some(self.reg(reg::MAX_STALL_CYCLES)? as f64 * ns_per_cycle),
-            stalls_over_threshold: Some(self.read32(2, reg::STALL_COUNT)? as u64),
+            stalls_over_threshold: Some(self.reg(reg::STALL_COUNT)?),
             crc32: if h2d { Some(self.reg(reg::H2D_CRC32)? as u32) } else { None },
             errors: if h2d { Some(self.reg(reg::RX_BIT_ERRORS)?) } else { None },
         })
@@ -403,12 +396,12 @@ impl Engine for CosimEngine {
         match io {
             Io::H2d(buf) => {
                 self.memwrite(addr, buf)?;
-                let times = self.run(1, deadline)?;
+                let times = self.run(H2D, deadline)?;
                 let device = self.counters(direction)?;
                 Ok(self.transfer_of(direction, bytes, times, device))
             }
             Io::D2h(buf) => {
-                let times = self.run(2, deadline)?;
+                let times = self.run(D2H, deadline)?;
                 let device = self.counters(direction)?;
                 self.memread(addr, buf)?;
                 Ok(self.transfer_of(direction, bytes, times, device))
@@ -422,7 +415,7 @@ impl Engine for CosimEngine {
         let h2d_addr = self.program(Direction::H2d, h2d.len() as u64, device_offset)?;
         let d2h_addr = self.program(Direction::D2h, d2h.len() as u64, device_offset)?;
         self.memwrite(h2d_addr, h2d)?;
-        let times = self.run(3, deadline)?;
+        let times = self.run(BOTH_DIRECTIONS, deadline)?;
         let to_device = self.counters(Direction::H2d)?;
         let from_device = self.counters(Direction::D2h)?;
         self.memread(d2h_addr, d2h)?;

@@ -89,6 +89,11 @@ pub struct EngineInfo {
     pub target: String,
     /// True when no hardware is involved; every output must then say "simulated".
     pub simulated: bool,
+    /// The endpoint is RTL in a logic simulator (`cosim`): its figures are "co-simulated", and
+    /// simulated time costs wall-clock time for every byte moved (~50 KB/s), so procedures
+    /// default to small amounts of data.
+    #[serde(default)]
+    pub co_simulated: bool,
     /// One line for humans, e.g. "simulated endpoint, Gen3 x8, MPS 256".
     pub description: String,
     /// PCI address (domain:bus:device.function) of the device behind the target, when known:
@@ -120,12 +125,12 @@ fn one() -> u32 {
 impl EngineInfo {
     /// The word every human output carries beside this engine's figures: "co-simulated" (the
     /// project's RTL in a simulator, `cosim`), "simulated" or "measured". JSON keeps
-    /// `simulated: true` for both kinds of simulation; `kind` tells them apart.
+    /// `simulated: true` for both kinds of simulation; `co_simulated` tells them apart.
     pub fn label(&self) -> &'static str {
-        match (self.kind.as_str(), self.simulated) {
-            ("cosim", _) => cosim::LABEL,
-            (_, true) => "simulated",
-            (_, false) => "measured",
+        match (self.co_simulated, self.simulated) {
+            (true, _) => cosim::LABEL,
+            (false, true) => "simulated",
+            (false, false) => "measured",
         }
     }
 }

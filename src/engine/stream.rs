@@ -108,6 +108,7 @@ pub fn open(spec: StreamSpec) -> Result<StreamEngine, EngineError> {
         kind: spec.kind.into(),
         target: spec.target.clone(),
         simulated: false,
+        co_simulated: false,
         description,
         pci_address: None,
         in_flight: 1,

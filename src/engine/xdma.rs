@@ -200,6 +200,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
         kind: "xdma".into(),
         target: format!("xdma:{argument}"),
         simulated: false,
+        co_simulated: false,
         description: format!(
             "Xilinx XDMA {argument}: {} h2c / {} c2h channel(s) in use of {} / {}, card address {:#x}{}{}",
             h2c.len(),

@@ -64,6 +64,7 @@ impl TestEngine {
                 kind: "test".into(),
                 target: "test".into(),
                 simulated: true,
+                co_simulated: false,
                 description: "in-memory test engine (simulated)".into(),
                 pci_address: None,
                 in_flight: 1,

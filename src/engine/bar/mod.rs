@@ -152,6 +152,7 @@ impl BarEngine {
             kind: "bar".into(),
             target: format!("bar:{argument}"),
             simulated: false,
+            co_simulated: false,
             description,
             pci_address: Some(function.bdf.to_string()),
             in_flight: 1,

@@ -28,7 +28,8 @@ use crate::engine::{
 use crate::error::InvalidInput;
 
 pub use config::{SimConfig, DEFAULT_PRESET, PRESETS};
-pub use regs::map as demo_registers;
+/// The device's register map, under the name the simulator's users know it by.
+pub use crate::device::regmap as demo_registers;
 
 use host::HostTimer;
 use regs::{DemoRegisters, PendingResult};
@@ -105,6 +106,7 @@ impl SimEngine {
             kind: "sim".into(),
             target: target.into(),
             simulated: true,
+            co_simulated: false,
             description: config.describe(),
             pci_address: None,
             in_flight: p.in_flight,
@@ -146,7 +148,7 @@ impl SimEngine {
 
     /// The PCI-status word the device reports (document 001 §3 layout).
     pub fn status_word(&self) -> u32 {
-        regs::status_word(&self.config.params, true, self.config.status_extra_bits)
+        crate::device::status_word(&self.config.params, true, self.config.status_extra_bits)
     }
 
     fn check_io(&self, bytes: usize, device_offset: u64) -> Result<(), EngineError> {
@@ -263,7 +265,7 @@ impl SimEngine {
             self.regs.rx_bit_errors = out.errors as u32;
             (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over.saturating_add(out.stalls_over_threshold), end_ns.max(start_ns + busy));
         }
-        self.regs.max_stall = (max_stall_ns / demo_registers::STALL_UNIT_NS).round() as u32;
+        self.regs.max_stall = (max_stall_ns / crate::device::STALL_UNIT_NS).round() as u32;
         self.regs.stall_count = over.min(u32::MAX as u64) as u32;
         self.regs.counters_at_ns = end_ns;
         self.idle_since_ns = end_ns;
@@ -274,7 +276,7 @@ impl SimEngine {
         let now = self.now_ns;
         let counter = |value: u32| if now >= self.regs.counters_at_ns { value } else { 0 };
         Ok(match (bar, offset) {
-            m::VERSION => m::VERSION_VALUE,
+            m::VERSION => m::VERSION_RESET,
             m::BUFFER1 => self.regs.buffer1,
             m::BUFFER2 => self.regs.buffer2,
             m::FIXED => self.regs.fixed,
@@ -317,11 +319,7 @@ impl SimEngine {
     }
 
     fn sim_bar_bytes(&self, bar: u8) -> Option<u64> {
-        match bar {
-            0..=2 => Some(4096),
-            demo_registers::RAM_BAR => Some(demo_registers::RAM_BYTES),
-            _ => None,
-        }
+        demo_registers::BAR_BYTES.get(bar as usize).copied()
     }
 
     fn ram_slice(&mut self, offset: u64, bytes: u64) -> &mut [u8] {

@@ -96,6 +96,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<VfioDmaEngine, Engi
         kind: "vfio".into(),
         target: format!("vfio:{argument}"),
         simulated: false,
+        co_simulated: false,
         description: format!("{identity} at {bdf} through vfio-pci, {mode}, {} personality, {capacity}-byte device buffer", personality.name()),
         pci_address: Some(device.function.bdf.to_string()),
         in_flight: 1,
