@@ -107,3 +107,19 @@ fn a_saved_run_with_a_verification_failure_shows_offset_and_bytes() {
         .success()
         .stdout(contains("first failure: d2h pattern check failed at offset 100 (0x64): expected 0x"));
 }
+
+/// Flags an engine declares for itself (xdma's) are offered by `dma` and `run`, and a value the
+/// engine's own parser refuses is bad input before anything opens.
+#[test]
+fn engine_declared_flags_are_offered_and_checked() {
+    for command in ["dma", "run"] {
+        let help = pcieperf().args([command, "--help"]).assert().success().get_output().stdout.clone();
+        let help = String::from_utf8_lossy(&help);
+        assert!(help.contains("--channels <N>") && help.contains("--card-addr <ADDR>") && help.contains("--device-clock <HZ>"), "{help}");
+    }
+    for (flag, value) in [("--channels", "0"), ("--card-addr", "0xZZ"), ("--device-clock", "-5")] {
+        let assert = pcieperf().args(["dma", "--target", "sim", &format!("{flag}={value}")]).assert().code(2);
+        let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+        assert!(stderr.contains(flag), "{stderr}");
+    }
+}

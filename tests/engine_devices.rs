@@ -294,7 +294,7 @@ fn fake_xdma(dir: &Path, channels: u32) -> PathBuf {
 
 /// The fake nodes are regular files, which the write guard protects: the tests consent.
 fn open_xdma(prefix: &Path, channels: usize, card_addr: u64) -> Result<XdmaEngine, EngineError> {
-    pcieperf::engine::xdma::open(prefix.to_str().unwrap(), &OpenOptions { channels, card_addr, destructive: true, ..OpenOptions::default() })
+    pcieperf::engine::xdma::open(prefix.to_str().unwrap(), &OpenOptions { destructive: true, ..OpenOptions::default() }.with_flag("channels", channels).with_flag("card-addr", card_addr))
 }
 
 #[test]

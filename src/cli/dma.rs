@@ -184,16 +184,9 @@ pub struct EngineArgs {
     /// Bytes per I/O a transfer is split into on `block:` targets [default: 128KiB].
     #[arg(long, value_parser = parse_size_arg)]
     pub io_size: Option<u64>,
-    /// Card address that device offset 0 maps to on `xdma:` targets (hex 0x… or decimal).
-    #[arg(long, value_parser = parse_card_addr_arg, default_value = "0")]
-    pub card_addr: u64,
-    /// DMA channels used at once on `xdma:` targets [default: 1].
-    #[arg(long, default_value_t = 0, hide_default_value = true)]
-    pub channels: usize,
-    /// Frequency of the device's counter in Hz when the engine cannot read it (`xdma`: AXI clock,
-    /// default 250 MHz).
-    #[arg(long)]
-    pub device_clock: Option<f64>,
+    /// Flags the engines declare for themselves (`xdma`: --card-addr, --channels, --device-clock).
+    #[command(flatten)]
+    pub flags: super::engine_flags::EngineFlags,
 }
 
 impl EngineArgs {
@@ -203,9 +196,7 @@ impl EngineArgs {
             destructive: self.destructive,
             queue_depth: self.queue_depth,
             io_bytes: self.io_size.unwrap_or(0),
-            card_addr: self.card_addr,
-            channels: self.channels,
-            device_clock_hz: self.device_clock,
+            flags: self.flags.0.clone(),
             data_unread: false,
             sysfs_root: None,
         }
@@ -216,9 +207,6 @@ fn parse_size_arg(text: &str) -> Result<u64, String> {
     units::parse_size(text).map_err(|e| e.0)
 }
 
-fn parse_card_addr_arg(text: &str) -> Result<u64, String> {
-    engine::xdma::parse_card_addr(text).map_err(|e| e.to_string())
-}
 
 
 /// Where and how to show a finished run.

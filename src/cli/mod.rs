@@ -5,6 +5,7 @@
 
 mod demo;
 mod dma;
+mod engine_flags;
 mod inspect;
 mod model;
 mod pio;

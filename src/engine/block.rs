@@ -47,6 +47,7 @@ pub const ENTRY: EngineEntry = EngineEntry {
     argument: "PATH[,sync]",
     about: "a block device or a file with O_DIRECT on io_uring: reads are device→host DMA; writes need --destructive on devices",
     options: &["--destructive", "--queue-depth", "--io-size"],
+    flags: &[],
     open: |o| Ok(Box::new(open(o.argument, o.options)?)),
     detect: Some(detect),
 };

@@ -167,6 +167,7 @@ pub const ENTRY: crate::engine::EngineEntry = crate::engine::EngineEntry {
     argument: "[gen1x4|gen3x8|SOCKET]",
     about: "co-simulated: the project's RTL core (hdl/) in Icarus Verilog under cocotb, started as a child process (needs iverilog, cocotb, cocotbext-pcie)",
     options: &["--seed"],
+    flags: &[],
     open: |o| Ok(Box::new(open(o.target, o.argument, o.options)?)),
     detect: None,
 };

@@ -114,6 +114,7 @@ pub const ENTRY: EngineEntry = EngineEntry {
     argument: "KIND[,KIND..][,skip=N][,chunk=BYTES]:TARGET",
     about: "wraps any target and injects bitflip, drop, dup, reorder or hang faults (for testing verification)",
     options: &[],
+    flags: &[],
     open: |o| Ok(Box::new(FaultEngine::open(o)?)),
     detect: None,
 };

@@ -406,12 +406,8 @@ pub struct OpenOptions {
     pub queue_depth: usize,
     /// Bytes per I/O a transfer is split into (`block`); 0 = the engine's default (128 KiB).
     pub io_bytes: u64,
-    /// Card address that device offset 0 maps to (`xdma`).
-    pub card_addr: u64,
-    /// DMA channels used at once (`xdma`); 0 = 1.
-    pub channels: usize,
-    /// Frequency of the device's counter when the engine cannot tell (`xdma` AXI clock; default 250 MHz).
-    pub device_clock_hz: Option<f64>,
+    /// Values of the engines' own flags ([`EngineFlag`]), by flag name, as the user typed them.
+    pub flags: std::collections::BTreeMap<&'static str, String>,
     /// Nobody reads the d2h data (`--verify none`): a simulated engine need not produce it.
     pub data_unread: bool,
     /// Where sysfs is (`bar`, `vfio`); None = `/sys`.
@@ -419,6 +415,17 @@ pub struct OpenOptions {
 }
 
 impl OpenOptions {
+    /// These options with an engine flag set (tests and callers without a command line).
+    pub fn with_flag(mut self, name: &'static str, value: impl ToString) -> Self {
+        self.flags.insert(name, value.to_string());
+        self
+    }
+
+    /// An engine flag's value read by `parse` (the flag's own parser); None when not given.
+    pub fn flag<T>(&self, name: &str, parse: fn(&str) -> Result<T, String>) -> Result<Option<T>, crate::error::InvalidInput> {
+        self.flags.get(name).map(|text| parse(text).map_err(|why| crate::error::InvalidInput::new(format!("--{name} {text}: {why}")))).transpose()
+    }
+
     /// The write guard these options give: consent from `--destructive` (or `--scratch`).
     pub fn write_guard(&self) -> guard::WriteGuard {
         guard::WriteGuard { consent: self.destructive, device_tree: self.sysfs_root.clone() }
@@ -463,6 +470,20 @@ pub struct Roots<'a> {
     pub names: &'a std::collections::BTreeSet<String>,
 }
 
+/// A flag an engine declares for itself, as fio's engines declare their option tables: `dma`
+/// and `run` offer `--NAME VALUE` for every flag in the table, check the value with `check`
+/// when the command line is read (bad input: exit 2 before anything opens), and hand the text
+/// to the engine in [`OpenOptions::flags`], which parses it with the same function.
+pub struct EngineFlag {
+    /// The long flag without dashes, e.g. `channels`.
+    pub name: &'static str,
+    pub value_name: &'static str,
+    /// One line of help, with the default.
+    pub help: &'static str,
+    /// Why a value cannot be used, or Ok.
+    pub check: fn(&str) -> Result<(), String>,
+}
+
 /// One engine.
 pub struct EngineEntry {
     pub name: &'static str,
@@ -470,8 +491,10 @@ pub struct EngineEntry {
     pub argument: &'static str,
     /// One line for help.
     pub about: &'static str,
-    /// The `dma`/`run` flags this engine reads; the others do not apply to it.
+    /// The shared `dma`/`run` flags this engine reads; the others do not apply to it.
     pub options: &'static [&'static str],
+    /// Flags of its own, which the command line offers because the engine declares them.
+    pub flags: &'static [EngineFlag],
     pub open: fn(&Opening) -> Result<Box<dyn Engine>, EngineError>,
     /// Devices of this kind on the machine, when the engine has hardware to find.
     pub detect: Option<fn(&Roots) -> Vec<Candidate>>,

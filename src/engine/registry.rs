@@ -41,7 +41,9 @@ pub fn engines_help() -> String {
     ENGINES
         .iter()
         .map(|e| {
-            let flags = if e.options.is_empty() { String::new() } else { format!(" [{}]", e.options.join(" ")) };
+            let own = e.flags.iter().map(|f| format!("--{}", f.name));
+            let read: Vec<String> = e.options.iter().map(|o| o.to_string()).chain(own).collect();
+            let flags = if read.is_empty() { String::new() } else { format!(" [{}]", read.join(" ")) };
             format!("  {}:{} — {}{flags}", e.name, e.argument, e.about)
         })
         .collect::<Vec<_>>()
@@ -110,6 +112,19 @@ mod tests {
         assert_eq!(choose(None, &[candidate("block:/dev/sda", false)]).target, "sim");
         let both = [candidate("block:/dev/sda", false), candidate("xdma:/dev/xdma0", true)];
         assert_eq!(choose(None, &both).target, "xdma:/dev/xdma0");
+    }
+
+    #[test]
+    fn engine_flags_are_named_once_and_check_what_they_parse() {
+        let flags: Vec<&str> = ENGINES.iter().flat_map(|e| e.flags).map(|f| f.name).collect();
+        assert_eq!(flags.iter().collect::<BTreeSet<_>>().len(), flags.len(), "{flags:?}");
+        let xdma = entry("xdma").unwrap();
+        let check = |name: &str, value: &str| (xdma.flags.iter().find(|f| f.name == name).unwrap().check)(value);
+        assert!(check("card-addr", "0x8000_0000").is_ok() && check("card-addr", "zz").is_err());
+        assert!(check("channels", "2").is_ok() && check("channels", "0").is_err());
+        assert!(check("device-clock", "125e6").is_ok() && check("device-clock", "-1").is_err());
+        let options = OpenOptions::default().with_flag("channels", "x");
+        assert!(options.flag("channels", |t| t.parse::<u8>().map_err(|e| e.to_string())).unwrap_err().0.contains("--channels x"));
     }
 
     #[test]

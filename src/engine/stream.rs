@@ -63,6 +63,7 @@ pub const CHARDEV_ENTRY: EngineEntry = EngineEntry {
     argument: "WRITE_PATH[,READ_PATH][,mmap[=SIZE]]",
     about: "read()/write() DMA drivers (dma_buf style, 000 §5), or an h2c/c2h stream pair used as a loopback",
     options: &[],
+    flags: &[],
     open: |o| Ok(Box::new(open_chardev(o.argument, o.options.write_guard())?)),
     detect: None,
 };
@@ -72,6 +73,7 @@ pub const XILLYBUS_ENTRY: EngineEntry = EngineEntry {
     argument: "NAME|/dev/xillybus_write_NAME",
     about: "Xillybus stream pair /dev/xillybus_write_NAME → /dev/xillybus_read_NAME as a loopback",
     options: &[],
+    flags: &[],
     open: |o| Ok(Box::new(open_xillybus(o.argument, o.options.write_guard())?)),
     detect: Some(detect_xillybus),
 };

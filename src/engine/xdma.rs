@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use super::guard::WriteGuard;
 use super::devfile::{self, Access, Deadline, HostClock};
-use super::{Candidate, EngineEntry, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer};
+use super::{Candidate, EngineEntry, EngineFlag, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer};
 use crate::error::InvalidInput;
 
 /// Default AXI clock of the XDMA core (see the module documentation).
@@ -35,10 +35,42 @@ pub const ENTRY: EngineEntry = EngineEntry {
     name: "xdma",
     argument: "/dev/xdmaN",
     about: "Xilinx XDMA: h2c/c2h channel nodes, pread/pwrite at card addresses, the user BAR as registers",
-    options: &["--card-addr", "--channels", "--device-clock"],
+    options: &[],
+    flags: FLAGS,
     open: |o| Ok(Box::new(open(o.argument, o.options)?)),
     detect: Some(detect),
 };
+
+/// `--card-addr`, `--channels`, `--device-clock`: read by this engine alone.
+const FLAGS: &[EngineFlag] = &[
+    EngineFlag {
+        name: "card-addr",
+        value_name: "ADDR",
+        help: "xdma: card address that device offset 0 maps to (hex 0x… or decimal) [default: 0]",
+        check: |text| parse_card_addr(text).map(drop).map_err(|e| e.to_string()),
+    },
+    EngineFlag { name: "channels", value_name: "N", help: "xdma: DMA channels used at once [default: 1]", check: |text| parse_channels(text).map(drop) },
+    EngineFlag {
+        name: "device-clock",
+        value_name: "HZ",
+        help: "xdma: frequency of the card's counter (the AXI clock), which the driver cannot report [default: 250e6]",
+        check: |text| parse_clock_hz(text).map(drop),
+    },
+];
+
+fn parse_channels(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=64).contains(&n) => Ok(n),
+        _ => Err("give a number of channels from 1 to 64".into()),
+    }
+}
+
+fn parse_clock_hz(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(hz) if hz.is_finite() && hz > 0.0 => Ok(hz),
+        _ => Err("give the clock in Hz, e.g. 250e6".into()),
+    }
+}
 
 /// A card address as users write it: `0x80000000` (hex) or `4096` (decimal); for `--card-addr`.
 pub fn parse_card_addr(text: &str) -> Result<u64, InvalidInput> {
@@ -171,7 +203,8 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
             source: std::io::Error::from_raw_os_error(libc::ENOENT),
         });
     }
-    let wanted = if options.channels == 0 { 1 } else { options.channels };
+    let wanted = options.flag("channels", parse_channels)?.unwrap_or(1);
+    let card_addr = options.flag("card-addr", |t| parse_card_addr(t).map_err(|e| e.to_string()))?.unwrap_or(0);
     let guard = options.write_guard();
     let pick = |list: &[(u32, PathBuf)], access| -> Result<Vec<(u32, File)>, EngineError> {
         if !list.is_empty() && list.len() < wanted {
@@ -192,7 +225,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
     if !c2h.is_empty() {
         directions.push(Direction::D2h);
     }
-    let axi_clock_hz = options.device_clock_hz.filter(|hz| *hz > 0.0).unwrap_or(DEFAULT_AXI_CLOCK_HZ);
+    let axi_clock_hz = options.flag("device-clock", parse_clock_hz)?.unwrap_or(DEFAULT_AXI_CLOCK_HZ);
     let user = prefix.with_file_name(format!("{}_user", prefix.file_name().unwrap_or_default().to_string_lossy()));
     let regs = devfile::open_node(&user, Access::ReadWrite, 0, "", &guard).ok().map(|file| UserBar { file });
     let pci = sysfs_pci(&prefix);
@@ -207,7 +240,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
             c2h.len(),
             found.h2c.len(),
             found.c2h.len(),
-            options.card_addr,
+            card_addr,
             if regs.is_some() { ", user BAR mapped" } else { "" },
             h2c_refused.map(|e| format!("; h2c not opened: {e}")).unwrap_or_default()
         ),
@@ -221,7 +254,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
         capacity_bytes: None,
         data_model: DataModel::Memory,
     };
-    Ok(XdmaEngine { info, prefix, h2c, c2h, card_addr: options.card_addr, axi_clock_hz, clock: HostClock::start(), regs })
+    Ok(XdmaEngine { info, prefix, h2c, c2h, card_addr, axi_clock_hz, clock: HostClock::start(), regs })
 }
 
 /// The PCI device of the card: the driver's class devices link to it.

@@ -80,6 +80,7 @@ pub const ENTRY: crate::engine::EngineEntry = crate::engine::EngineEntry {
     argument: "BDF[,bar=N][,via=sysfs|uio|vfio][,wc]",
     about: "CPU-initiated access to a memory BAR (sysfs resourceN, UIO, VFIO) for pio and demo; moves no data by DMA",
     options: &[],
+    flags: &[],
     open: |o| Ok(Box::new(BarEngine::open(o.argument, o.options)?)),
     detect: None,
 };

@@ -44,6 +44,7 @@ pub const ENTRY: crate::engine::EngineEntry = crate::engine::EngineEntry {
     argument: "[PRESET|genNxW][,key=value...]",
     about: "simulated endpoint on a modelled link, virtual time, deterministic per --seed; presets doc000, doc001, doc003, gen3x8, gen4x16, gen5x16",
     options: &["--seed"],
+    flags: &[],
     open: |o| Ok(Box::new(SimEngine::open(o.target, o.options)?)),
     detect: None,
 };

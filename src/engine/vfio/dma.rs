@@ -23,6 +23,7 @@ pub const ENTRY: crate::engine::EngineEntry = crate::engine::EngineEntry {
     argument: "BDF,personality=edu",
     about: "a device's own DMA engine driven through vfio-pci into an IOMMU-mapped pcieperf buffer (personalities: edu, QEMU's teaching device)",
     options: &[],
+    flags: &[],
     open: |o| Ok(Box::new(open(o.argument, o.options)?)),
     detect: None,
 };
