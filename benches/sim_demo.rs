@@ -7,7 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use pcieperf::bench::demo::{run_demo, DemoMode, DemoOptions};
+use pcieperf::bench::demo::{run_demo, DemoOptions, MODES};
+use pcieperf::model::Mode;
 use pcieperf::engine::pattern::Pattern;
 use pcieperf::engine::sim::SimEngine;
 use pcieperf::engine::OpenOptions;
@@ -21,10 +22,10 @@ fn demo(target: &str, runs: u32) -> (Duration, f64, u64) {
         let wall = Instant::now();
         let mut engine = SimEngine::open(target, &OpenOptions { seed: seed as u64, ..OpenOptions::default() }).unwrap();
         let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
-        let report = run_demo(&mut engine, &link, &DemoOptions { modes: DemoMode::ALL.to_vec(), ..DemoOptions::default() }).unwrap();
+        let report = run_demo(&mut engine, &link, &DemoOptions { modes: MODES.to_vec(), ..DemoOptions::default() }).unwrap();
         let elapsed = wall.elapsed();
         let virtual_s = pcieperf::engine::Engine::now_ns(&engine) / 1e9;
-        let bytes = report.results.iter().map(|r| r.bytes * if r.mode == DemoMode::ReadWrite { 2 } else { 1 }).sum();
+        let bytes = report.results.iter().map(|r| r.bytes * if r.mode == Mode::Both { 2 } else { 1 }).sum();
         if elapsed < best.0 {
             best = (elapsed, virtual_s, bytes);
         }

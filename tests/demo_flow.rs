@@ -2,17 +2,17 @@
 
 use std::time::Duration;
 
-use pcieperf::bench::demo::{block_amount, run_demo, DemoMode, DemoOptions, DemoReport};
+use pcieperf::bench::demo::{block_amount, run_demo, start_code, DemoOptions, DemoReport, MODES};
 use pcieperf::engine::sim::demo_registers as reg;
 use pcieperf::engine::sim::{AccessKind, SimEngine};
 use pcieperf::engine::{EngineError, Mmio, OpenOptions};
-use pcieperf::model::Link;
+use pcieperf::model::{Link, Mode};
 
 fn sim(target: &str) -> SimEngine {
     SimEngine::open(target, &OpenOptions { seed: 1, ..OpenOptions::default() }).unwrap()
 }
 
-fn demo(engine: &mut SimEngine, modes: &[DemoMode]) -> Result<DemoReport, EngineError> {
+fn demo(engine: &mut SimEngine, modes: &[Mode]) -> Result<DemoReport, EngineError> {
     let link = pcieperf::engine::Engine::conditions(engine).unwrap();
     run_demo(engine, &link, &DemoOptions { modes: modes.to_vec(), ..DemoOptions::default() })
 }
@@ -28,7 +28,7 @@ fn r((bar, offset): (u8, u64)) -> Access {
 }
 
 /// Steps 0–11 of 001 §4 (then stall count and status), with the poll collapsed to one read.
-fn expected(mode: DemoMode, blocks: u32) -> Vec<Access> {
+fn expected(mode: Mode, blocks: u32) -> Vec<Access> {
     let mut seq = vec![
         r(reg::VERSION),
         w(reg::BUFFER1, 0x1000_0000),
@@ -36,12 +36,12 @@ fn expected(mode: DemoMode, blocks: u32) -> Vec<Access> {
         w(reg::FIXED, 0x2000),
         w(reg::BLOCK_AMOUNT, blocks),
         w(reg::THRESHOLD, 0x0C35),
-        w(reg::START, mode.start_code()),
+        w(reg::START, start_code(mode)),
     ];
-    if mode != DemoMode::Read {
+    if mode != Mode::H2d {
         seq.push(r(reg::TX_RESULT));
     }
-    if mode != DemoMode::Write {
+    if mode != Mode::D2h {
         seq.push(r(reg::RX_RESULT));
     }
     seq.extend([r(reg::MAX_STALL), r(reg::RX_BIT_ERRORS), r(reg::TX_BIT_ERRORS), r(reg::STALL_COUNT), r(reg::PCI_STATUS)]);
@@ -64,7 +64,7 @@ fn register_sequence_is_document_001_steps_0_to_11() {
     let gen1x4: Link = "gen1x4".parse().unwrap();
     let blocks = block_amount(gen1x4);
     assert_eq!(blocks, 0xA343C * 4);
-    for mode in DemoMode::ALL {
+    for mode in MODES {
         let mut engine = sim("sim:doc001");
         demo(&mut engine, &[mode]).unwrap();
         assert_eq!(recorded(&engine, false), expected(mode, blocks), "{mode:?}");
@@ -73,8 +73,8 @@ fn register_sequence_is_document_001_steps_0_to_11() {
         assert!(log[start + 1].at_ns - log[start].at_ns >= 30e9, "step 7 waits 30 s before polling");
     }
     let mut engine = sim("sim:doc001");
-    demo(&mut engine, &DemoMode::ALL).unwrap();
-    let all: Vec<Access> = DemoMode::ALL.iter().flat_map(|m| expected(*m, blocks)).collect();
+    demo(&mut engine, &MODES).unwrap();
+    let all: Vec<Access> = MODES.iter().flat_map(|m| expected(*m, blocks)).collect();
     assert_eq!(recorded(&engine, false), all);
 }
 
@@ -83,7 +83,7 @@ fn polling_repeats_until_the_result_is_ready() {
     // A 10 s wait on a 26 s run: the TX result reads 0 until the device finishes.
     let mut engine = sim("sim:doc001");
     let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
-    let options = DemoOptions { modes: vec![DemoMode::Write], wait: Duration::from_secs(10), ..DemoOptions::default() };
+    let options = DemoOptions { modes: vec![Mode::D2h], wait: Duration::from_secs(10), ..DemoOptions::default() };
     let report = run_demo(&mut engine, &link, &options).unwrap();
     let polls: Vec<_> = engine.mmio_log().iter().filter(|a| (a.bar, a.offset) == reg::TX_RESULT).collect();
     assert!(polls.len() > 10, "{} polls", polls.len());
@@ -95,8 +95,8 @@ fn polling_repeats_until_the_result_is_ready() {
 fn byte_swapped_endpoint_is_detected_and_still_measured() {
     let mut straight = sim("sim:doc001");
     let mut swapped = sim("sim:doc001,byteswap=1");
-    let a = demo(&mut straight, &[DemoMode::Write]).unwrap();
-    let b = demo(&mut swapped, &[DemoMode::Write]).unwrap();
+    let a = demo(&mut straight, &[Mode::D2h]).unwrap();
+    let b = demo(&mut swapped, &[Mode::D2h]).unwrap();
     assert!(!a.byte_swapped && b.byte_swapped);
     assert_eq!(swapped.mmio_log()[0].value, 0x0016_0208, "the version register reads 00_YY_MM_DD");
     assert_eq!(b.version, 0x0802_1600);
@@ -107,7 +107,7 @@ fn byte_swapped_endpoint_is_detected_and_still_measured() {
 #[test]
 fn doc001_preset_lands_near_the_documents_figures() {
     let mut engine = sim("sim:doc001");
-    let report = demo(&mut engine, &DemoMode::ALL).unwrap();
+    let report = demo(&mut engine, &MODES).unwrap();
     assert_eq!(report.bytes, 21_913_010_176);
     assert_eq!(report.status.raw, 0x9041_2100);
     let document = [839.578934, 817.649633, 793.949644];
@@ -128,7 +128,7 @@ fn doc001_preset_lands_near_the_documents_figures() {
 #[test]
 fn gen5x16_demo_runs_and_stays_under_the_ceiling() {
     let mut engine = sim("sim:gen5x16");
-    let report = demo(&mut engine, &DemoMode::ALL).unwrap();
+    let report = demo(&mut engine, &MODES).unwrap();
     assert_eq!(report.block_amount, 0xA343C * 64);
     for result in &report.results {
         assert!(result.mbps > 0.0 && result.percent_of_theory < 100.5, "{result:?}");
@@ -154,7 +154,7 @@ impl Mmio for LosesWrites<'_> {
 fn a_device_that_never_finishes_times_out() {
     let mut engine = sim("sim:doc001");
     let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
-    let options = DemoOptions { modes: vec![DemoMode::Read], timeout: Duration::from_secs(120), ..DemoOptions::default() };
+    let options = DemoOptions { modes: vec![Mode::H2d], timeout: Duration::from_secs(120), ..DemoOptions::default() };
     let err = run_demo(&mut LosesWrites(&mut engine, reg::FIXED), &link, &options).unwrap_err();
     assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
     assert!(err.to_string().contains("still 0"));

@@ -6,72 +6,76 @@
 //! multiplier, 5 stall threshold, 6 start, 7 wait, 8 poll the result register(s), 9 max stall,
 //! 10–11 bit errors; then it reads the two registers the GUI shows that the table does not
 //! locate (stall count, PCI status; see `crate::device::regmap`). Directions in the document's words:
-//! "Write" = device→host (d2h, TX result), "Read" = host→device (h2d, RX result).
+//! "Write" = device→host (d2h, TX result), "Read" = host→device (h2d, RX result). A measurement
+//! is a [`Mode`]; the document's words are only how it is displayed ([`document_word`]).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::device::regmap as reg;
-use crate::engine::{EngineError, Mmio};
+use crate::engine::{Direction, EngineError, Mmio};
 use crate::model::status::{decode_status, StatusWord};
 use crate::bench::diagnose;
-use crate::model::{self, Conditions, Link, Traffic};
+use crate::model::{self, Conditions, Link, Mode};
 
-/// One measurement of the demo, named as the GUI's buttons.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DemoMode {
-    /// "Start Write": device→host (d2h), start code 2, TX result.
-    Write,
-    /// "Start Read": host→device (h2d), start code 1, RX result.
-    Read,
-    /// "Start Read/Write": both at once, start code 3, both results.
-    ReadWrite,
+/// The GUI's three buttons in its order: "Start Write" (d2h, TX result), "Start Read" (h2d, RX
+/// result) and "Start Read/Write" (both at once, both results).
+pub const MODES: [Mode; 3] = [Mode::D2h, Mode::H2d, Mode::Both];
+
+/// Document 001's word for a mode, as the demo's JSON spells it: `write` (d2h), `read` (h2d),
+/// `read_write` (both).
+pub fn document_word(mode: Mode) -> &'static str {
+    match mode {
+        Mode::D2h => "write",
+        Mode::H2d => "read",
+        Mode::Both => "read_write",
+    }
 }
 
-impl DemoMode {
-    pub const ALL: [DemoMode; 3] = [DemoMode::Write, DemoMode::Read, DemoMode::ReadWrite];
+/// The document's word beside pcieperf's: "write (d2h)", "read/write (both)".
+pub fn label(mode: Mode) -> String {
+    format!("{} ({})", document_word(mode).replace('_', "/"), mode.name())
+}
 
-    /// Value written to BAR0+0x10 (step 6).
-    pub fn start_code(self) -> u32 {
-        match self {
-            DemoMode::Read => reg::START_READ,
-            DemoMode::Write => reg::START_WRITE,
-            DemoMode::ReadWrite => reg::START_READ_WRITE,
-        }
+/// Value written to BAR0+0x10 (step 6).
+pub fn start_code(mode: Mode) -> u32 {
+    match mode {
+        Mode::H2d => reg::START_READ,
+        Mode::D2h => reg::START_WRITE,
+        Mode::Both => reg::START_READ_WRITE,
+    }
+}
+
+/// The pcieperf core's cycle counter of a mode: (low word, high word).
+fn cycles_registers(mode: Mode) -> ((u8, u64), (u8, u64)) {
+    match mode {
+        Mode::D2h => (reg::WRITE_CYCLES, reg::WRITE_CYCLES_HIGH),
+        Mode::H2d => (reg::READ_CYCLES, reg::READ_CYCLES_HIGH),
+        Mode::Both => (reg::READ_WRITE_CYCLES, reg::READ_WRITE_CYCLES_HIGH),
+    }
+}
+
+/// A [`Mode`] in the demo's JSON as [`document_word`] spells it.
+mod document_words {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    use super::{document_word, Mode, MODES};
+
+    pub fn serialize<S: Serializer>(mode: &Mode, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(document_word(*mode))
     }
 
-    pub fn label(self) -> &'static str {
-        match self {
-            DemoMode::Write => "write (d2h)",
-            DemoMode::Read => "read (h2d)",
-            DemoMode::ReadWrite => "read/write (both)",
-        }
-    }
-
-    fn tx(self) -> bool {
-        self != DemoMode::Read
-    }
-
-    fn rx(self) -> bool {
-        self != DemoMode::Write
-    }
-
-    /// The pcieperf core's cycle counter of this mode: (low word, high word).
-    fn cycles_registers(self) -> ((u8, u64), (u8, u64)) {
-        match self {
-            DemoMode::Write => (reg::WRITE_CYCLES, reg::WRITE_CYCLES_HIGH),
-            DemoMode::Read => (reg::READ_CYCLES, reg::READ_CYCLES_HIGH),
-            DemoMode::ReadWrite => (reg::READ_WRITE_CYCLES, reg::READ_WRITE_CYCLES_HIGH),
-        }
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Mode, D::Error> {
+        let word = String::deserialize(deserializer)?;
+        MODES.into_iter().find(|&m| document_word(m) == word).ok_or_else(|| D::Error::unknown_variant(&word, &["write", "read", "read_write"]))
     }
 }
 
 /// How to run the flow.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DemoOptions {
-    pub modes: Vec<DemoMode>,
+    pub modes: Vec<Mode>,
     /// Physical addresses of the two 8 KiB host buffers (below 4 GiB, steps 1–2).
     pub buffers: [u32; 2],
     /// Step 7: wait before the first poll (the document says 30 s).
@@ -89,7 +93,7 @@ pub struct DemoOptions {
 impl Default for DemoOptions {
     fn default() -> Self {
         DemoOptions {
-            modes: DemoMode::ALL.to_vec(),
+            modes: MODES.to_vec(),
             buffers: [0x1000_0000, 0x1000_2000],
             wait: Duration::from_secs(30),
             poll_interval: Duration::from_secs(1),
@@ -133,7 +137,9 @@ pub fn threshold_us(raw: u32) -> f64 {
 /// One measurement's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DemoResult {
-    pub mode: DemoMode,
+    /// In the document's words (`write`, `read`, `read_write`).
+    #[serde(with = "document_words")]
+    pub mode: Mode,
     pub start_code: u32,
     pub bytes: u64,
     /// Result registers as read (0.1 s units); None when the mode does not use the direction.
@@ -232,7 +238,7 @@ fn findings(report: &DemoReport) -> Vec<String> {
         .filter_map(|r| {
             // The result registers count 0.1 s: the time is known to ± 0.05 s.
             let resolution = 0.05 / r.time_s;
-            diagnose::above_ceiling(r.mode.label(), r.mbps, r.theory_mbps, resolution, "the device's timer (0.1 s units)")
+            diagnose::above_ceiling(&label(r.mode), r.mbps, r.theory_mbps, resolution, "the device's timer (0.1 s units)")
         })
         .collect();
     let p = &report.conditions.params;
@@ -253,7 +259,7 @@ fn findings(report: &DemoReport) -> Vec<String> {
 }
 
 /// Steps 0–11 for one mode, then the stall count and status word.
-fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options: &DemoOptions) -> Result<(DemoResult, DemoReport), EngineError> {
+fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: Mode, options: &DemoOptions) -> Result<(DemoResult, DemoReport), EngineError> {
     let link = conditions.params.link;
     let (version, swapped) = check_version(mmio)?;
     let mut bus = Bus { mmio, swapped };
@@ -263,18 +269,18 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options
     bus.write(reg::FIXED, reg::FIXED_VALUE)?;
     bus.write(reg::BLOCK_AMOUNT, blocks)?;
     bus.write(reg::THRESHOLD, reg::THRESHOLD_RESET)?;
-    bus.write(reg::START, mode.start_code())?;
+    bus.write(reg::START, start_code(mode))?;
     bus.mmio.sleep(options.wait);
     let mut waited = options.wait;
     let (tx, rx) = loop {
-        let tx = if mode.tx() { Some(bus.read(reg::TX_RESULT)?) } else { None };
-        let rx = if mode.rx() { Some(bus.read(reg::RX_RESULT)?) } else { None };
+        let tx = if mode.moves(Direction::D2h) { Some(bus.read(reg::TX_RESULT)?) } else { None };
+        let rx = if mode.moves(Direction::H2d) { Some(bus.read(reg::RX_RESULT)?) } else { None };
         if tx != Some(0) && rx != Some(0) {
             break (tx, rx);
         }
         if waited >= options.timeout {
             return Err(EngineError::Timeout {
-                what: format!("demo {} result register still 0 (test not started or still running)", mode.label()),
+                what: format!("demo {} result register still 0 (test not started or still running)", label(mode)),
                 after: waited,
             });
         }
@@ -288,7 +294,7 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options
     let status = decode_status(bus.read(reg::PCI_STATUS)?);
     let device_cycles = match options.device_clock_hz {
         Some(_) => {
-            let (low, high) = mode.cycles_registers();
+            let (low, high) = cycles_registers(mode);
             let cycles = bus.read(low)? as u64 | (bus.read(high)? as u64) << 32;
             (cycles > 0).then_some(cycles)
         }
@@ -304,7 +310,7 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options
     let theory_mbps = theory_mbps(conditions, mode, bytes);
     let result = DemoResult {
         mode,
-        start_code: mode.start_code(),
+        start_code: start_code(mode),
         bytes,
         tx_tenths: tx,
         rx_tenths: rx,
@@ -338,15 +344,9 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: DemoMode, options
 
 /// The model's ceiling for a mode under the run's conditions. Read/write reports one
 /// direction's bytes over the time, so its ceiling is the slower direction's share when both run.
-pub fn theory_mbps(conditions: &Conditions, mode: DemoMode, bytes: u64) -> f64 {
-    match mode {
-        DemoMode::Write => model::ceiling(conditions, Traffic::Write, bytes).mbps,
-        DemoMode::Read => model::ceiling(conditions, Traffic::Read, bytes).mbps,
-        DemoMode::ReadWrite => {
-            let both = model::ceiling(conditions, Traffic::Both, bytes);
-            both.write_mbps.unwrap_or(both.mbps).min(both.read_mbps.unwrap_or(both.mbps))
-        }
-    }
+pub fn theory_mbps(conditions: &Conditions, mode: Mode, bytes: u64) -> f64 {
+    let c = model::ceiling(conditions, mode, bytes);
+    c.write_mbps.unwrap_or(c.mbps).min(c.read_mbps.unwrap_or(c.mbps))
 }
 
 #[cfg(test)]
@@ -383,11 +383,26 @@ mod tests {
     }
 
     #[test]
+    fn modes_keep_the_documents_words() {
+        let words: Vec<String> = MODES.iter().map(|&m| label(m)).collect();
+        assert_eq!(words, ["write (d2h)", "read (h2d)", "read/write (both)"]);
+        assert_eq!(MODES.map(start_code), [reg::START_WRITE, reg::START_READ, reg::START_READ_WRITE]);
+        #[derive(Serialize, Deserialize)]
+        struct Holder(#[serde(with = "document_words")] Mode);
+        for mode in MODES {
+            let json = serde_json::to_string(&Holder(mode)).unwrap();
+            assert_eq!(json, format!("\"{}\"", document_word(mode)));
+            assert_eq!(serde_json::from_str::<Holder>(&json).unwrap().0, mode);
+        }
+        assert!(serde_json::from_str::<Holder>("\"h2d\"").is_err(), "the demo's JSON speaks the document's words only");
+    }
+
+    #[test]
     fn theory_for_document_001_link() {
         let mut params = crate::model::LinkParams::typical("gen1x4".parse().unwrap());
         (params.mps_bytes, params.mrrs_bytes) = (128, 512);
         let conditions = Conditions { params, capable: None, source: "test".into(), assumed: vec![] };
-        let write = theory_mbps(&conditions, DemoMode::Write, 21_913_010_176);
+        let write = theory_mbps(&conditions, Mode::D2h, 21_913_010_176);
         // 864.86 MB/s after TLP overhead (reference case 6), less when the model charges SKPs/DLLPs.
         assert!(write <= 864.87 && write > 850.0, "{write}");
     }

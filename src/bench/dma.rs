@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::bench::clock::HostClock;
 use crate::bench::interrupts::{self, Snapshot};
 use crate::bench::predict;
-use crate::bench::results::{Conditions, Convergence, LinkHealth, Mode, Point, Results, Sample, Stopped, Summary, VerificationSummary, SCHEMA};
+use crate::bench::results::{Convergence, LinkHealth, Mode, Point, Results, RunConditions, Sample, Stopped, Summary, VerificationSummary, SCHEMA};
 use crate::bench::stalls;
 use crate::bench::stats::{Stats, StopRule};
 use crate::bench::verify::{Check, Verifier, VerifyKind, VerifyTally};
@@ -242,8 +242,8 @@ fn add_tally(total: &mut VerificationSummary, tally: &VerifyTally) {
     }
 }
 
-fn conditions(info: &EngineInfo, link: &Result<crate::model::Conditions, String>, options: &DmaOptions, clock: &HostClock) -> Conditions {
-    Conditions {
+fn conditions(info: &EngineInfo, link: &Result<crate::model::Conditions, String>, options: &DmaOptions, clock: &HostClock) -> RunConditions {
+    RunConditions {
         command: options.command.clone(),
         target: info.target.clone(),
         simulated: info.simulated,
@@ -315,8 +315,8 @@ impl<'a> PointRunner<'a> {
         let len = size as usize;
         let dma_buffer = |needed: bool| AlignedBuf::new(if needed { len } else { 0 });
         let buffers = Buffers {
-            h2d: dma_buffer(mode != Mode::D2h),
-            d2h: dma_buffer(mode != Mode::H2d),
+            h2d: dma_buffer(mode.moves(Direction::H2d)),
+            d2h: dma_buffer(mode.moves(Direction::D2h)),
             user: dma_buffer(options.copy_to_user),
         };
         verifier.buffers_changed();

@@ -1,30 +1,21 @@
 //! The model beside the measurement: the ceiling for each point's link and size, and the fit of
 //! T(N) = N/(B·f) + m over a sweep (document 002).
 
-use crate::bench::results::{Ceiling, Fit, Mode, Point};
-use crate::model::{self, transfer, Conditions, Traffic};
-
-/// The traffic a mode puts on the link, from the device's point of view.
-pub fn traffic(mode: Mode) -> Traffic {
-    match mode {
-        Mode::D2h => Traffic::Write,
-        Mode::H2d => Traffic::Read,
-        Mode::Both => Traffic::Both,
-    }
-}
+use crate::bench::results::{Fit, Mode, Point, PointCeiling};
+use crate::model::{self, transfer, Conditions};
 
 /// The model's ceiling for `mode` at `size_bytes` per direction under the run's conditions.
-pub fn ceiling(conditions: &Conditions, mode: Mode, size_bytes: u64) -> Ceiling {
-    let c = model::ceiling(conditions, traffic(mode), size_bytes);
+pub fn ceiling(conditions: &Conditions, mode: Mode, size_bytes: u64) -> PointCeiling {
+    let c = model::ceiling(conditions, mode, size_bytes);
     let note = match (c.write_mbps, c.read_mbps) {
         (Some(w), Some(r)) => Some(format!("writes {w:.2} + reads {r:.2} MB/s at once")),
         _ => None,
     };
-    Ceiling { mbps: c.mbps, limit: c.limit, percent_reached: None, note }
+    PointCeiling { mbps: c.mbps, limit: c.limit, percent_reached: None, note }
 }
 
 /// Fill in the percentage of the ceiling a measured median reached.
-pub fn with_measured(mut ceiling: Ceiling, median_mbps: f64) -> Ceiling {
+pub fn with_measured(mut ceiling: PointCeiling, median_mbps: f64) -> PointCeiling {
     if ceiling.mbps > 0.0 {
         ceiling.percent_reached = Some(median_mbps / ceiling.mbps * 100.0);
     }

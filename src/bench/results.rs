@@ -9,51 +9,15 @@ use crate::bench::interrupts::InterruptDelta;
 use crate::bench::stalls::StallSummary;
 use crate::bench::stats::Stats;
 use crate::bench::verify::{VerifyFailure, VerifyKind, VerifyTally};
-use crate::engine::{Direction, EngineInfo};
+use crate::engine::EngineInfo;
 use crate::model::Limit;
 use crate::pci::health::{AerChange, AerSnapshot};
 
 /// Schema name and version written into every document.
 pub const SCHEMA: &str = "pcieperf.results/2";
 
-/// What a measurement point moves: one direction, or both at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// Host → device.
-    H2d,
-    /// Device → host.
-    D2h,
-    /// Both directions at once.
-    Both,
-}
-
-impl crate::named::Named for Mode {
-    const ALL: &'static [Self] = &[Mode::H2d, Mode::D2h, Mode::Both];
-    fn name(self) -> &'static str {
-        Mode::name(self)
-    }
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::H2d => "h2d",
-            Mode::D2h => "d2h",
-            Mode::Both => "both",
-        }
-    }
-
-
-    /// Directions moved per step.
-    pub fn directions(self) -> &'static [Direction] {
-        match self {
-            Mode::H2d => &[Direction::H2d],
-            Mode::D2h => &[Direction::D2h],
-            Mode::Both => &[Direction::H2d, Direction::D2h],
-        }
-    }
-}
+/// What a measurement point moves: one direction, or both at once (the model's type).
+pub use crate::model::Mode;
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,7 +30,7 @@ pub struct Results {
     pub complete: bool,
     /// Why the run stopped early.
     pub stopped: Option<Stopped>,
-    pub conditions: Conditions,
+    pub conditions: RunConditions,
     /// One per (mode, size), in the order measured.
     pub points: Vec<Point>,
     /// T(N) = N/(B·f) + m per mode, when two or more sizes were measured.
@@ -102,9 +66,11 @@ pub enum Stopped {
     Error { message: String },
 }
 
-/// The conditions a run was measured under: enough to compare two runs honestly.
+/// The conditions a run was measured under — command, target, engine, the link's
+/// [`crate::model::Conditions`] and the run's settings — enough to compare two runs honestly.
+/// The document's `conditions` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Conditions {
+pub struct RunConditions {
     /// `dma` or `run`.
     pub command: String,
     pub target: String,
@@ -189,7 +155,7 @@ pub struct Point {
     pub stalls: StallSummary,
     pub verification: VerifyTally,
     /// The model's prediction for the same link and size; `None` when the link is unknown.
-    pub ceiling: Option<Ceiling>,
+    pub ceiling: Option<PointCeiling>,
     /// Why the point has no result, when no timed transfer completed (an error: exit code 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -250,9 +216,10 @@ pub struct Convergence {
     pub wall_ns: f64,
 }
 
-/// The model's ceiling for one point.
+/// The model's ceiling for one point ([`crate::model::Ceiling`] with how much of it the point
+/// reached). The point's `ceiling` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ceiling {
+pub struct PointCeiling {
     /// In MB/s; for `both` the sum of the two directions.
     #[serde(rename = "MBps", alias = "mbps")]
     pub mbps: f64,

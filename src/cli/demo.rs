@@ -5,7 +5,8 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::bench::demo::{run_demo, DemoMode, DemoOptions, DemoReport};
+use crate::bench::demo::{self, run_demo, DemoOptions, DemoReport};
+use crate::model::Mode;
 use crate::engine::{open, EngineInfo, OpenOptions};
 use crate::table::{Align, Table};
 
@@ -64,12 +65,12 @@ const MAX_BLOCK_AMOUNT: i64 = (crate::units::MAX_SIZE_BYTES / 0x2000) as i64;
 const COSIM_BLOCK_AMOUNT: u32 = 8;
 
 pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
-    let chosen: Vec<DemoMode> = [(args.write, DemoMode::Write), (args.read, DemoMode::Read), (args.read_write, DemoMode::ReadWrite)]
+    let chosen: Vec<Mode> = [(args.write, Mode::D2h), (args.read, Mode::H2d), (args.read_write, Mode::Both)]
         .into_iter()
         .filter_map(|(on, mode)| on.then_some(mode))
         .collect();
     let mut options = DemoOptions {
-        modes: if chosen.is_empty() { DemoMode::ALL.to_vec() } else { chosen },
+        modes: if chosen.is_empty() { demo::MODES.to_vec() } else { chosen },
         block_amount: args.block_amount,
         ..DemoOptions::default()
     };
@@ -129,7 +130,7 @@ fn render(info: &EngineInfo, report: &DemoReport) -> String {
     out += &format!("  Payload size:  {} (MaxReadRequest {})\n\n", size(status.max_payload_bytes), size(status.max_read_request_bytes));
 
     let mut columns: Vec<(String, Align)> = vec![(format!("result{sim}"), Align::Left)];
-    columns.extend(report.results.iter().map(|r| (r.mode.label().to_string(), Align::Right)));
+    columns.extend(report.results.iter().map(|r| (demo::label(r.mode), Align::Right)));
     let refs: Vec<(&str, Align)> = columns.iter().map(|(h, a)| (h.as_str(), *a)).collect();
     let mut table = Table::new(&refs);
     let mut row = |label: &str, cell: &dyn Fn(&crate::bench::demo::DemoResult) -> String| {

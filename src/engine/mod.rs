@@ -36,33 +36,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+/// Which way data moves: the model's type, which the whole crate shares (`model::direction`).
+pub use crate::model::Direction;
 use crate::model::Conditions;
-
-/// Which way data moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Host memory → device (the device issues reads; XDMA H2C).
-    H2d,
-    /// Device → host memory (the device issues posted writes; XDMA C2H).
-    D2h,
-}
-
-impl Direction {
-    pub fn name(self) -> &'static str {
-        match self {
-            Direction::H2d => "h2d",
-            Direction::D2h => "d2h",
-        }
-    }
-}
-
-impl crate::named::Named for Direction {
-    const ALL: &'static [Self] = &[Direction::H2d, Direction::D2h];
-    fn name(self) -> &'static str {
-        Direction::name(self)
-    }
-}
 
 /// How the host can check data that went through the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{bidirectional_throughput, read_throughput, write_throughput, Limit, Link, LinkParams};
+use super::{bidirectional_throughput, read_throughput, write_throughput, Limit, Link, LinkParams, Mode};
 
 /// Everything a ceiling depends on, and where each figure came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,19 +60,7 @@ impl Conditions {
     }
 }
 
-/// What moves, from the device's point of view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Traffic {
-    /// The device posts writes into host memory (d2h).
-    Write,
-    /// The device reads host memory (h2d).
-    Read,
-    /// Both at once; the ceiling is the sum of the two directions' payload.
-    Both,
-}
-
-/// The model's ceiling for some traffic at one transfer size.
+/// The model's ceiling for one mode at one transfer size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ceiling {
     /// Payload rate in MB/s (10^6 B/s); for `both`, the two directions together.
@@ -87,14 +75,15 @@ pub struct Ceiling {
     pub read_mbps: Option<f64>,
 }
 
-/// The ceiling of `traffic` at `size_bytes` per direction under `conditions`.
-pub fn ceiling(conditions: &Conditions, traffic: Traffic, size_bytes: u64) -> Ceiling {
+/// The ceiling of `mode` at `size_bytes` per direction under `conditions`. On the link, d2h is
+/// the device posting writes and h2d the device reading host memory.
+pub fn ceiling(conditions: &Conditions, mode: Mode, size_bytes: u64) -> Ceiling {
     let params = &conditions.params;
     let one = |t: super::Throughput| Ceiling { mbps: t.mbps, limit: t.limit, write_mbps: None, read_mbps: None };
-    match traffic {
-        Traffic::Write => one(write_throughput(params, size_bytes)),
-        Traffic::Read => one(read_throughput(params, size_bytes)),
-        Traffic::Both => {
+    match mode {
+        Mode::D2h => one(write_throughput(params, size_bytes)),
+        Mode::H2d => one(read_throughput(params, size_bytes)),
+        Mode::Both => {
             // Each direction carries one stream's data and the other's requests and DLLPs.
             let (write, read) = bidirectional_throughput(params, size_bytes);
             let limit = if read.efficiency < write.efficiency { read.limit } else { write.limit };
@@ -117,18 +106,18 @@ mod tests {
         // Document 003's ML605: Gen1 x4, MPS 128, 4DW headers — lower than the 3DW figure.
         let mut c = conditions("gen1x4");
         c.params.mps_bytes = 128;
-        let dw3 = ceiling(&c, Traffic::Write, 4 << 20).mbps;
+        let dw3 = ceiling(&c, Mode::D2h, 4 << 20).mbps;
         c.params.header = HeaderFormat::Dw4;
-        let dw4 = ceiling(&c, Traffic::Write, 4 << 20).mbps;
+        let dw4 = ceiling(&c, Mode::D2h, 4 << 20).mbps;
         assert!(dw4 < dw3 - 15.0, "3DW {dw3} vs 4DW {dw4}");
     }
 
     #[test]
     fn both_is_the_sum_of_its_shares() {
         let c = conditions("gen3x8");
-        let both = ceiling(&c, Traffic::Both, 1 << 20);
+        let both = ceiling(&c, Mode::Both, 1 << 20);
         assert_eq!(both.mbps, both.write_mbps.unwrap() + both.read_mbps.unwrap());
-        assert!(both.mbps > ceiling(&c, Traffic::Write, 1 << 20).mbps);
+        assert!(both.mbps > ceiling(&c, Mode::D2h, 1 << 20).mbps);
     }
 
     #[test]

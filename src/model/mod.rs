@@ -6,6 +6,7 @@
 
 pub mod bidir;
 pub mod conditions;
+pub mod direction;
 pub mod dllp;
 pub mod explain;
 pub mod flit;
@@ -22,7 +23,8 @@ pub mod write;
 pub mod write_combining;
 
 pub use bidir::{bidirectional_throughput, Bidirectional};
-pub use conditions::{ceiling, Ceiling, Conditions, Traffic};
+pub use conditions::{ceiling, Ceiling, Conditions};
+pub use direction::{Direction, Mode};
 pub use link::{Encoding, Generation, Link};
 pub use load::Load;
 pub use read::read_throughput;

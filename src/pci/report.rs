@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::model::{self, Conditions, Traffic};
+use crate::model::{self, Conditions, Mode};
 use crate::table::{Align, Table};
 
 use super::address::Bdf;
@@ -172,8 +172,8 @@ fn link_ceiling(conditions: &Conditions) -> LinkCeiling {
         link: link.to_string(),
         speed_gts: link.generation.gts(),
         width: link.width,
-        write_mbps: model::ceiling(conditions, Traffic::Write, CEILING_TRANSFER_BYTES).mbps,
-        read_mbps: model::ceiling(conditions, Traffic::Read, CEILING_TRANSFER_BYTES).mbps,
+        write_mbps: model::ceiling(conditions, Mode::D2h, CEILING_TRANSFER_BYTES).mbps,
+        read_mbps: model::ceiling(conditions, Mode::H2d, CEILING_TRANSFER_BYTES).mbps,
     }
 }
 
