@@ -28,7 +28,7 @@ use std::path::PathBuf;
 
 pub use address::{Bdf, Selector};
 pub use device::Device;
-pub use report::{Ceiling, DeviceReport, Inspection, LinkCeiling, LinkState, SCHEMA};
+pub use report::{DeviceCeiling, DeviceReport, Inspection, LinkCeiling, LinkState, SCHEMA};
 
 use crate::error::InvalidInput;
 

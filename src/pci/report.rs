@@ -66,7 +66,7 @@ pub struct LinkCeiling {
 /// What the model says the device can move, for the link as trained now (the narrowest hop on
 /// the path) and as capable, under the device's conditions ([`super::conditions`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Ceiling {
+pub struct DeviceCeiling {
     pub transfer_bytes: u64,
     pub max_payload_bytes: u64,
     pub max_read_request_bytes: u64,
@@ -115,7 +115,7 @@ pub struct DeviceReport {
     /// Upstream devices, nearest first, with their links.
     pub path: Vec<Hop>,
     pub bandwidth: Option<Bandwidth>,
-    pub ceiling: Option<Ceiling>,
+    pub ceiling: Option<DeviceCeiling>,
     pub warnings: Vec<Warning>,
     /// Fields that could not be decoded and what is needed to see them.
     pub unavailable: Vec<String>,
@@ -177,13 +177,13 @@ fn link_ceiling(conditions: &Conditions) -> LinkCeiling {
     }
 }
 
-fn ceiling(conditions: &Conditions) -> Ceiling {
+fn ceiling(conditions: &Conditions) -> DeviceCeiling {
     let trained = link_ceiling(conditions);
     let capable = conditions.on_capable_link().map(|c| link_ceiling(&c));
     let part = |label: &str, c: &LinkCeiling| format!("{label} {}: write {:.0} MB/s, read {:.0} MB/s", c.link, c.write_mbps, c.read_mbps);
     let summary = capable.iter().map(|c| part("capable", c)).chain([part("trained", &trained)]).collect::<Vec<_>>().join("; ");
     let p = &conditions.params;
-    Ceiling {
+    DeviceCeiling {
         transfer_bytes: CEILING_TRANSFER_BYTES,
         max_payload_bytes: p.mps_bytes,
         max_read_request_bytes: p.mrrs_bytes,
