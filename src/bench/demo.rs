@@ -68,7 +68,8 @@ mod document_words {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Mode, D::Error> {
         let word = String::deserialize(deserializer)?;
-        MODES.into_iter().find(|&m| document_word(m) == word).ok_or_else(|| D::Error::unknown_variant(&word, &["write", "read", "read_write"]))
+        let unknown = || D::Error::custom(format!("unknown demo mode `{word}`, expected one of {}", MODES.map(document_word).join(", ")));
+        MODES.into_iter().find(|&m| document_word(m) == word).ok_or_else(unknown)
     }
 }
 
@@ -394,7 +395,8 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", document_word(mode)));
             assert_eq!(serde_json::from_str::<Holder>(&json).unwrap().0, mode);
         }
-        assert!(serde_json::from_str::<Holder>("\"h2d\"").is_err(), "the demo's JSON speaks the document's words only");
+        let refused = serde_json::from_str::<Holder>("\"h2d\"").map(|h| h.0).unwrap_err().to_string();
+        assert!(refused.contains("expected one of write, read, read_write"), "the demo's JSON speaks the document's words only: {refused}");
     }
 
     #[test]
