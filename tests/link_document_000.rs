@@ -55,6 +55,9 @@ fn section_4_6_writes_every_120_ns() {
     let rate = mbps(4.0, spacing_ns);
     println!("mean spacing {spacing_ns} ns → {rate:.3} MB/s");
     assert!(starts.windows(2).all(|w| w[1] - w[0] == 120.0), "every write 120 ns after the previous");
+    // Each write is 96 ns on the lanes: the record's 24 ns break between TLPs.
+    let writes = outcome.record.iter().filter(|c| matches!(c.packet, Packet::Tlp(_)));
+    assert!(writes.clone().all(|c| c.end_ns - c.start_ns == 96.0));
     assert!((rate - 33.33).abs() < 0.005, "{rate}");
     let up = outcome.direction(Direction::Upstream);
     assert_eq!((up.acks, up.update_fcs, up.tlps), (100, 100, 0));
