@@ -7,11 +7,12 @@
 //! of links wider than x4. Ordered sets (SKP) go out on all lanes at once: they start on a
 //! symbol boundary (8b/10b) or a block boundary (128b/130b) and the lanes before it carry PAD.
 //!
-//! 8b/10b (Gen1–2): a symbol is 10 bits, 4 ns at 2.5 GT/s. Framing: STP 1 + sequence 2 + LCRC 4
-//! + END 1 around a TLP, SDP 1 + 6 + END 1 for a DLLP; SKP ordered set = COM + 3 SKP symbols.
+//! 8b/10b (Gen1–2): a symbol is 10 bits, 4 ns at 2.5 GT/s. Framing: STP 1, sequence 2, LCRC 4,
+//! END 1 around a TLP; SDP 1, 6, END 1 for a DLLP; SKP ordered set = COM and 3 SKP symbols.
+//!
 //! 128b/130b (Gen3–5): a symbol is 8 bits, and every 16 symbols per lane a 2-bit sync header
 //! makes a 130-bit block; the sync headers are charged evenly (130/128 of a symbol per symbol).
-//! Framing: STP token 4 (length, sequence number) + LCRC 4; SDP token 2 + 6. A SKP ordered set
+//! Framing: STP token 4 (length, sequence number) and LCRC 4; SDP token 2 and 6. A SKP ordered set
 //! is one 16-symbol block, announced by a 4-byte EDS token at the end of the data stream.
 
 use crate::model::{Encoding, Link};
