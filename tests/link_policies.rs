@@ -89,3 +89,32 @@ fn ecrc_and_4dw_headers_lengthen_tlps() {
     let longer = write_outcome(&config, 128).direction(Direction::Upstream).tlp_bytes;
     assert_eq!((plain, longer), (148, 156));
 }
+
+/// 128b/130b: SKP ordered sets come every 370 blocks (later when a TLP is on the lanes), each
+/// an EDS token, PAD to the block boundary and one 16-symbol block; never inside a TLP.
+#[test]
+fn gen3_skps_follow_the_block_schedule() {
+    let mut config = SimConfig::for_link("gen3x4").unwrap();
+    config.mps_bytes = 256;
+    let outcome = write_outcome(&config, 1 << 20);
+    let symbol_ns = 8.0 * 130.0 / 128.0 / 8.0;
+    let block_ns = 16.0 * symbol_ns;
+    let skps: Vec<_> = outcome.record.iter().filter(|c| c.packet == Packet::Skp && c.direction == Direction::Upstream).collect();
+    let busy_ns = outcome.direction(Direction::Upstream).last_tlp_end_ns;
+    println!("{} SKPs in {busy_ns} ns", skps.len());
+    assert_eq!(skps.len() as f64, (busy_ns / (370.0 * block_ns)).floor());
+    let longest_tlp_ns = (256.0 + 20.0) / 4.0 * symbol_ns;
+    for pair in skps.windows(2) {
+        let spacing = pair[1].start_ns - pair[0].start_ns;
+        assert!(spacing >= 370.0 * block_ns - 1e-6 && spacing <= 370.0 * block_ns + longest_tlp_ns + 1e-6, "{spacing}");
+    }
+    for skp in &skps {
+        // Ends on a block boundary, lasts at least the block and its EDS token.
+        let blocks = skp.end_ns / block_ns;
+        assert!((blocks - blocks.round()).abs() < 1e-6, "{skp}");
+        assert!(skp.end_ns - skp.start_ns >= block_ns + symbol_ns - 1e-6, "{skp}");
+    }
+    for tlp in outcome.record.iter().filter(|c| matches!(c.packet, Packet::Tlp(_))) {
+        assert!(skps.iter().all(|s| tlp.end_ns <= s.start_ns + 1e-6 || tlp.start_ns >= s.end_ns - 1e-6), "{tlp}");
+    }
+}

@@ -140,3 +140,18 @@ fn reads_never_exceed_the_tags() {
     }
     assert_eq!(most, 4);
 }
+
+/// Every width the specification defines, x1 to x32, stripes packets correctly.
+#[test]
+fn every_width_agrees_for_writes() {
+    for width in pcieperf::model::link::WIDTHS {
+        for generation in [2, 4] {
+            let mut config = SimConfig::new(format!("gen{generation}x{width}").parse().unwrap());
+            config.mps_bytes = 256;
+            config.record = false;
+            let (sim, model) = (simulated_ns(&config, true, 65_536), modelled_ns(&config, true, 65_536));
+            println!("gen{generation} x{width}: sim {sim:.1} ns, model {model:.1} ns");
+            assert!((sim / model - 1.0).abs() <= TOLERANCE, "gen{generation} x{width}: sim {sim} model {model}");
+        }
+    }
+}
