@@ -24,6 +24,7 @@ pub mod units;
 pub mod model;
 pub mod device;
 pub mod pci;
+pub mod link;
 pub mod engine;
 pub mod bench;
 pub mod report;

@@ -1,0 +1,31 @@
+//! A discrete-event simulator of one PCI Express link, both directions, at symbol-time
+//! resolution: an independent check of [`crate::model`].
+//!
+//! Packets are stepped through the simulated link one by one — physical layer ([`phy`]: 8b/10b
+//! and 128b/130b framing, lane striping, SKP ordered sets between packets), data link layer
+//! (sequence numbers, LCRC, Ack and UpdateFC DLLPs by policy), flow control ([`flow`]) and the
+//! transaction layer ([`transaction`]: MaxPayload, MaxReadRequest, RCB, tags) — and a transfer
+//! takes as long as its packets take to cross. No time here comes from the model's formulas;
+//! the model's types only carry the parameters. Pure Rust, no I/O. See `docs/link-simulator.md`.
+
+pub mod agents;
+pub mod config;
+pub mod flow;
+pub mod packet;
+pub mod phy;
+pub mod record;
+pub mod sim;
+pub mod transaction;
+
+pub use agents::Workload;
+pub use config::{AckPolicy, ClassCredits, Credits, FcPolicy, Receiver, SimConfig};
+pub use packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind};
+pub use record::{dump, Crossing, DirectionStats};
+pub use sim::{LinkSim, Outcome};
+
+use crate::error::InvalidInput;
+
+/// Simulate `workload` on the link of `config`.
+pub fn simulate(config: &SimConfig, workload: &Workload) -> Result<Outcome, InvalidInput> {
+    Ok(LinkSim::new(config, workload)?.run())
+}

@@ -1,0 +1,71 @@
+//! The record of what crossed the link, and per-direction totals kept even without it.
+
+use std::fmt;
+
+use super::packet::{Direction, Dllp, Packet};
+
+/// One packet on the lanes of one direction, from its first to its last tick.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Crossing {
+    pub direction: Direction,
+    pub start_ns: f64,
+    pub end_ns: f64,
+    pub packet: Packet,
+}
+
+impl fmt::Display for Crossing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:>12.3} {:>12.3} {:<4} ", self.start_ns, self.end_ns, self.direction.name())?;
+        match self.packet {
+            Packet::Tlp(t) => write!(
+                f,
+                "{} seq={} tag={} addr={:#x} len={} data={}",
+                t.kind.name(),
+                t.seq,
+                t.tag,
+                t.addr,
+                t.len_bytes,
+                t.data_bytes
+            ),
+            Packet::Dllp(Dllp::Ack { seq }) => write!(f, "Ack seq={seq}"),
+            Packet::Dllp(Dllp::UpdateFc { class, header, data }) => write!(f, "UpdateFC {class:?} hdr={header} data={data}"),
+            Packet::Skp => write!(f, "SKP"),
+        }
+    }
+}
+
+/// Totals of one direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DirectionStats {
+    pub tlps: u64,
+    pub acks: u64,
+    pub update_fcs: u64,
+    pub skps: u64,
+    /// Link bytes of TLPs, framing included.
+    pub tlp_bytes: u64,
+    pub dllp_bytes: u64,
+    /// Ticks the SKP ordered sets (and their EDS and PAD) took.
+    pub skp_ticks: u64,
+    /// Payload bytes (byte-exact) of writes and completions.
+    pub payload_bytes: u64,
+    pub first_tlp_start_ns: Option<f64>,
+    pub last_tlp_end_ns: f64,
+    /// End of the last packet of any kind.
+    pub last_end_ns: f64,
+}
+
+impl DirectionStats {
+    pub fn dllps(&self) -> u64 {
+        self.acks + self.update_fcs
+    }
+}
+
+/// Text dump of a record, one crossing per line.
+pub fn dump(record: &[Crossing]) -> String {
+    let mut text = format!("{:>12} {:>12} {:<4} packet\n", "start_ns", "end_ns", "dir");
+    for crossing in record {
+        text.push_str(&crossing.to_string());
+        text.push('\n');
+    }
+    text
+}

@@ -1,0 +1,462 @@
+//! The discrete-event engine: two transmitters, two receivers, the agents, and a queue of
+//! timed events. Nothing here knows a throughput formula: the time of a transfer is when its
+//! last packet has crossed the link, symbol by symbol.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::agents::{Cpu, DmaEngine, Workload};
+use super::config::{AckPolicy, FcPolicy, Receiver, SimConfig};
+use super::flow::{RxCredits, TxCredits};
+use super::packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind, SEQ_MODULO};
+use super::phy::Phy;
+use super::record::{Crossing, DirectionStats};
+use super::transaction;
+use crate::error::InvalidInput;
+
+/// What a run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Totals per direction, indexed by [`Direction::index`].
+    pub stats: [DirectionStats; 2],
+    /// Every packet that crossed the link (empty unless `SimConfig::record`).
+    pub record: Vec<Crossing>,
+    /// When the last payload byte of the workload arrived, in ns.
+    pub done_ns: f64,
+}
+
+impl Outcome {
+    pub fn direction(&self, direction: Direction) -> &DirectionStats {
+        &self.stats[direction.index()]
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// A transmitter may start its next packet.
+    TxFree(Direction),
+    /// A packet's last byte reached the far end of `Direction`.
+    Arrive(Direction, Packet),
+    /// A completer has the data of a read request ready; completions go in `Direction`.
+    CompletionReady(Direction, Tlp),
+    CpuIssue,
+    /// The Ack timer of the receiver of `Direction` ran out.
+    AckTimer(Direction),
+    /// The UpdateFC timer of the receiver of `Direction` ran out.
+    FcTimer(Direction),
+}
+
+/// One direction's transmitter.
+#[derive(Debug, Clone)]
+struct Transmitter {
+    /// End of the packet on the lanes now.
+    free_at: u64,
+    /// A TxFree event is queued.
+    woken: bool,
+    next_skp: u64,
+    dllps: VecDeque<Dllp>,
+    tlps: VecDeque<Tlp>,
+    credits: TxCredits,
+    next_seq: u16,
+}
+
+/// One direction's receiver (the far end of it).
+#[derive(Debug, Clone)]
+struct ReceiverState {
+    policy: Receiver,
+    credits: RxCredits,
+    unacked: u32,
+    last_seq: u16,
+    ack_timer: bool,
+    fc_timer: bool,
+}
+
+/// The simulator of one link.
+pub struct LinkSim {
+    config: SimConfig,
+    phy: Phy,
+    now: u64,
+    sequence: u64,
+    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    tx: [Transmitter; 2],
+    rx: [ReceiverState; 2],
+    dma: Option<DmaEngine>,
+    cpu: Option<Cpu>,
+    outcome: Outcome,
+}
+
+impl LinkSim {
+    pub fn new(config: &SimConfig, workload: &Workload) -> Result<Self, InvalidInput> {
+        config.validate()?;
+        validate_workload(config, workload)?;
+        let phy = Phy::new(config.link);
+        let skp_interval = phy.skp_interval_ticks(config.skp_interval);
+        let first_skp = skp_interval - phy.skp_interval_ticks(config.skp_phase);
+        // The receiver of each direction: downstream TLPs arrive at the device.
+        let receivers = [config.device_rx, config.host_rx];
+        let transmitter = |rx: &Receiver| Transmitter {
+            free_at: 0,
+            woken: false,
+            next_skp: first_skp,
+            dllps: VecDeque::new(),
+            tlps: VecDeque::new(),
+            credits: TxCredits::new(&rx.credits),
+            next_seq: 0,
+        };
+        let receiver = |rx: &Receiver| ReceiverState {
+            policy: *rx,
+            credits: RxCredits::new(&rx.credits),
+            unacked: 0,
+            last_seq: 0,
+            ack_timer: false,
+            fc_timer: false,
+        };
+        let dma = DmaEngine::new(config, workload);
+        let cpu = Cpu::new(workload, |ns| phy.ticks(ns));
+        let mut sim = LinkSim {
+            config: config.clone(),
+            phy,
+            now: 0,
+            sequence: 0,
+            events: BinaryHeap::new(),
+            tx: receivers.map(|r| transmitter(&r)),
+            rx: receivers.map(|r| receiver(&r)),
+            dma,
+            cpu,
+            outcome: Outcome { stats: Default::default(), record: Vec::new(), done_ns: 0.0 },
+        };
+        if sim.cpu.is_some() {
+            sim.schedule(0, Event::CpuIssue);
+        } else {
+            sim.wake(Direction::Upstream);
+        }
+        Ok(sim)
+    }
+
+    /// Run until nothing is left to send, then hand back what crossed the link.
+    pub fn run(mut self) -> Outcome {
+        loop {
+            while let Some(Reverse((time, _, event))) = self.events.pop() {
+                self.now = time;
+                self.handle(event);
+            }
+            // Partial Ack or UpdateFC groups would wait for a timer forever: flush them.
+            if !self.flush_receivers() {
+                break;
+            }
+        }
+        self.outcome
+    }
+
+    fn schedule(&mut self, time: u64, event: Event) {
+        self.sequence += 1;
+        self.events.push(Reverse((time, self.sequence, event)));
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::TxFree(direction) => {
+                self.tx[direction.index()].woken = false;
+                self.transmit(direction);
+            }
+            Event::Arrive(direction, packet) => self.arrive(direction, packet),
+            Event::CompletionReady(direction, request) => self.complete_request(direction, &request),
+            Event::CpuIssue => self.cpu_issue(),
+            Event::AckTimer(direction) => {
+                self.rx[direction.index()].ack_timer = false;
+                self.send_ack(direction);
+            }
+            Event::FcTimer(direction) => {
+                self.rx[direction.index()].fc_timer = false;
+                for class in FcClass::ALL {
+                    self.send_update_fc(direction, class);
+                }
+            }
+        }
+    }
+
+    /// Make sure the transmitter of `direction` looks at its queues now (or when it is free).
+    fn wake(&mut self, direction: Direction) {
+        let tx = &mut self.tx[direction.index()];
+        if !tx.woken {
+            tx.woken = true;
+            let at = tx.free_at.max(self.now);
+            self.schedule(at, Event::TxFree(direction));
+        }
+    }
+
+    /// Start the next packet: a due SKP, then DLLPs, then a TLP the credits allow.
+    fn transmit(&mut self, direction: Direction) {
+        self.send_due_skps(direction);
+        let i = direction.index();
+        if self.tx[i].free_at > self.now {
+            self.wake(direction);
+            return;
+        }
+        if let Some(dllp) = self.tx[i].dllps.pop_front() {
+            let bytes = self.phy.dllp_bytes();
+            self.put_on_lanes(direction, Packet::Dllp(dllp), bytes);
+            return;
+        }
+        if let Some(tlp) = self.next_tlp(direction) {
+            let tx = &mut self.tx[i];
+            let mut tlp = tlp;
+            tlp.seq = tx.next_seq;
+            tx.next_seq = (tx.next_seq + 1) % SEQ_MODULO;
+            tx.credits.consume(&tlp);
+            let bytes = transaction::wire_bytes(&self.config, &self.phy, &tlp);
+            self.put_on_lanes(direction, Packet::Tlp(tlp), bytes);
+        }
+        // Otherwise idle until something is queued or credits return.
+    }
+
+    /// SKPs due by now: one pending since inside a packet goes first; during idle they went
+    /// out on their schedule.
+    fn send_due_skps(&mut self, direction: Direction) {
+        let interval = self.phy.skp_interval_ticks(self.config.skp_interval);
+        while self.tx[direction.index()].next_skp <= self.now {
+            let tx = &mut self.tx[direction.index()];
+            let (start, end) = self.phy.skp_span(tx.next_skp.max(tx.free_at));
+            tx.next_skp = start + interval;
+            tx.free_at = end;
+            self.note(direction, start, end, Packet::Skp);
+            let stats = &mut self.outcome.stats[direction.index()];
+            stats.skps += 1;
+            stats.skp_ticks += end - start;
+        }
+    }
+
+    /// The TLP at the head of the queue (or the DMA engine's next), if the credits allow it.
+    fn next_tlp(&mut self, direction: Direction) -> Option<Tlp> {
+        let i = direction.index();
+        if self.tx[i].tlps.is_empty() && direction == Direction::Upstream {
+            if let Some(tlp) = self.dma.as_mut().and_then(|dma| dma.next_tlp()) {
+                self.tx[i].tlps.push_back(tlp);
+            }
+        }
+        let head = self.tx[i].tlps.front()?;
+        if !self.tx[i].credits.allows(head) {
+            return None;
+        }
+        self.tx[i].tlps.pop_front()
+    }
+
+    /// Occupy the lanes of `direction` with `packet` of `bytes` from now (aligned to a lane
+    /// that may start a packet) and schedule its arrival.
+    fn put_on_lanes(&mut self, direction: Direction, packet: Packet, bytes: u64) {
+        let start = self.now.next_multiple_of(self.phy.width.min(4));
+        let end = start + bytes;
+        self.tx[direction.index()].free_at = end;
+        self.note(direction, start, end, packet);
+        self.count(direction, start, end, &packet, bytes);
+        let arrival = end + self.phy.ticks(self.config.wire_delay_ns);
+        self.schedule(arrival, Event::Arrive(direction, packet));
+        self.wake(direction);
+    }
+
+    fn note(&mut self, direction: Direction, start: u64, end: u64, packet: Packet) {
+        let end_ns = self.phy.ns(end);
+        let stats = &mut self.outcome.stats[direction.index()];
+        stats.last_end_ns = stats.last_end_ns.max(end_ns);
+        if self.config.record {
+            let start_ns = self.phy.ns(start);
+            self.outcome.record.push(Crossing { direction, start_ns, end_ns, packet });
+        }
+    }
+
+    fn count(&mut self, direction: Direction, start: u64, end: u64, packet: &Packet, bytes: u64) {
+        let stats = &mut self.outcome.stats[direction.index()];
+        match packet {
+            Packet::Tlp(tlp) => {
+                stats.tlps += 1;
+                stats.tlp_bytes += bytes;
+                if tlp.kind != TlpKind::MemRead {
+                    stats.payload_bytes += tlp.len_bytes;
+                }
+                stats.first_tlp_start_ns.get_or_insert(self.phy.ns(start));
+                stats.last_tlp_end_ns = self.phy.ns(end);
+            }
+            Packet::Dllp(dllp) => {
+                stats.dllp_bytes += bytes;
+                match dllp {
+                    Dllp::Ack { .. } => stats.acks += 1,
+                    Dllp::UpdateFc { .. } => stats.update_fcs += 1,
+                }
+            }
+            Packet::Skp => {}
+        }
+    }
+}
+
+/// Refuse workloads the agents cannot issue.
+fn validate_workload(config: &SimConfig, workload: &Workload) -> Result<(), InvalidInput> {
+    let (bytes, limit, what) = match *workload {
+        Workload::DmaWrite { bytes, .. } | Workload::DmaRead { bytes, .. } => (bytes, u64::MAX, "DMA transfer"),
+        Workload::CpuWrites { bytes, spacing_ns: gap, .. } | Workload::CpuReads { bytes, gap_ns: gap, .. } => {
+            if !(gap >= 0.0 && gap.is_finite()) {
+                return Err(InvalidInput::new(format!("invalid CPU issue gap {gap} ns: must be 0 or more")));
+            }
+            (bytes, config.mps_bytes.min(config.mrrs_bytes), "CPU access")
+        }
+    };
+    if bytes == 0 || bytes > limit {
+        return Err(InvalidInput::new(format!("invalid {what} size {bytes} bytes: allowed 1 to {limit}")));
+    }
+    if let Workload::CpuWrites { addr, bytes, .. } | Workload::CpuReads { addr, bytes, .. } = *workload {
+        if addr / transaction::ADDRESS_BOUNDARY_BYTES != (addr + bytes - 1) / transaction::ADDRESS_BOUNDARY_BYTES {
+            return Err(InvalidInput::new("invalid CPU access: it would cross a 4 KiB boundary"));
+        }
+    }
+    Ok(())
+}
+
+/// Receiving side: data link layer (Acks), flow control (UpdateFC) and the agents.
+impl LinkSim {
+    fn arrive(&mut self, direction: Direction, packet: Packet) {
+        match packet {
+            Packet::Tlp(tlp) => {
+                self.receive_tlp(direction, &tlp);
+                self.consume(direction, &tlp);
+            }
+            Packet::Dllp(Dllp::UpdateFc { class, header, data }) => {
+                // An UpdateFC travelling in `direction` returns credits to the opposite transmitter.
+                self.tx[direction.opposite().index()].credits.update(class, header, data);
+                self.wake(direction.opposite());
+            }
+            Packet::Dllp(Dllp::Ack { .. }) | Packet::Skp => {}
+        }
+    }
+
+    /// Data link layer: acknowledge by the receiver's policy.
+    fn receive_tlp(&mut self, direction: Direction, tlp: &Tlp) {
+        let rx = &mut self.rx[direction.index()];
+        rx.unacked += 1;
+        rx.last_seq = tlp.seq;
+        match rx.policy.ack {
+            AckPolicy::Immediate => self.send_ack(direction),
+            AckPolicy::EveryTlps(n) => {
+                if rx.unacked >= n {
+                    self.send_ack(direction);
+                }
+            }
+            AckPolicy::Timer { delay_ns } => {
+                if !rx.ack_timer {
+                    rx.ack_timer = true;
+                    let at = self.now + self.phy.ticks(delay_ns);
+                    self.schedule(at, Event::AckTimer(direction));
+                }
+            }
+        }
+    }
+
+    /// Queue an Ack for everything the receiver of `direction` has received.
+    fn send_ack(&mut self, direction: Direction) {
+        let rx = &mut self.rx[direction.index()];
+        if rx.unacked == 0 {
+            return;
+        }
+        rx.unacked = 0;
+        let seq = rx.last_seq;
+        self.tx[direction.opposite().index()].dllps.push_back(Dllp::Ack { seq });
+        self.wake(direction.opposite());
+    }
+
+    /// Queue an UpdateFC for `class` if the receiver of `direction` freed any of it.
+    fn send_update_fc(&mut self, direction: Direction, class: FcClass) {
+        let rx = &mut self.rx[direction.index()];
+        if rx.credits.freed(class) == 0 {
+            return;
+        }
+        let (header, data) = rx.credits.update(class);
+        self.tx[direction.opposite().index()].dllps.push_back(Dllp::UpdateFc { class, header, data });
+        self.wake(direction.opposite());
+    }
+
+    /// Transaction layer: the receiver consumes the TLP, frees its credits and acts on it.
+    fn consume(&mut self, direction: Direction, tlp: &Tlp) {
+        let rx = &mut self.rx[direction.index()];
+        rx.credits.free(tlp);
+        let class = tlp.kind.class();
+        match rx.policy.fc {
+            FcPolicy::EveryTlps(n) => {
+                if rx.credits.freed(class) >= n {
+                    self.send_update_fc(direction, class);
+                }
+            }
+            FcPolicy::Timer { delay_ns } => {
+                if !rx.fc_timer {
+                    rx.fc_timer = true;
+                    let at = self.now + self.phy.ticks(delay_ns);
+                    self.schedule(at, Event::FcTimer(direction));
+                }
+            }
+        }
+        match tlp.kind {
+            TlpKind::MemWrite => self.data_arrived(tlp.len_bytes),
+            TlpKind::MemRead => {
+                let latency_ns = match direction {
+                    Direction::Upstream => self.config.host_completion_latency_ns,
+                    Direction::Downstream => self.config.device_completion_latency_ns,
+                };
+                let at = self.now + self.phy.ticks(latency_ns);
+                self.schedule(at, Event::CompletionReady(direction.opposite(), *tlp));
+            }
+            TlpKind::CompletionData => self.completion_arrived(direction, tlp),
+        }
+    }
+
+    fn data_arrived(&mut self, _bytes: u64) {
+        self.outcome.done_ns = self.phy.ns(self.now);
+    }
+
+    /// A completion reached its requester: the DMA engine (upstream requests) or the CPU.
+    fn completion_arrived(&mut self, direction: Direction, cpl: &Tlp) {
+        self.data_arrived(cpl.len_bytes);
+        if direction == Direction::Downstream {
+            if self.dma.as_mut().is_some_and(|dma| dma.complete(cpl)) {
+                self.wake(Direction::Upstream);
+            }
+            return;
+        }
+        if let Some(cpu) = self.cpu.as_mut() {
+            cpu.awaiting -= cpl.len_bytes;
+            if cpu.awaiting == 0 && cpu.left > 0 {
+                let at = self.now + cpu.gap_ticks;
+                self.schedule(at, Event::CpuIssue);
+            }
+        }
+    }
+
+    /// The completer sends the data of `request` in completions at RCB and MaxPayload.
+    fn complete_request(&mut self, direction: Direction, request: &Tlp) {
+        let queue = &mut self.tx[direction.index()].tlps;
+        for (addr, len) in transaction::completions(request.addr, request.len_bytes, self.config.mps_bytes, self.config.rcb_bytes) {
+            queue.push_back(transaction::tlp(TlpKind::CompletionData, addr, len, request.tag));
+        }
+        self.wake(direction);
+    }
+
+    /// The CPU issues its next access; writes issue the one after on their own schedule.
+    fn cpu_issue(&mut self) {
+        let Some(cpu) = self.cpu.as_mut() else { return };
+        let Some(tlp) = cpu.issue() else { return };
+        if !cpu.reads && cpu.left > 0 {
+            let at = self.now + cpu.gap_ticks;
+            self.schedule(at, Event::CpuIssue);
+        }
+        self.tx[Direction::Downstream.index()].tlps.push_back(tlp);
+        self.wake(Direction::Downstream);
+    }
+
+    /// Send the Acks and UpdateFCs still held back; true if any was queued.
+    fn flush_receivers(&mut self) -> bool {
+        let before = self.events.len();
+        for direction in Direction::BOTH {
+            self.send_ack(direction);
+            for class in FcClass::ALL {
+                self.send_update_fc(direction, class);
+            }
+        }
+        self.events.len() > before
+    }
+}
