@@ -183,4 +183,20 @@ mod tests {
         let unknown = decode_all(&config, &[CapEntry { offset: 0x60, id: 0x16, version: 0 }], false, true);
         assert_eq!(unknown[0].lines().name, "Capability ID 0x16 [0000]");
     }
+
+    #[test]
+    fn a_second_aer_is_decoded_at_its_own_offset_as_lspci_does() {
+        let mut bytes = vec![0u8; 0x200];
+        bytes[0x104..0x108].copy_from_slice(&(1u32 << 14).to_le_bytes());
+        bytes[0x144..0x148].copy_from_slice(&(1u32 << 20).to_le_bytes());
+        let config = ConfigSpace::new(bytes);
+        let entries = [0x100, 0x140].map(|offset| CapEntry { offset, id: PCI_EXT_CAP_ID_AER, version: 1 });
+        let decoded = decode_all(&config, &entries, true, false);
+        let uesta: Vec<String> = decoded.iter().map(|d| d.lines().details[0].clone()).collect();
+        assert!(uesta[0].contains("CmpltTO+") && uesta[0].contains("UnsupReq-"), "{uesta:?}");
+        assert!(uesta[1].contains("CmpltTO-") && uesta[1].contains("UnsupReq+"), "{uesta:?}");
+        assert_eq!(first_of::<Aer>(&decoded).map(|a| a.offset), Some(0x100));
+        let cut = decode_all(&ConfigSpace::new(vec![0u8; 0x120]), &entries[..1], true, false);
+        assert_eq!((cut[0].lines().name.as_str(), cut[0].lines().details.len()), ("Advanced Error Reporting", 0));
+    }
 }
