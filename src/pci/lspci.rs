@@ -5,6 +5,7 @@
 //! Formats follow pciutils 3.9 (`lspci.c`: `show_terse`, `show_verbose`, `show_htype1`,
 //! `show_hex_dump`).
 
+use super::caps::regs::{field, PCI_DBG_PORT_BAR, PCI_DBG_PORT_OFFSET, PCI_SID_CHASSIS_NR, PCI_SID_ESR_FIC, PCI_SID_ESR_NSLOTS};
 use super::config::{ConfigSpace, HeaderType, COMMAND, STATUS};
 use super::Bdf;
 
@@ -245,11 +246,11 @@ pub fn plain_capability_heading(config: &ConfigSpace, at: usize, id: u8) -> Opti
     let cap = config.u16_at(at + 2)?;
     Some(match id {
         0x00 => "Null".to_string(),
-        0x04 => format!("Slot ID: {} slots, First{}, chassis {:02x}", cap & 0x1f, flag(cap, 0x20), cap >> 8),
+        0x04 => format!("Slot ID: {} slots, First{}, chassis {:02x}", field(cap, PCI_SID_ESR_NSLOTS), flag(cap, PCI_SID_ESR_FIC), field(cap, PCI_SID_CHASSIS_NR)),
         0x06 => "CompactPCI hot-swap <?>".to_string(),
         // Nothing, not even a line end, for a PCI-X capability in a CardBus header.
         0x07 => ["PCI-X non-bridge device", "PCI-X bridge device"].get(usize::from(config.u8_at(0x0e)? & 0x7f)).unwrap_or(&"").to_string(),
-        0x0a => format!("Debug port: BAR={} offset={:04x}", cap >> 13, cap & 0x1fff),
+        0x0a => format!("Debug port: BAR={} offset={:04x}", field(cap, PCI_DBG_PORT_BAR), field(cap, PCI_DBG_PORT_OFFSET)),
         0x0b => "CompactPCI central resource control <?>".to_string(),
         0x0c => "Hot-plug capable".to_string(),
         0x0e => "AGP3 <?>".to_string(),

@@ -148,6 +148,16 @@ pub const PCI_ERR_HEADER_LOG: usize = 0x1c;
 /// The capability's whole length: through the four header log dwords.
 pub const PCI_ERR_LENGTH: usize = 0x2c;
 
+// Slot Identification (PCI-to-PCI Bridge Architecture Spec §13.1): the Expansion Slot register and
+// the Chassis Number, read together as the capability's upper word.
+pub const PCI_SID_ESR_NSLOTS: u16 = 0x001f;
+pub const PCI_SID_ESR_FIC: u16 = 0x0020;
+pub const PCI_SID_CHASSIS_NR: u16 = 0xff00;
+
+// Debug Port (EHCI Specification Appendix C): BAR number and offset, the capability's upper word.
+pub const PCI_DBG_PORT_BAR: u16 = 0xe000;
+pub const PCI_DBG_PORT_OFFSET: u16 = 0x1fff;
+
 // Subsystem ID and Subsystem Vendor ID capability (PCI-to-PCI Bridge Architecture Spec §3.2.5.13).
 pub const PCI_SSVID_VENDOR: usize = 4;
 pub const PCI_SSVID_DEVICE: usize = 6;
