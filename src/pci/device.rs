@@ -1,10 +1,12 @@
-//! One function fully decoded: header, both capability lists, every capability decoder we have,
-//! and the sysfs attributes when live. The input of analysis and reports.
+//! One function fully decoded: header, both capability lists with every capability decoded once
+//! at its offset (by the capability table, [`caps::table`]), and the sysfs attributes when live.
+//! The input of analysis and reports.
 
 use serde::Serialize;
 
 use super::address::Bdf;
-use super::caps::{self, aer::Aer, msi::Msi, msix::MsiX, pcie::PcieCap, pm::PowerManagement};
+use super::caps::table::{self, Body, Decoded};
+use super::caps::{self, aer::Aer, msi::Msi, msix::MsiX, pcie::PcieCap, pm::PowerManagement, regs::*};
 use super::config::{Bar, ConfigSpace};
 use super::sysfs::Attributes;
 use super::walk::{self, Walk};
@@ -20,6 +22,9 @@ pub struct Device {
     pub notes: Vec<String>,
     pub caps: Walk,
     pub ext_caps: Walk,
+    /// Each capability of `caps` and then of `ext_caps`, in list order, decoded at its offset.
+    pub decoded: Vec<Decoded>,
+    /// The first capability of each kind, as lspci finds one (copies of entries of `decoded`).
     pub pcie: Option<PcieCap>,
     pub aer: Option<Aer>,
     pub msi: Option<Msi>,
@@ -39,14 +44,17 @@ impl Device {
     pub fn decode(bdf: Bdf, config: ConfigSpace, sysfs_parent: Option<Bdf>, attributes: Option<Attributes>, notes: Vec<String>) -> Self {
         let caps = walk::standard(&config);
         let function_zero = bdf.device == 0 && bdf.function == 0;
-        let pcie = caps.find(caps::CAP_ID_EXP).and_then(|at| caps::pcie::decode(&config, at, function_zero));
+        let mut decoded = table::decode_all(&config, &caps.caps, false, function_zero);
+        let pcie: Option<PcieCap> = table::first_of(&decoded);
         // lspci looks for extended capabilities only on PCI Express and PCI-X devices.
-        let ext_caps = if pcie.is_some() || caps.find(0x07).is_some() { walk::extended(&config) } else { Walk::default() };
-        let aer = ext_caps.find(caps::EXT_CAP_ID_AER).and_then(|at| caps::aer::decode(&config, at));
+        let ext_caps = if pcie.is_some() || caps.find(PCI_CAP_ID_PCIX).is_some() { walk::extended(&config) } else { Walk::default() };
+        decoded.extend(table::decode_all(&config, &ext_caps.caps, true, function_zero));
+        let (standard, extended) = decoded.split_at(caps.caps.len());
         Device {
-            msi: caps.find(caps::CAP_ID_MSI).and_then(|at| caps::msi::decode(&config, at)),
-            msix: caps.find(caps::CAP_ID_MSIX).and_then(|at| caps::msix::decode(&config, at)),
-            pm: caps.find(caps::CAP_ID_PM).and_then(|at| caps::pm::decode(&config, at)),
+            aer: table::first_of(extended),
+            msi: table::first_of(standard),
+            msix: table::first_of(standard),
+            pm: table::first_of(standard),
             bdf,
             config,
             sysfs_parent,
@@ -54,9 +62,22 @@ impl Device {
             notes,
             caps,
             ext_caps,
+            decoded,
             pcie,
-            aer,
         }
+    }
+
+    /// The Subsystem ID capability's IDs (the first one's, as lspci reads it), when read whole.
+    pub fn subsystem_capability(&self) -> Option<(u16, u16)> {
+        match table::first(self.standard_decoded(), PCI_CAP_ID_SSVID) {
+            Some(Body::Subsystem(ids)) => *ids,
+            _ => None,
+        }
+    }
+
+    /// The standard list's capabilities, decoded.
+    pub fn standard_decoded(&self) -> &[Decoded] {
+        &self.decoded[..self.caps.caps.len()]
     }
 
     pub fn capability_listing(&self) -> Vec<CapListing> {
@@ -95,7 +116,7 @@ impl Device {
     pub fn link_capable(&self) -> (Option<f64>, Option<u8>, &'static str) {
         if let Some(pcie) = &self.pcie {
             if let Some(link) = &pcie.link {
-                let lnkcap2 = if pcie.version >= 2 { self.config.u32_at(pcie.offset + 0x2c).unwrap_or(0) } else { 0 };
+                let lnkcap2 = if pcie.version >= 2 { pcie.lnkcap2.unwrap_or(0) } else { 0 };
                 let speed = if lnkcap2 != 0 { caps::pcie::max_supported_speed(lnkcap2) } else { link.max_speed_gts };
                 return (speed, Some(link.max_width), "config");
             }
@@ -127,7 +148,7 @@ impl Device {
                 "capabilities (PCI Express DevCap/DevCtl MaxPayload, MaxReadReq, LnkCap/LnkCtl/LnkSta, ASPM; MSI, MSI-X, PM): only {available} bytes read, {fix}"
             ));
         }
-        let may_have_ext = self.pcie.is_some() || self.caps.find(0x07).is_some();
+        let may_have_ext = self.pcie.is_some() || self.caps.find(PCI_CAP_ID_PCIX).is_some();
         if may_have_ext && self.config.len() <= 0x100 {
             let fix = if live { fix } else { "needs a 4096-byte dump (lspci -xxxx as root)" };
             missing.push(format!("extended capabilities (AER status, masks, severity): only {} bytes read, {fix}", self.config.len()));

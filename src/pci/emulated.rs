@@ -22,9 +22,6 @@ const EMULATOR_VENDORS: [(u16, &str); 6] = [
     (0x80ee, "VirtualBox"),
 ];
 
-/// Capability ID of the bridge subsystem vendor capability (type 1 headers keep it there).
-const CAP_ID_SSVID: u16 = 0x0d;
-
 fn emulator_named(vendor: u16) -> Option<&'static str> {
     EMULATOR_VENDORS.iter().find(|(v, _)| *v == vendor).map(|(_, name)| *name)
 }
@@ -34,8 +31,7 @@ fn subsystem_vendor(device: &Device) -> Option<u16> {
     if let Some((vendor, _)) = device.config.subsystem() {
         return Some(vendor);
     }
-    let at = device.caps.find(CAP_ID_SSVID)?;
-    device.config.u16_at(at + 4)
+    device.subsystem_capability().map(|(vendor, _)| vendor)
 }
 
 /// Who emulates this function and how that is known, e.g. "QEMU (Red Hat): vendor ID 0x1b36";
@@ -92,7 +88,7 @@ mod tests {
             b[0x0e] = 1;
             b[0x06] = 0x10; // capability list
             b[0x34] = 0x40;
-            b[0x40] = CAP_ID_SSVID as u8;
+            b[0x40] = crate::pci::caps::regs::PCI_CAP_ID_SSVID as u8;
             b[0x44..0x46].copy_from_slice(&subsystem_vendor.to_le_bytes());
         } else {
             b[0x2c..0x2e].copy_from_slice(&subsystem_vendor.to_le_bytes());

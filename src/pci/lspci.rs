@@ -5,6 +5,7 @@
 //! Formats follow pciutils 3.9 (`lspci.c`: `show_terse`, `show_verbose`, `show_htype1`,
 //! `show_hex_dump`).
 
+use super::caps::regs::{field, PCI_DBG_PORT_BAR, PCI_DBG_PORT_OFFSET, PCI_SID_CHASSIS_NR, PCI_SID_ESR_FIC, PCI_SID_ESR_NSLOTS};
 use super::config::{ConfigSpace, HeaderType, COMMAND, STATUS};
 use super::Bdf;
 
@@ -114,13 +115,11 @@ pub fn device_line(id: &Identity, naming: Naming, domains: bool, verbose: bool) 
     line
 }
 
-/// Subsystem IDs: the header's for a type 0 function, the Subsystem ID capability's for a bridge.
-pub fn subsystem_ids(config: &ConfigSpace, ssvid_capability: Option<usize>) -> Option<(u16, u16)> {
+/// Subsystem IDs: the header's for a type 0 function, the (decoded) Subsystem ID capability's
+/// for a bridge.
+pub fn subsystem_ids(config: &ConfigSpace, ssvid_capability: Option<(u16, u16)>) -> Option<(u16, u16)> {
     let ids = match config.header_type()? {
-        HeaderType::Bridge => {
-            let at = ssvid_capability?;
-            (config.u16_at(at + 4)?, config.u16_at(at + 6)?)
-        }
+        HeaderType::Bridge => ssvid_capability?,
         _ => config.subsystem()?,
     };
     (ids.0 != 0 && ids.0 != 0xffff).then_some(ids)
@@ -247,11 +246,11 @@ pub fn plain_capability_heading(config: &ConfigSpace, at: usize, id: u8) -> Opti
     let cap = config.u16_at(at + 2)?;
     Some(match id {
         0x00 => "Null".to_string(),
-        0x04 => format!("Slot ID: {} slots, First{}, chassis {:02x}", cap & 0x1f, flag(cap, 0x20), cap >> 8),
+        0x04 => format!("Slot ID: {} slots, First{}, chassis {:02x}", field(cap, PCI_SID_ESR_NSLOTS), flag(cap, PCI_SID_ESR_FIC), field(cap, PCI_SID_CHASSIS_NR)),
         0x06 => "CompactPCI hot-swap <?>".to_string(),
         // Nothing, not even a line end, for a PCI-X capability in a CardBus header.
         0x07 => ["PCI-X non-bridge device", "PCI-X bridge device"].get(usize::from(config.u8_at(0x0e)? & 0x7f)).unwrap_or(&"").to_string(),
-        0x0a => format!("Debug port: BAR={} offset={:04x}", cap >> 13, cap & 0x1fff),
+        0x0a => format!("Debug port: BAR={} offset={:04x}", field(cap, PCI_DBG_PORT_BAR), field(cap, PCI_DBG_PORT_OFFSET)),
         0x0b => "CompactPCI central resource control <?>".to_string(),
         0x0c => "Hot-plug capable".to_string(),
         0x0e => "AGP3 <?>".to_string(),
@@ -288,37 +287,6 @@ pub fn plain_extended_heading(id: u16) -> Option<String> {
         _ => return Some(format!("Extended Capability ID {id:#x}")),
     };
     Some(fixed.to_string())
-}
-
-/// lspci's name of a vendor-specific capability it decodes (VirtIO's, on Red Hat's virtio
-/// devices 1af4:1000–107f), else `None` (lspci then prints `Len=NN <?>`).
-pub fn vendor_capability_name(config: &ConfigSpace, at: usize) -> String {
-    let length = config.u8_at(at + 2).unwrap_or(0);
-    let virtio = config.vendor_id() == Some(0x1af4) && config.device_id().is_some_and(|d| (0x1000..=0x107f).contains(&d));
-    if virtio && length >= 16 && config.has(at, usize::from(length)) {
-        let kind = match config.u8_at(at + 3) {
-            Some(1) => "CommonCfg",
-            Some(2) => "Notify",
-            Some(3) => "ISR",
-            Some(4) => "DeviceCfg",
-            _ => "<unknown>",
-        };
-        return format!("Vendor Specific Information: VirtIO: {kind}");
-    }
-    format!("Vendor Specific Information: Len={length:02x} <?>")
-}
-
-/// `-vv`'s detail line of a VirtIO capability: which BAR, where, how big.
-pub fn virtio_details(config: &ConfigSpace, at: usize) -> Option<String> {
-    let length = config.u8_at(at + 2)?;
-    if !vendor_capability_name(config, at).contains("VirtIO") {
-        return None;
-    }
-    let mut line = format!("BAR={} offset={:08x} size={:08x}", config.u8_at(at + 4)?, config.u32_at(at + 8)?, config.u32_at(at + 12)?);
-    if config.u8_at(at + 3) == Some(2) && length >= 20 {
-        line += &format!(" multiplier={:08x}", config.u32_at(at + 16)?);
-    }
-    Some(line)
 }
 
 #[cfg(test)]

@@ -178,7 +178,7 @@ fn unread_ids_note(options: &InspectOptions, names: &ids::PciIds) -> Option<Stri
 
 /// The pci.ids entries of the vendors and subsystem vendors of `machine`'s devices.
 fn names_for(machine: &Machine, options: &InspectOptions) -> anyhow::Result<ids::PciIds> {
-    let subsystem_vendor = |d: &Device| lspci::subsystem_ids(&d.config, d.caps.find(caps::CAP_ID_SSVID)).map(|ids| ids.0);
+    let subsystem_vendor = |d: &Device| lspci::subsystem_ids(&d.config, d.subsystem_capability()).map(|ids| ids.0);
     let vendors = machine.devices.values().flat_map(|d| [d.config.vendor_id(), subsystem_vendor(d)]).flatten().collect();
     // A named pci.ids that exists must be a regular file within the limit (a missing one leaves
     // devices unnamed, as before).

@@ -11,7 +11,7 @@ use super::address::Bdf;
 use super::analysis::{self, Context, Warning};
 use super::caps::aer::Aer;
 use super::caps::pcie::{speed_label, PcieCap};
-use super::caps;
+use super::caps::table::{Body, Decoded};
 use super::config::Bar;
 use super::lspci::{self, Identity, Naming};
 use super::device::{CapListing, Device};
@@ -196,19 +196,17 @@ fn ceiling(conditions: &Conditions) -> DeviceCeiling {
     }
 }
 
-/// Each capability's section: lspci's heading (`[40]`, `[100 v2]`), the decoder's lines nested;
-/// a list lspci could not read to its end ends with lspci's line saying why.
+/// Each capability's section, rendered from its decoded body: lspci's heading (`[40]`,
+/// `[100 v2]`), the decoder's lines nested; a list lspci could not read to its end ends with
+/// lspci's line saying why.
 fn capability_sections(device: &Device, names: &PciIds) -> Vec<CapabilitySection> {
     let config = &device.config;
-    let standard = device.caps.caps.iter().map(|c| standard_section(device, c, names));
-    let extended = device.ext_caps.caps.iter().map(|c| {
-        let (mut lines, raw) = match (c.id, &device.aer) {
-            (caps::EXT_CAP_ID_AER, Some(aer)) if aer.offset == c.offset => (aer.describe(), aer.raw()),
-            _ => (lspci::plain_extended_heading(c.id).into_iter().collect(), Vec::new()),
-        };
-        let name = if lines.is_empty() { caps::ext_cap_name(c.id).to_string() } else { lines.remove(0) };
-        let brief = Some(format!("Capabilities: [{:03x}] {name}", c.offset));
-        CapabilitySection { heading: format!("Capabilities: [{:03x} v{}] {name}", c.offset, c.version), brief, subsystem: None, details: lines, raw }
+    let (standard, extended) = device.decoded.split_at(device.caps.caps.len());
+    let standard = standard.iter().map(|c| standard_section(device, c, names));
+    let extended = extended.iter().map(|c| {
+        let (at, lines) = (c.entry.offset, c.lines());
+        let brief = Some(format!("Capabilities: [{at:03x}] {}", lines.name));
+        CapabilitySection { heading: format!("Capabilities: [{at:03x} v{}] {}", c.entry.version, lines.name), brief, subsystem: None, details: lines.details, raw: lines.raw }
     });
     let standard_end = device.caps.problem.as_ref().and_then(|p| walk::standard_end_line(p, config));
     let extended_end = device.ext_caps.problem.as_ref().and_then(|p| walk::extended_end_lines(p, config));
@@ -216,33 +214,15 @@ fn capability_sections(device: &Device, names: &PciIds) -> Vec<CapabilitySection
     glue_empty_headings(standard.chain(end(standard_end)).chain(extended).chain(end(extended_end)).collect())
 }
 
-/// One standard capability, decoded at its own offset (a function may list one twice).
-fn standard_section(device: &Device, c: &walk::CapEntry, names: &PciIds) -> CapabilitySection {
-    let (config, at) = (&device.config, c.offset);
-    let function_zero = device.bdf.device == 0 && device.bdf.function == 0;
-    let pcie = (c.id == caps::CAP_ID_EXP).then(|| caps::pcie::decode(config, at, function_zero)).flatten();
-    let (mut lines, raw) = match c.id {
-        caps::CAP_ID_EXP => pcie.as_ref().map(|p| (p.describe(), p.raw())).unwrap_or_default(),
-        caps::CAP_ID_MSI => caps::msi::decode(config, at).map(|m| (m.describe(), m.raw())).unwrap_or_default(),
-        caps::CAP_ID_MSIX => caps::msix::decode(config, at).map(|m| (m.describe(), m.raw())).unwrap_or_default(),
-        caps::CAP_ID_PM => caps::pm::decode(config, at).map(|m| (m.describe(), Vec::new())).unwrap_or_default(),
-        caps::CAP_ID_VENDOR => (std::iter::once(lspci::vendor_capability_name(config, at)).chain(lspci::virtio_details(config, at)).collect(), Vec::new()),
-        // lspci prints nothing, not even a line end, for a Subsystem ID capability cut off.
-        caps::CAP_ID_SSVID => (vec![String::new()], Vec::new()),
-        _ => (lspci::plain_capability_heading(config, at, c.id as u8).into_iter().collect(), Vec::new()),
+/// One standard capability's section; a Subsystem ID capability's heading carries its IDs' names.
+fn standard_section(device: &Device, c: &Decoded, names: &PciIds) -> CapabilitySection {
+    let (at, lines) = (c.entry.offset, c.lines());
+    let subsystem = match &c.body {
+        Some(Body::Subsystem(Some(ids))) => Some((*ids, subsystem_names(names, device.config.vendor_id().zip(device.config.device_id()), *ids))),
+        _ => None,
     };
-    let subsystem = (c.id == caps::CAP_ID_SSVID).then(|| ssvid(device, at, names)).flatten();
-    let name = if lines.is_empty() { caps::cap_name(c.id).to_string() } else { lines.remove(0) };
-    let brief = pcie.map(|p| format!("Capabilities: [{at:02x}] {}", p.heading(1)));
-    CapabilitySection { heading: format!("Capabilities: [{at:02x}] {name}"), brief, subsystem, details: lines, raw }
-}
-
-/// The Subsystem ID capability's IDs and their names, when its 8 bytes were read.
-fn ssvid(device: &Device, at: usize, names: &PciIds) -> Option<((u16, u16), (Option<String>, Option<String>))> {
-    let config = &device.config;
-    config.has(at, 8).then_some(())?;
-    let ids = (config.u16_at(at + 4)?, config.u16_at(at + 6)?);
-    Some((ids, subsystem_names(names, config.vendor_id().zip(config.device_id()), ids)))
+    let brief = lines.brief_name.map(|name| format!("Capabilities: [{at:02x}] {name}"));
+    CapabilitySection { heading: format!("Capabilities: [{at:02x}] {}", lines.name), brief, subsystem, details: lines.details, raw: lines.raw }
 }
 
 /// A heading lspci left without a line end runs into the next one, as on lspci's screen.
@@ -285,7 +265,7 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
     });
     let (vendor_id, device_id) = (device.config.vendor_id(), device.config.device_id());
     let class_code = device.config.class_code();
-    let subsystem = lspci::subsystem_ids(&device.config, device.caps.find(caps::CAP_ID_SSVID));
+    let subsystem = lspci::subsystem_ids(&device.config, device.subsystem_capability());
     let attributes = device.attributes.as_ref();
     DeviceReport {
         bdf: *bdf,

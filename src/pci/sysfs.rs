@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::error::InvalidInput;
 
+use super::caps;
 use super::address::Bdf;
 use super::config::ConfigSpace;
 
@@ -159,7 +160,7 @@ pub fn read_config(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut bytes = partial.bytes().to_vec();
     read_more(&file, &mut bytes, 192)?;
     let walk = super::walk::standard(&ConfigSpace::new(bytes.clone()));
-    if bytes.len() == 256 && (walk.find(0x10).is_some() || walk.find(0x07).is_some()) {
+    if bytes.len() == 256 && (walk.find(caps::regs::PCI_CAP_ID_EXP).is_some() || walk.find(caps::regs::PCI_CAP_ID_PCIX).is_some()) {
         read_more(&file, &mut bytes, 4096 - 256)?;
     }
     Ok(bytes)

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::regs::*;
 use crate::pci::config::ConfigSpace;
 
 /// Uncorrectable error bits lspci names, in its order.
@@ -48,20 +49,21 @@ pub fn names(value: u32, bits: &[(u32, &'static str)]) -> Vec<&'static str> {
 /// Decode the capability at `offset`: `None` if its 44 bytes were not all read.
 pub fn decode(config: &ConfigSpace, offset: usize) -> Option<Aer> {
     let reg = |at: usize| config.u32_at(offset + at);
-    if !config.has(offset, 0x2c) {
+    if !config.has(offset, PCI_ERR_LENGTH) {
         return None;
     }
-    let uncorrectable_status = reg(0x04)?;
-    let correctable_status = reg(0x10)?;
+    let uncorrectable_status = reg(PCI_ERR_UNCOR_STATUS)?;
+    let correctable_status = reg(PCI_ERR_COR_STATUS)?;
+    let log = |dword: usize| reg(PCI_ERR_HEADER_LOG + 4 * dword);
     Some(Aer {
         offset,
         uncorrectable_status,
-        uncorrectable_mask: reg(0x08)?,
-        uncorrectable_severity: reg(0x0c)?,
+        uncorrectable_mask: reg(PCI_ERR_UNCOR_MASK)?,
+        uncorrectable_severity: reg(PCI_ERR_UNCOR_SEVER)?,
         correctable_status,
-        correctable_mask: reg(0x14)?,
-        capabilities_control: reg(0x18)?,
-        header_log: [reg(0x1c)?, reg(0x20)?, reg(0x24)?, reg(0x28)?],
+        correctable_mask: reg(PCI_ERR_COR_MASK)?,
+        capabilities_control: reg(PCI_ERR_CAP)?,
+        header_log: [log(0)?, log(1)?, log(2)?, log(3)?],
         uncorrectable_errors: names(uncorrectable_status, &UNCORRECTABLE_BITS),
         correctable_errors: names(correctable_status, &CORRECTABLE_BITS),
     })

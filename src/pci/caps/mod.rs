@@ -1,20 +1,16 @@
 //! One decoder per capability, with the field names of the PCI Express Base Specification (and
-//! lspci's abbreviations where users know them: DevCap, LnkSta, UESta …), plus the name of every
-//! standard and extended capability ID.
+//! lspci's abbreviations where users know them: DevCap, LnkSta, UESta …), their registers' masks
+//! named as pciutils names them ([`regs`]), the table that maps a capability ID to its decoder
+//! ([`table`]), plus the name of every standard and extended capability ID.
 
 pub mod aer;
 pub mod msi;
 pub mod msix;
 pub mod pcie;
 pub mod pm;
-
-pub const CAP_ID_PM: u16 = 0x01;
-pub const CAP_ID_MSI: u16 = 0x05;
-pub const CAP_ID_EXP: u16 = 0x10;
-pub const CAP_ID_MSIX: u16 = 0x11;
-pub const CAP_ID_VENDOR: u16 = 0x09;
-pub const CAP_ID_SSVID: u16 = 0x0d;
-pub const EXT_CAP_ID_AER: u16 = 0x01;
+pub mod regs;
+pub mod table;
+pub mod vendor;
 
 /// `+`/`-` as lspci prints a flag.
 pub fn flag(set: bool) -> char {

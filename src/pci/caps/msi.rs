@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::flag;
+use super::regs::*;
 use crate::pci::config::ConfigSpace;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -19,21 +20,21 @@ pub struct Msi {
 }
 
 pub fn decode(config: &ConfigSpace, offset: usize) -> Option<Msi> {
-    let control = config.u16_at(offset + 2)?;
-    let is_64bit = control & 0x80 != 0;
+    let control = config.u16_at(offset + PCI_MSI_FLAGS)?;
+    let is_64bit = is_set(control, PCI_MSI_FLAGS_64BIT);
     let (address, data) = if is_64bit {
-        let low = config.u32_at(offset + 4);
-        let high = config.u32_at(offset + 8);
-        (low.zip(high).map(|(l, h)| u64::from(h) << 32 | u64::from(l)), config.u16_at(offset + 12))
+        let low = config.u32_at(offset + PCI_MSI_ADDRESS_LO);
+        let high = config.u32_at(offset + PCI_MSI_ADDRESS_HI);
+        (low.zip(high).map(|(l, h)| u64::from(h) << 32 | u64::from(l)), config.u16_at(offset + PCI_MSI_DATA_64))
     } else {
-        (config.u32_at(offset + 4).map(u64::from), config.u16_at(offset + 8))
+        (config.u32_at(offset + PCI_MSI_ADDRESS_LO).map(u64::from), config.u16_at(offset + PCI_MSI_DATA_32))
     };
     Some(Msi {
         offset,
-        enabled: control & 1 != 0,
-        vectors_enabled: 1 << (control >> 4 & 7),
-        vectors_capable: 1 << (control >> 1 & 7),
-        per_vector_masking: control & 0x100 != 0,
+        enabled: is_set(control, PCI_MSI_FLAGS_ENABLE),
+        vectors_enabled: 1 << field(control, PCI_MSI_FLAGS_QSIZE),
+        vectors_capable: 1 << field(control, PCI_MSI_FLAGS_QMASK),
+        per_vector_masking: is_set(control, PCI_MSI_FLAGS_MASK_BIT),
         is_64bit,
         address,
         data,

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::flag;
+use super::regs::*;
 use crate::pci::config::ConfigSpace;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -18,15 +19,15 @@ pub struct MsiX {
 }
 
 pub fn decode(config: &ConfigSpace, offset: usize) -> Option<MsiX> {
-    let control = config.u16_at(offset + 2)?;
-    let split = |v: u32| (v & 7, v & !7);
+    let control = config.u16_at(offset + PCI_MSIX_CTRL)?;
+    let split = |v: u32| (v & PCI_MSIX_BIR, v & !PCI_MSIX_BIR);
     Some(MsiX {
         offset,
-        enabled: control & 0x8000 != 0,
-        function_masked: control & 0x4000 != 0,
-        vectors: u32::from(control & 0x7ff) + 1,
-        table: config.u32_at(offset + 4).map(split),
-        pba: config.u32_at(offset + 8).map(split),
+        enabled: is_set(control, PCI_MSIX_ENABLE),
+        function_masked: is_set(control, PCI_MSIX_MASK),
+        vectors: field(control, PCI_MSIX_TABSIZE) + 1,
+        table: config.u32_at(offset + PCI_MSIX_TABLE).map(split),
+        pba: config.u32_at(offset + PCI_MSIX_PBA).map(split),
     })
 }
 

@@ -8,20 +8,8 @@
 use serde::Serialize;
 
 use super::flag;
+use super::regs::*;
 use crate::pci::config::ConfigSpace;
-
-const FLAGS: usize = 0x02;
-const DEVCAP: usize = 0x04;
-const DEVCTL: usize = 0x08;
-const DEVSTA: usize = 0x0a;
-const LNKCAP: usize = 0x0c;
-const LNKCTL: usize = 0x10;
-const LNKSTA: usize = 0x12;
-const DEVCAP2: usize = 0x24;
-const DEVCTL2: usize = 0x28;
-const LNKCAP2: usize = 0x2c;
-const LNKCTL2: usize = 0x30;
-const LNKSTA2: usize = 0x32;
 
 /// Device/Port Type (PCI Express Capabilities register bits 7:4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -256,32 +244,30 @@ pub struct PcieCap {
     pub link: Option<LinkRegs>,
     pub device2: Option<Device2Regs>,
     pub link2: Option<Link2Regs>,
-}
-
-fn bit32(value: u32, bit: u32) -> bool {
-    value >> bit & 1 == 1
-}
-
-fn bit16(value: u16, bit: u32) -> bool {
-    value >> bit & 1 == 1
+    /// LnkCap2 of a version 2 capability as read, also where lspci hides it (the kernel's
+    /// `pcie_get_speed_cap()` reads it on every function).
+    #[serde(skip)]
+    pub lnkcap2: Option<u32>,
 }
 
 /// Decode the capability at `offset`. `function_zero` is device 0 function 0 (lspci's rule).
 pub fn decode(config: &ConfigSpace, offset: usize, function_zero: bool) -> Option<PcieCap> {
-    let flags = config.u16_at(offset + FLAGS)?;
-    let version = (flags & 0xf) as u8;
-    let port_type = PortType::from_code((flags >> 4 & 0xf) as u8);
+    let flags = config.u16_at(offset + PCI_EXP_FLAGS)?;
+    let version = field(flags, PCI_EXP_FLAGS_VERS) as u8;
+    let device_port_type = field(flags, PCI_EXP_FLAGS_TYPE) as u8;
+    let port_type = PortType::from_code(device_port_type);
     let mut cap = PcieCap {
         offset,
         version,
         port_type,
-        slot_implemented: bit16(flags, 8),
-        device_port_type: (flags >> 4 & 0xf) as u8,
-        interrupt_message_number: (flags >> 9 & 0x1f) as u8,
+        slot_implemented: is_set(flags, PCI_EXP_FLAGS_SLOT),
+        device_port_type,
+        interrupt_message_number: field(flags, PCI_EXP_FLAGS_IRQ) as u8,
         device: None,
         link: None,
         device2: None,
         link2: None,
+        lnkcap2: if version >= 2 { config.u32_at(offset + PCI_EXP_LNKCAP2) } else { None },
     };
     cap.device = device_regs(config, offset, port_type);
     if port_type.has_link() {
@@ -297,94 +283,96 @@ pub fn decode(config: &ConfigSpace, offset: usize, function_zero: bool) -> Optio
 }
 
 fn device_regs(config: &ConfigSpace, offset: usize, port_type: PortType) -> Option<DeviceRegs> {
-    let devcap = config.u32_at(offset + DEVCAP)?;
-    let devctl = config.u16_at(offset + DEVCTL)?;
-    let devsta = config.u16_at(offset + DEVSTA)?;
+    let devcap = config.u32_at(offset + PCI_EXP_DEVCAP)?;
+    let devctl = config.u16_at(offset + PCI_EXP_DEVCTL)?;
+    let devsta = config.u16_at(offset + PCI_EXP_DEVSTA)?;
     let endpoint = port_type.is_endpoint();
     Some(DeviceRegs {
         devcap,
         devctl,
         devsta,
-        max_payload_supported_bytes: 128 << (devcap & 7),
-        extended_tag_supported: bit32(devcap, 5),
-        acceptable_latency_l0s: endpoint.then(|| l0s_latency(devcap >> 6 & 7)),
-        acceptable_latency_l1: endpoint.then(|| l1_latency(devcap >> 9 & 7)),
-        function_level_reset: bit32(devcap, 28),
-        correctable_error_reporting: bit16(devctl, 0),
-        non_fatal_error_reporting: bit16(devctl, 1),
-        fatal_error_reporting: bit16(devctl, 2),
-        unsupported_request_reporting: bit16(devctl, 3),
-        relaxed_ordering: bit16(devctl, 4),
-        extended_tag_enabled: bit16(devctl, 8),
-        no_snoop: bit16(devctl, 11),
-        max_payload_bytes: 128 << (devctl >> 5 & 7),
-        max_read_request_bytes: 128 << (devctl >> 12 & 7),
-        correctable_error_detected: bit16(devsta, 0),
-        non_fatal_error_detected: bit16(devsta, 1),
-        fatal_error_detected: bit16(devsta, 2),
-        unsupported_request_detected: bit16(devsta, 3),
-        transactions_pending: bit16(devsta, 5),
+        max_payload_supported_bytes: 128 << field(devcap, PCI_EXP_DEVCAP_PAYLOAD),
+        extended_tag_supported: is_set(devcap, PCI_EXP_DEVCAP_EXT_TAG),
+        acceptable_latency_l0s: endpoint.then(|| l0s_latency(field(devcap, PCI_EXP_DEVCAP_L0S))),
+        acceptable_latency_l1: endpoint.then(|| l1_latency(field(devcap, PCI_EXP_DEVCAP_L1))),
+        function_level_reset: is_set(devcap, PCI_EXP_DEVCAP_FLRESET),
+        correctable_error_reporting: is_set(devctl, PCI_EXP_DEVCTL_CERE),
+        non_fatal_error_reporting: is_set(devctl, PCI_EXP_DEVCTL_NFERE),
+        fatal_error_reporting: is_set(devctl, PCI_EXP_DEVCTL_FERE),
+        unsupported_request_reporting: is_set(devctl, PCI_EXP_DEVCTL_URRE),
+        relaxed_ordering: is_set(devctl, PCI_EXP_DEVCTL_RELAXED),
+        extended_tag_enabled: is_set(devctl, PCI_EXP_DEVCTL_EXT_TAG),
+        no_snoop: is_set(devctl, PCI_EXP_DEVCTL_NOSNOOP),
+        max_payload_bytes: 128 << field(devctl, PCI_EXP_DEVCTL_PAYLOAD),
+        max_read_request_bytes: 128 << field(devctl, PCI_EXP_DEVCTL_READRQ),
+        correctable_error_detected: is_set(devsta, PCI_EXP_DEVSTA_CED),
+        non_fatal_error_detected: is_set(devsta, PCI_EXP_DEVSTA_NFED),
+        fatal_error_detected: is_set(devsta, PCI_EXP_DEVSTA_FED),
+        unsupported_request_detected: is_set(devsta, PCI_EXP_DEVSTA_URD),
+        transactions_pending: is_set(devsta, PCI_EXP_DEVSTA_TRPND),
     })
 }
 
 fn link_regs(config: &ConfigSpace, offset: usize, port_type: PortType) -> Option<LinkRegs> {
-    let lnkcap = config.u32_at(offset + LNKCAP)?;
-    let lnkctl = config.u16_at(offset + LNKCTL)?;
-    let lnksta = config.u16_at(offset + LNKSTA)?;
-    let aspm = lnkcap >> 10 & 3;
+    let lnkcap = config.u32_at(offset + PCI_EXP_LNKCAP)?;
+    let lnkctl = config.u16_at(offset + PCI_EXP_LNKCTL)?;
+    let lnksta = config.u16_at(offset + PCI_EXP_LNKSTA)?;
+    let aspm = field(lnkcap, PCI_EXP_LNKCAP_ASPM);
     let shows_rcb = matches!(port_type, PortType::RootPort | PortType::Endpoint | PortType::LegacyEndpoint | PortType::PcieToPciBridge);
+    let max_speed_code = field(lnkcap, PCI_EXP_LNKCAP_SPEED) as u8;
+    let speed_code = field(lnksta, PCI_EXP_LNKSTA_SPEED) as u8;
     Some(LinkRegs {
         lnkcap,
         lnkctl,
         lnksta,
-        port_number: (lnkcap >> 24) as u8,
-        max_speed_code: (lnkcap & 0xf) as u8,
-        max_speed_gts: speed_gts((lnkcap & 0xf) as u8),
-        max_width: (lnkcap >> 4 & 0x3f) as u8,
+        port_number: field(lnkcap, PCI_EXP_LNKCAP_PORT) as u8,
+        max_speed_code,
+        max_speed_gts: speed_gts(max_speed_code),
+        max_width: field(lnkcap, PCI_EXP_LNKCAP_WIDTH) as u8,
         aspm_support: aspm_support(aspm),
-        l0s_exit_latency: (aspm & 1 != 0).then(|| l0s_latency(lnkcap >> 12 & 7)),
-        l1_exit_latency: (aspm & 2 != 0).then(|| l1_latency(lnkcap >> 15 & 7)),
-        dll_active_reporting: bit32(lnkcap, 20),
-        aspm_control: aspm_control(lnkctl & 3),
-        aspm_l0s_enabled: bit16(lnkctl, 0),
-        aspm_l1_enabled: bit16(lnkctl, 1),
-        rcb_bytes: shows_rcb.then_some(if bit16(lnkctl, 3) { 128 } else { 64 }),
-        link_disabled: bit16(lnkctl, 4),
-        common_clock: bit16(lnkctl, 6),
-        speed_code: (lnksta & 0xf) as u8,
-        speed_gts: speed_gts((lnksta & 0xf) as u8),
-        width: (lnksta >> 4 & 0x3f) as u8,
-        training: bit16(lnksta, 11),
-        dl_active: bit16(lnksta, 13),
+        // Exit latencies are shown only for the ASPM states supported (bit 0 L0s, bit 1 L1).
+        l0s_exit_latency: (aspm & 1 != 0).then(|| l0s_latency(field(lnkcap, PCI_EXP_LNKCAP_L0S))),
+        l1_exit_latency: (aspm & 2 != 0).then(|| l1_latency(field(lnkcap, PCI_EXP_LNKCAP_L1))),
+        dll_active_reporting: is_set(lnkcap, PCI_EXP_LNKCAP_DLLA),
+        aspm_control: aspm_control(lnkctl & PCI_EXP_LNKCTL_ASPM),
+        aspm_l0s_enabled: is_set(lnkctl, PCI_EXP_LNKCTL_ASPM_L0S),
+        aspm_l1_enabled: is_set(lnkctl, PCI_EXP_LNKCTL_ASPM_L1),
+        rcb_bytes: shows_rcb.then_some(if is_set(lnkctl, PCI_EXP_LNKCTL_RCB) { 128 } else { 64 }),
+        link_disabled: is_set(lnkctl, PCI_EXP_LNKCTL_DISABLE),
+        common_clock: is_set(lnkctl, PCI_EXP_LNKCTL_CLOCK),
+        speed_code,
+        speed_gts: speed_gts(speed_code),
+        width: field(lnksta, PCI_EXP_LNKSTA_WIDTH) as u8,
+        training: is_set(lnksta, PCI_EXP_LNKSTA_TRAIN),
+        dl_active: is_set(lnksta, PCI_EXP_LNKSTA_DL_ACT),
     })
 }
 
 fn device2_regs(config: &ConfigSpace, offset: usize) -> Option<Device2Regs> {
-    let devcap2 = config.u32_at(offset + DEVCAP2)?;
-    let devctl2 = config.u16_at(offset + DEVCTL2)?;
+    let devcap2 = config.u32_at(offset + PCI_EXP_DEVCAP2)?;
+    let devctl2 = config.u16_at(offset + PCI_EXP_DEVCTL2)?;
     Some(Device2Regs {
         devcap2,
         devctl2,
-        completion_timeout_ranges: completion_timeout_ranges(devcap2 & 0xf),
-        completion_timeout_disable_supported: bit32(devcap2, 4),
-        ten_bit_tag_completer: bit32(devcap2, 16),
-        ten_bit_tag_requester: bit32(devcap2, 17),
-        completion_timeout: completion_timeout_value(devctl2 & 0xf),
-        completion_timeout_disabled: bit16(devctl2, 4),
-        ten_bit_tag_requester_enabled: bit16(devctl2, 12),
+        completion_timeout_ranges: completion_timeout_ranges(field(devcap2, PCI_EXP_DEVCAP2_TIMEOUT_RANGE)),
+        completion_timeout_disable_supported: is_set(devcap2, PCI_EXP_DEVCAP2_TIMEOUT_DIS),
+        ten_bit_tag_completer: is_set(devcap2, PCI_EXP_DEVCAP2_10BIT_TAG_COMP),
+        ten_bit_tag_requester: is_set(devcap2, PCI_EXP_DEVCAP2_10BIT_TAG_REQ),
+        completion_timeout: completion_timeout_value(field(devctl2, PCI_EXP_DEVCTL2_TIMEOUT_VALUE) as u16),
+        completion_timeout_disabled: is_set(devctl2, PCI_EXP_DEVCTL2_TIMEOUT_DIS),
+        ten_bit_tag_requester_enabled: is_set(devctl2, PCI_EXP_DEVCTL2_10BIT_TAG_REQ),
     })
 }
 
 /// Highest speed in a Supported Link Speeds Vector (LnkCap2 bits 7:1).
 pub fn max_supported_speed(lnkcap2: u32) -> Option<f64> {
-    let vector = lnkcap2 >> 1 & 0x7f;
+    let vector = field(lnkcap2, PCI_EXP_LNKCAP2_SPEED);
     (0..7).rev().find(|bit| vector >> bit & 1 == 1).and_then(|bit| speed_gts(bit as u8 + 1))
 }
 
 /// The Supported Link Speeds text lspci 3.9 prints.
 pub fn supported_speeds_label(lnkcap2: u32) -> &'static str {
-    let vector = lnkcap2 >> 1 & 0x7f;
-    match vector {
+    match field(lnkcap2, PCI_EXP_LNKCAP2_SPEED) {
         v if v & 0x60 != 0 => "RsvdP",
         v if v & 0x10 != 0 => "2.5-32GT/s",
         v if v & 0x08 != 0 => "2.5-16GT/s",
@@ -396,16 +384,16 @@ pub fn supported_speeds_label(lnkcap2: u32) -> &'static str {
 }
 
 fn link2_regs(config: &ConfigSpace, offset: usize, port_type: PortType, function_zero: bool) -> Option<Link2Regs> {
-    let lnksta2 = config.u16_at(offset + LNKSTA2)?;
+    let lnksta2 = config.u16_at(offset + PCI_EXP_LNKSTA2)?;
     let shown = !port_type.is_endpoint() || function_zero;
-    let lnkcap2 = if shown { Some(config.u32_at(offset + LNKCAP2)?) } else { None };
-    let lnkctl2 = if shown { Some(config.u16_at(offset + LNKCTL2)?) } else { None };
+    let lnkcap2 = if shown { Some(config.u32_at(offset + PCI_EXP_LNKCAP2)?) } else { None };
+    let lnkctl2 = if shown { Some(config.u16_at(offset + PCI_EXP_LNKCTL2)?) } else { None };
     Some(Link2Regs {
         lnkcap2,
         lnkctl2,
         lnksta2,
         max_supported_speed_gts: lnkcap2.and_then(max_supported_speed),
-        target_speed_gts: lnkctl2.and_then(|w| speed_gts(((w & 0xf) as u8).max(1))),
+        target_speed_gts: lnkctl2.and_then(|w| speed_gts((field(w, PCI_EXP_LNKCTL2_SPEED) as u8).max(1))),
     })
 }
 
@@ -484,7 +472,7 @@ fn describe_link2(l: &Link2Regs) -> Vec<String> {
     if l.lnkctl2.is_some() {
         lines.push(format!("LnkCtl2: Target Link Speed: {}", target_speed_label(l.target_speed_gts)));
     }
-    lines.push(format!("LnkSta2: EqualizationComplete{}", flag(bit16(l.lnksta2, 1))));
+    lines.push(format!("LnkSta2: EqualizationComplete{}", flag(is_set(l.lnksta2, PCI_EXP_LINKSTA2_EQU_COMP))));
     lines
 }
 

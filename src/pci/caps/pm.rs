@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::flag;
+use super::regs::*;
 use crate::pci::config::ConfigSpace;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -29,38 +30,50 @@ pub struct PowerManagement {
 const AUX_CURRENT_MA: [u32; 8] = [0, 55, 100, 160, 220, 270, 320, 375];
 
 pub fn decode(config: &ConfigSpace, offset: usize) -> Option<PowerManagement> {
-    let pmc = config.u16_at(offset + 2)?;
+    let pmc = config.u16_at(offset + PCI_PM_PMC)?;
     // lspci reads PMCSR only with its whole dword.
-    let pmcsr = config.has(offset + 4, 4).then(|| config.u16_at(offset + 4)).flatten();
+    let pmcsr = config.has(offset + PCI_PM_CTRL, 4).then(|| config.u16_at(offset + PCI_PM_CTRL)).flatten();
     Some(PowerManagement {
         offset,
-        version: (pmc & 7) as u8,
-        d1_supported: pmc & 0x200 != 0,
-        d2_supported: pmc & 0x400 != 0,
-        pme_support: (pmc >> 11) as u8,
-        power_state: pmcsr.map(|s| (s & 3) as u8),
-        no_soft_reset: pmcsr.map(|s| s & 8 != 0),
+        version: field(pmc, PCI_PM_CAP_VER_MASK) as u8,
+        d1_supported: is_set(pmc, PCI_PM_CAP_D1),
+        d2_supported: is_set(pmc, PCI_PM_CAP_D2),
+        pme_support: field(pmc, PCI_PM_CAP_PME_MASK) as u8,
+        power_state: pmcsr.map(|s| field(s, PCI_PM_CTRL_STATE_MASK) as u8),
+        no_soft_reset: pmcsr.map(|s| is_set(s, PCI_PM_CTRL_NO_SOFT_RST)),
         capabilities: pmc,
         control_status: pmcsr,
-        bridge_extensions: pmcsr.and_then(|_| config.u8_at(offset + 6)),
+        bridge_extensions: pmcsr.and_then(|_| config.u8_at(offset + PCI_PM_PPB_EXTENSIONS)),
     })
 }
 
 impl PowerManagement {
     /// lspci's heading and its `Flags:`, `Status:` and `Bridge:` lines.
     pub fn describe(&self) -> Vec<String> {
-        let pmc = |bit: u32| flag(self.capabilities >> bit & 1 == 1);
-        let aux_ma = AUX_CURRENT_MA[usize::from(self.capabilities >> 6 & 7)];
+        let pmc = |mask: u16| flag(is_set(self.capabilities, mask));
+        let aux_ma = AUX_CURRENT_MA[field(self.capabilities, PCI_PM_CAP_AUX_C_MASK) as usize];
+        let pme = [PCI_PM_CAP_PME_D0, PCI_PM_CAP_PME_D1, PCI_PM_CAP_PME_D2, PCI_PM_CAP_PME_D3_HOT, PCI_PM_CAP_PME_D3_COLD].map(pmc);
         let mut lines = vec![
             format!("Power Management version {}", self.version),
-            format!("Flags: PMEClk{} DSI{} D1{} D2{} AuxCurrent={aux_ma}mA PME(D0{},D1{},D2{},D3hot{},D3cold{})", pmc(3), pmc(5), pmc(9), pmc(10), pmc(11), pmc(12), pmc(13), pmc(14), pmc(15)),
+            format!(
+                "Flags: PMEClk{} DSI{} D1{} D2{} AuxCurrent={aux_ma}mA PME(D0{},D1{},D2{},D3hot{},D3cold{})",
+                pmc(PCI_PM_CAP_PME_CLOCK), pmc(PCI_PM_CAP_DSI), pmc(PCI_PM_CAP_D1), pmc(PCI_PM_CAP_D2), pme[0], pme[1], pme[2], pme[3], pme[4]
+            ),
         ];
         if let Some(pmcsr) = self.control_status {
-            let csr = |bit: u32| flag(pmcsr >> bit & 1 == 1);
-            lines.push(format!("Status: D{} NoSoftRst{} PME-Enable{} DSel={} DScale={} PME{}", pmcsr & 3, csr(3), csr(8), pmcsr >> 9 & 0xf, pmcsr >> 13 & 3, csr(15)));
+            let csr = |mask: u16| flag(is_set(pmcsr, mask));
+            lines.push(format!(
+                "Status: D{} NoSoftRst{} PME-Enable{} DSel={} DScale={} PME{}",
+                field(pmcsr, PCI_PM_CTRL_STATE_MASK),
+                csr(PCI_PM_CTRL_NO_SOFT_RST),
+                csr(PCI_PM_CTRL_PME_ENABLE),
+                field(pmcsr, PCI_PM_CTRL_DATA_SEL_MASK),
+                field(pmcsr, PCI_PM_CTRL_DATA_SCALE_MASK),
+                csr(PCI_PM_CTRL_PME_STATUS)
+            ));
         }
         if let Some(bse) = self.bridge_extensions.filter(|b| *b != 0) {
-            lines.push(format!("Bridge: PM{} B3{}", flag(bse & 0x80 != 0), flag(bse & 0x40 == 0)));
+            lines.push(format!("Bridge: PM{} B3{}", flag(is_set(bse, PCI_PM_BPCC_ENABLE)), flag(!is_set(bse, PCI_PM_PPB_B2_B3))));
         }
         lines
     }
