@@ -159,12 +159,32 @@ fn point_verification(results: &serde_json::Value) -> &serde_json::Value {
 // bitflip from the fourth transfer on passed with exit 0 ("1 passed, 0 failed, 10 unchecked").
 const SHORT_H2D_POINT: [&str; 9] = ["--destructive", "--dir", "h2d", "--sizes", "8KiB", "--duration", "10ms", "--ci-target", "100"];
 
+/// Writes in a point (warm-up and samples).
+fn writes_of(results: &serde_json::Value) -> u64 {
+    let point = &results["points"][0];
+    point["warmup"].as_u64().unwrap_or(0) + point["samples"].as_array().map_or(0, |s| s.len() as u64)
+}
+
+/// A short h2d point on `target` with at least `writes` writes: on a loaded machine the 10 ms
+/// budget can run out after the warm-up write, so the run is repeated (at most 5 times) until
+/// the point is the short point the test is about.
+fn short_point(target: &str, writes: u64) -> (Output, serde_json::Value) {
+    for _ in 0..5 {
+        let (output, results) = dma(&[&["--target", target][..], &SHORT_H2D_POINT].concat());
+        let results = results.unwrap_or_else(|| panic!("no results: {}", String::from_utf8_lossy(&output.stderr)));
+        if writes_of(&results) >= writes {
+            return (output, results);
+        }
+    }
+    panic!("5 runs of a 10 ms point on {target} each made fewer than {writes} writes: the machine is too loaded for this test");
+}
+
 #[test]
 fn damage_after_the_first_write_fails_even_a_short_h2d_point_on_a_file() {
     let (_dir, file) = scratch_file();
     let target = format!("fault:bitflip,skip=3:block:{file}");
-    let (output, results) = dma(&[&["--target", &target][..], &SHORT_H2D_POINT].concat());
-    let results = results.unwrap_or_else(|| panic!("no results: {}", String::from_utf8_lossy(&output.stderr)));
+    // The bitflip arms from the fourth transfer on.
+    let (output, results) = short_point(&target, 5);
     let verification = point_verification(&results);
     assert_eq!(output.status.code(), Some(1), "{verification}");
     assert!(verification["failed"].as_u64().unwrap() >= 1, "{verification}");
@@ -175,15 +195,14 @@ fn damage_after_the_first_write_fails_even_a_short_h2d_point_on_a_file() {
 #[test]
 fn an_undamaged_short_h2d_point_passes_with_its_last_write_read_back() {
     let (_dir, file) = scratch_file();
-    let (output, results) = dma(&[&["--target", &format!("block:{file}")][..], &SHORT_H2D_POINT].concat());
-    let results = results.unwrap_or_else(|| panic!("no results: {}", String::from_utf8_lossy(&output.stderr)));
+    // A point needs a timed sample besides the warm-up write to succeed.
+    let (output, results) = short_point(&format!("block:{file}"), 2);
     let verification = point_verification(&results);
     assert_eq!(output.status.code(), Some(0), "{verification}");
     assert_eq!(verification["failed"], 0, "{verification}");
     assert_eq!(verification["last_write_checked"], true, "{verification}");
     // Write 1 and the last write at least (a point of one write reads it back once).
-    let point = &results["points"][0];
-    let writes = point["warmup"].as_u64().unwrap() + point["samples"].as_array().unwrap().len() as u64;
+    let writes = writes_of(&results);
     let passed = verification["passed"].as_u64().unwrap();
     assert!(passed >= 2.min(writes), "{verification}");
     assert_eq!(passed + verification["unchecked"].as_u64().unwrap(), writes, "one check per write: {verification}");
