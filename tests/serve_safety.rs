@@ -365,3 +365,42 @@ fn a_request_followed_by_a_half_close_is_answered() {
     stream.shutdown(Shutdown::Write).unwrap();
     assert_metrics(&read_answer(&mut stream));
 }
+
+/// Standard error whose reader went away (a log collector restarted) does not end the exporter:
+/// the next warning is dropped, scrapes are still answered, and a signal still stops it with 0.
+#[test]
+fn a_closed_stderr_pipe_does_not_end_serve() {
+    use std::io::BufRead;
+    let tree = nic_tree();
+    let results = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--pci-ids", "/nonexistent", "--sysfs-root"])
+        .arg(tree.root())
+        .args(["--results", results.path().to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let address = lines
+        .find_map(|line| line.ok()?.strip_prefix("pcieperf: serving http://").map(|a| a.trim_end_matches("/metrics").to_string()))
+        .expect("serve says where it listens");
+    drop(lines); // the reader goes away
+    std::fs::write(results.path().join("broken.json"), "{").unwrap();
+    for _ in 0..3 {
+        assert_metrics(&scrape(&address));
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    assert!(child.try_wait().unwrap().is_none(), "serve ended when it could not write its warning");
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let status = child.try_wait().unwrap();
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "stopped by SIGTERM with 0");
+}

@@ -43,19 +43,24 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
+    // A service outlives its log reader: a closed stderr pipe is an error to ignore (see
+    // `exporter::log`), not a SIGPIPE that ends it. One-shot commands keep the default, so
+    // `pcieperf … | head` ends quietly.
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let sources = Sources { sysfs_root: args.sysfs_root.unwrap_or_else(crate::pci::sysfs::default_root), pci_ids: args.pci_ids, results_dir: args.results };
     // Fail before listening when the sources cannot be read at all.
     exporter::scrape(&sources)?;
     let listener = TcpListener::bind(args.listen).map_err(|e| InvalidInput::new(format!("cannot listen on {}: {e}", args.listen)))?;
     let address = listener.local_addr().map_or(args.listen, |a| a);
-    eprintln!("pcieperf: serving http://{address}/metrics");
+    exporter::log(&format!("pcieperf: serving http://{address}/metrics"));
     if !address.ip().to_canonical().is_loopback() {
-        eprintln!("pcieperf: warning: listening on {address}, beyond loopback: anyone who can reach this host can read the link health and results served (no authentication, no TLS)");
+        exporter::log(&format!("pcieperf: warning: listening on {address}, beyond loopback: anyone who can reach this host can read the link health and results served (no authentication, no TLS)"));
     }
     let exporter = Arc::new(Exporter::new(sources));
     let handler: Handler = Arc::new(move |request: &Request| answer(&exporter, request));
     http_server::serve(listener, &Limits::default(), handler, crate::cancel::flag())?;
-    eprintln!("pcieperf: serve stopped by a signal");
+    exporter::log("pcieperf: serve stopped by a signal");
     Ok(0)
 }
 

@@ -175,7 +175,7 @@ impl Exporter {
     fn name_unreadable(&self, unreadable: &[Unreadable]) {
         let mut named = lock(&self.named_unreadable);
         for file in unreadable.iter().filter(|f| !named.contains(&f.path)) {
-            eprintln!("pcieperf: warning: {}: not a readable results document, left out of the metrics: {}", file.path.display(), file.reason);
+            log(&format!("pcieperf: warning: {}: not a readable results document, left out of the metrics: {}", file.path.display(), file.reason));
         }
         *named = unreadable.iter().map(|f| f.path.clone()).collect();
     }
@@ -219,4 +219,12 @@ mod tests {
         exporter.answer().unwrap();
         assert_eq!(exporter.reads.load(Ordering::Relaxed), shared_reads + 1, "a request after the reuse window must read again");
     }
+}
+
+/// One line on standard error that never ends the exporter: `eprintln!` panics when standard
+/// error is a pipe whose reader went away (a log collector restarted), and a service outlives
+/// its log reader.
+pub fn log(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

@@ -145,7 +145,7 @@ impl Outgoing {
                 return Ok(true);
             }
             // `write`, not `write_vectored`: std sends with MSG_NOSIGNAL only in `write`, and
-            // `main` leaves SIGPIPE at its default (a client that hung up must not kill us).
+            // a client that hung up must not kill us, whatever SIGPIPE's disposition.
             match stream.write(rest) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => self.sent_bytes += n,
