@@ -47,8 +47,13 @@ pub fn read(path: &Path, limit: Limit) -> Result<Vec<u8>, InvalidInput> {
 
 /// [`read_to_string`] with the silent-pipe timeout given (tests).
 pub fn read_to_string_waiting(path: &Path, limit: Limit, silent: Duration) -> Result<String, InvalidInput> {
-    let shown = if path == Path::new("-") { "standard input".to_string() } else { path.display().to_string() };
     let bytes = if path == Path::new("-") { read_stdin(limit, silent)? } else { read_file(path, limit)? };
+    into_text(path, bytes)
+}
+
+/// The bytes read from `path` as UTF-8 text, without a copy; the message names the input.
+pub fn into_text(path: &Path, bytes: Vec<u8>) -> Result<String, InvalidInput> {
+    let shown = if path == Path::new("-") { "standard input".to_string() } else { path.display().to_string() };
     String::from_utf8(bytes).map_err(|e| InvalidInput::new(format!("{shown}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to())))
 }
 

@@ -71,8 +71,7 @@ pub fn from_str(text: &str) -> Result<Results, InvalidInput> {
 pub fn read_text(path: &Path) -> Result<String, InvalidInput> {
     let mut bytes = crate::bounded::read(path, crate::bounded::RESULTS)?;
     strip_control_characters(&mut bytes);
-    let shown = if path == Path::new("-") { "standard input".to_string() } else { path.display().to_string() };
-    String::from_utf8(bytes).map_err(|e| InvalidInput::new(format!("{shown}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to())))
+    crate::bounded::into_text(path, bytes)
 }
 
 /// Remove control characters (Unicode Cc: U+0000–U+001F, U+007F–U+009F) from the strings of a
