@@ -273,12 +273,17 @@ pub fn render(results: &Results) -> String {
         let _ = writeln!(out, "  first failure: {failure}");
     }
     if let Some(irq) = &results.interrupts {
-        let scope = if irq.scope == "device" {
-            format!("on the device's IRQ {}", irq.irqs.join(", "))
-        } else {
-            "on the whole host (no /proc/interrupts line names the device)".into()
+        let scope = match irq.scope.as_str() {
+            "device_vectors" => format!("on the device's IRQ {} (its vectors in sysfs)", irq.irqs.join(", ")),
+            "device" => format!("on the device's IRQ {}", irq.irqs.join(", ")),
+            _ => "on the whole host, not the device's own count (sysfs lists no vector and no /proc/interrupts line names the device)".into(),
         };
         let _ = writeln!(out, "Interrupts during the run: {} {scope}", irq.count);
+        if irq.per_irq.len() > 1 {
+            for vector in &irq.per_irq {
+                let _ = writeln!(out, "  IRQ {:>4}: {:>10}  {}", vector.irq, vector.count, crate::printable::escaped(&vector.description));
+            }
+        }
     }
     if let Some(health) = &results.link_health {
         let counters: usize = health.before.functions.iter().map(|f| f.counters.len()).sum();
