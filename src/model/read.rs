@@ -68,6 +68,7 @@ pub fn read_flow(params: &LinkParams, size_bytes: u64, span: Span) -> Flow {
             requests: request_count.max(1.0),
             last_round_requests: tlp::count(&last_round).max(1) as f64,
             tags: params.tags as f64,
+            dllp_group: if params.include_dllp { params.dllp_every_tlps.unwrap_or(1) as f64 } else { 1.0 },
             rounds,
             skp_stretch: 1.0 / (1.0 - skp_share),
         })
@@ -128,6 +129,9 @@ struct Isolated {
     requests: f64,
     last_round_requests: f64,
     tags: f64,
+    /// Requests per Ack/UpdateFC pair when the receiver sends one per N TLPs (they go out with
+    /// every Nth request, not spread evenly); 1 when they are counted by the latency timer.
+    dllp_group: f64,
     rounds: f64,
     /// Completion-stream time per unit of busy time with the SKPs due inside it (1 if not charged).
     skp_stretch: f64,
@@ -165,11 +169,14 @@ impl Isolated {
     }
 
     /// DLLP time of first-round requests (sent back to back) still due when the first completion
-    /// is ready.
+    /// is ready. With one Ack/UpdateFC pair per N requests, a pair follows every Nth request.
     fn first_round_late_dllps_ns(&self, dllp_ns: f64) -> f64 {
         let first_ready_ns = self.request_ns + self.latency_ns;
+        let group = self.dllp_group.max(1.0) as u64;
+        let pair_ns = dllp_ns * group as f64;
         (1..=self.first_round() as u64)
-            .map(|i| (i as f64 * self.request_ns + dllp_ns - first_ready_ns).clamp(0.0, dllp_ns))
+            .filter(|i| i % group == 0)
+            .map(|i| (i as f64 * self.request_ns + pair_ns - first_ready_ns).clamp(0.0, pair_ns))
             .sum()
     }
 }
