@@ -39,10 +39,18 @@ pub fn summary(document: &Crosscheck) -> String {
     out
 }
 
+/// "write", "read", or "both:write" / "both:read" for a stream of both at once.
+fn kind_name(p: &Point) -> String {
+    match p.stream {
+        Some(stream) => format!("{}:{}", p.kind.name(), stream.name()),
+        None => p.kind.name().into(),
+    }
+}
+
 /// One line naming a point's conditions.
 fn case(p: &Point) -> String {
-    let read = if p.kind == Kind::Read { format!(" MRRS {} tags {} latency {} ns", p.mrrs_bytes, p.tags, p.latency_ns) } else { String::new() };
-    format!("{} {} MPS {} {}{read} {}", p.kind.name(), p.link, p.mps_bytes, p.header, format_size(p.size_bytes))
+    let read = if p.kind != Kind::Write { format!(" MRRS {} tags {} latency {} ns", p.mrrs_bytes, p.tags, p.latency_ns) } else { String::new() };
+    format!("{} {} MPS {} {}{read} {}", kind_name(p), p.link, p.mps_bytes, p.header, format_size(p.size_bytes))
 }
 
 /// Every point (or only those outside the tolerance), then the summary.
@@ -62,14 +70,14 @@ pub fn text(document: &Crosscheck, outside_only: bool) -> String {
         ("explanation", Align::Left),
     ]);
     for p in document.points.iter().filter(|p| !outside_only || !p.agrees()) {
-        let read = p.kind == Kind::Read;
+        let read = p.kind != Kind::Write;
         let explanation = match (&p.explanation, p.agrees()) {
             (_, true) => String::new(),
             (Some(why), false) => why.clone(),
             (None, false) => "UNEXPLAINED".into(),
         };
         table.row(vec![
-            p.kind.name().into(),
+            kind_name(p),
             p.link.clone(),
             p.mps_bytes.to_string(),
             if read { p.mrrs_bytes.to_string() } else { "-".into() },
@@ -99,7 +107,7 @@ pub fn csv(document: &Crosscheck) -> String {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{:.3},{:.3},{:.4},\"{explanation}\"",
-            p.kind.name(),
+            kind_name(p),
             p.link,
             p.mps_bytes,
             p.mrrs_bytes,
