@@ -411,22 +411,46 @@ pub fn simulated_ns(config: &SimConfig, kind: Kind, size_bytes: u64) -> Result<V
     Ok(vec![data.last_tlp_end_ns - up.first_tlp_start_ns.unwrap_or(0.0)])
 }
 
-/// Writes and reads at once, from the record: each stream's payload rate between the end of the
-/// first completion (the reads have started) and the end of whichever stream finishes first
-/// (both still run), as the time `size_bytes` would take at that rate: [write, read].
+/// Writes and reads at once, from the record: each stream's payload rate while both run —
+/// between the end of the first completion and the end of whichever stream finishes first — as
+/// the time `size_bytes` would take at that rate: [write, read]. The rate is the least-squares
+/// slope of bytes delivered against time, so that completions arriving in bursts (one per
+/// round of tags) do not bias it by where the window cuts a burst.
 fn steady_both_ns(record: &[link::Crossing], size_bytes: u64) -> [f64; 2] {
-    let ends = |kind: TlpKind| record.iter().filter(move |c| matches!(c.packet, Packet::Tlp(t) if t.kind == kind));
-    let first_ns = ends(TlpKind::CompletionData).map(|c| c.end_ns).fold(f64::INFINITY, f64::min);
-    let last = |kind| ends(kind).map(|c| c.end_ns).fold(0.0, f64::max);
+    let tlps = |kind: TlpKind| {
+        record.iter().filter_map(move |c| match c.packet {
+            Packet::Tlp(t) if t.kind == kind => Some((c.end_ns, t.len_bytes)),
+            _ => None,
+        })
+    };
+    let from_ns = tlps(TlpKind::CompletionData).map(|(end, _)| end).fold(f64::INFINITY, f64::min);
+    let last = |kind| tlps(kind).map(|(end, _)| end).fold(0.0, f64::max);
     let until_ns = last(TlpKind::MemWrite).min(last(TlpKind::CompletionData));
     let ns = |kind: TlpKind| {
-        let bytes: u64 = ends(kind)
-            .filter(|c| c.end_ns > first_ns && c.end_ns <= until_ns)
-            .map(|c| if let Packet::Tlp(t) = c.packet { t.len_bytes } else { 0 })
-            .sum();
-        if bytes == 0 { f64::INFINITY } else { size_bytes as f64 * (until_ns - first_ns) / bytes as f64 }
+        let mut delivered = 0u64;
+        let points: Vec<(f64, f64)> = tlps(kind)
+            .filter(|(end, _)| *end >= from_ns && *end <= until_ns)
+            .map(|(end, len)| {
+                delivered += len;
+                (end, delivered as f64)
+            })
+            .collect();
+        let slope = least_squares_slope(&points);
+        if slope > 0.0 { size_bytes as f64 / slope } else { f64::INFINITY }
     };
     [ns(TlpKind::MemWrite), ns(TlpKind::CompletionData)]
+}
+
+/// Slope of the least-squares line through `points` (0 with fewer than two).
+fn least_squares_slope(points: &[(f64, f64)]) -> f64 {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return 0.0;
+    }
+    let (mean_x, mean_y) = (points.iter().map(|p| p.0).sum::<f64>() / n, points.iter().map(|p| p.1).sum::<f64>() / n);
+    let covariance: f64 = points.iter().map(|(x, y)| (x - mean_x) * (y - mean_y)).sum();
+    let variance: f64 = points.iter().map(|(x, _)| (x - mean_x).powi(2)).sum();
+    if variance > 0.0 { covariance / variance } else { 0.0 }
 }
 
 /// The cause of a disagreement, shown by simulating the point again without it: finite credits
