@@ -83,23 +83,15 @@ fn writes_agree_with_the_model_within_half_a_percent() {
     assert!(worst.abs() <= TOLERANCE, "worst {:+.3} %", worst * 100.0);
 }
 
-/// Reads of one request agree within 0.5 %. Longer reads take longer in the simulation than in
-/// `model::read`, which leaves out (see docs/link-simulator.md): the Ack/UpdateFC DLLPs of later
-/// requests and the SKPs that delay completions, the serialisation of one round's completions
-/// when the tags bound the transfer, and the first completion latency when the link bounds it.
-/// The model is never slower than the simulation by more than 0.5 %: it stays an upper bound on
-/// throughput.
+/// Reads agree within 0.5 % too, since `model::read` charges what the simulation showed it left
+/// out (docs/link-simulator.md): the DLLPs of requests arriving after the first completion is
+/// ready and the SKPs inside the completion stream, and the serialisation of one round's
+/// completions when the tags bound the transfer.
 #[test]
-fn reads_of_one_request_agree_and_the_model_never_undercuts() {
+fn reads_agree_with_the_model_within_half_a_percent() {
     let rows = grid(false);
-    report(&rows);
-    for (case, bytes, sim, model) in &rows {
-        let error = sim / model - 1.0;
-        assert!(error >= -TOLERANCE, "{case}: the model is slower than the simulation ({:+.3} %)", error * 100.0);
-        if *bytes <= 512 {
-            assert!(error.abs() <= TOLERANCE, "{case}: {:+.3} %", error * 100.0);
-        }
-    }
+    let worst = report(&rows);
+    assert!(worst.abs() <= TOLERANCE, "worst {:+.3} %", worst * 100.0);
 }
 
 /// The check can fail: charging a 3DW header as 4DW in the simulator only is caught.

@@ -4,6 +4,7 @@
 pub mod cancel;
 pub mod clock;
 pub mod conditions;
+pub mod crosscheck;
 pub mod demo;
 pub mod diagnose;
 pub mod dma;

@@ -3,6 +3,7 @@
 //! Exit codes: 0 success, 1 a failure (or warnings with `--strict`), 2 bad input,
 //! 130 interrupted by SIGINT, SIGTERM or SIGHUP (partial results are still written).
 
+mod crosscheck;
 mod demo;
 mod dma;
 mod engine_flags;
@@ -144,6 +145,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Prometheus exporter: link health per scrape and the last results of runs, on /metrics.
     Serve(serve::ServeArgs),
+    /// The model against the link simulator over a grid: model, simulation, difference, cause.
+    Crosscheck(crosscheck::CrosscheckArgs),
 }
 
 /// Run the command line and return the process exit code.
@@ -178,6 +181,7 @@ pub fn main() -> i32 {
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Report(args)) => report::run(args),
         Some(Command::Serve(args)) => serve::run(args),
+        Some(Command::Crosscheck(args)) => crosscheck::run(args),
         None => {
             let _ = Cli::command().print_help();
             return 2;

@@ -12,6 +12,9 @@ pub enum Workload {
     DmaWrite { addr: u64, bytes: u64 },
     /// Device DMA reads `bytes` of host memory from `addr` (h2d): MRd upstream, CplD back.
     DmaRead { addr: u64, bytes: u64 },
+    /// Both at once: the device writes `bytes` from `write_addr` and reads `bytes` from
+    /// `read_addr` (read requests first whenever a tag is free).
+    DmaBoth { write_addr: u64, read_addr: u64, bytes: u64 },
     /// The CPU writes `count` times `bytes` to device registers, one write every `spacing_ns`
     /// (0: all at once, as fast as the link takes them).
     CpuWrites { addr: u64, bytes: u64, count: u32, spacing_ns: f64 },
@@ -20,11 +23,14 @@ pub enum Workload {
     CpuReads { addr: u64, bytes: u64, count: u32, gap_ns: f64 },
 }
 
-/// The device's DMA engine.
+/// The device's DMA engine: reads, writes, or both at once. With both, a read request goes out
+/// whenever a tag is free and a write TLP otherwise, so writes fill what the reads leave.
 #[derive(Debug, Clone)]
 pub struct DmaEngine {
-    kind: TlpKind,
-    splitter: Splitter,
+    /// Read requests still to send (cut at MaxReadRequest).
+    reads: Option<Splitter>,
+    /// Write TLPs still to send (cut at MaxPayload).
+    writes: Option<Splitter>,
     free_tags: Vec<u16>,
     /// Bytes still expected per tag.
     outstanding: Vec<u64>,
@@ -33,34 +39,33 @@ pub struct DmaEngine {
 
 impl DmaEngine {
     pub fn new(config: &SimConfig, workload: &Workload) -> Option<Self> {
-        let (kind, addr, bytes, chunk) = match *workload {
-            Workload::DmaWrite { addr, bytes } => (TlpKind::MemWrite, addr, bytes, config.mps_bytes),
-            Workload::DmaRead { addr, bytes } => (TlpKind::MemRead, addr, bytes, config.mrrs_bytes),
+        let (reads, writes, bytes) = match *workload {
+            Workload::DmaWrite { addr, bytes } => (None, Some((addr, bytes)), bytes),
+            Workload::DmaRead { addr, bytes } => (Some((addr, bytes)), None, bytes),
+            Workload::DmaBoth { write_addr, read_addr, bytes } => (Some((read_addr, bytes)), Some((write_addr, bytes)), 2 * bytes),
             _ => return None,
         };
         Some(DmaEngine {
-            kind,
-            splitter: Splitter::new(addr, bytes, chunk),
+            reads: reads.map(|(addr, bytes)| Splitter::new(addr, bytes, config.mrrs_bytes)),
+            writes: writes.map(|(addr, bytes)| Splitter::new(addr, bytes, config.mps_bytes)),
             free_tags: (0..config.tags as u16).rev().collect(),
             outstanding: vec![0; config.tags as usize],
             bytes_left: bytes,
         })
     }
 
-    /// The next TLP the engine would send, if it has one and (for reads) a free tag.
+    /// The next TLP the engine would send, if it has one (a read needs a free tag).
     pub fn next_tlp(&mut self) -> Option<Tlp> {
-        if self.splitter.is_done() {
-            return None;
+        if let (Some(reads), Some(&tag)) = (self.reads.as_mut(), self.free_tags.last()) {
+            if let Some((addr, len)) = reads.next_piece() {
+                self.free_tags.pop();
+                self.outstanding[tag as usize] = len;
+                return Some(transaction::tlp(TlpKind::MemRead, addr, len, tag));
+            }
         }
-        let tag = if self.kind == TlpKind::MemRead { *self.free_tags.last()? } else { 0 };
-        let (addr, len) = self.splitter.next_piece()?;
-        if self.kind == TlpKind::MemRead {
-            self.free_tags.pop();
-            self.outstanding[tag as usize] = len;
-        } else {
-            self.bytes_left -= len;
-        }
-        Some(transaction::tlp(self.kind, addr, len, tag))
+        let (addr, len) = self.writes.as_mut()?.next_piece()?;
+        self.bytes_left -= len;
+        Some(transaction::tlp(TlpKind::MemWrite, addr, len, 0))
     }
 
     /// A completion arrived: returns true when it freed a tag (the engine may send again).

@@ -291,7 +291,9 @@ impl LinkSim {
 /// Refuse workloads the agents cannot issue.
 fn validate_workload(config: &SimConfig, workload: &Workload) -> Result<(), InvalidInput> {
     let (bytes, limit, what) = match *workload {
-        Workload::DmaWrite { bytes, .. } | Workload::DmaRead { bytes, .. } => (bytes, u64::MAX, "DMA transfer"),
+        Workload::DmaWrite { bytes, .. } | Workload::DmaRead { bytes, .. } | Workload::DmaBoth { bytes, .. } => {
+            (bytes, u64::MAX, "DMA transfer")
+        }
         Workload::CpuWrites { bytes, spacing_ns: gap, .. } | Workload::CpuReads { bytes, gap_ns: gap, .. } => {
             if !(gap >= 0.0 && gap.is_finite()) {
                 return Err(InvalidInput::new(format!("invalid CPU issue gap {gap} ns: must be 0 or more")));

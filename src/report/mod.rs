@@ -4,6 +4,7 @@
 //! it, so `pcieperf report run.json` reproduces any view later.
 
 pub mod compare;
+pub mod crosscheck;
 pub mod csv;
 pub mod exporter;
 pub mod html;

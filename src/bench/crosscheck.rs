@@ -1,0 +1,483 @@
+//! The analytic model against the link simulator, point by point over a grid of links, payload
+//! sizes, headers, transfer sizes and read conditions (`pcieperf crosscheck`, issue 20 item 4).
+//!
+//! Each point is one transfer, computed twice and independently: by `model::write::write_flow`
+//! or `model::read::read_flow` (`Span::Steady`, the simulator's Ack/UpdateFC interval) and
+//! stepped symbol by symbol through [`crate::link`]. The time compared is from the first request
+//! or write TLP's first symbol to the last data TLP's last symbol. Outside the tolerance a point
+//! gets an explanation only when the cause is shown, not guessed: the same point simulated again
+//! without the suspected effect (finite credits and wire delay) must agree.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::InvalidInput;
+use crate::link::{self, AckPolicy, ClassCredits, Credits, Direction, FcPolicy, Packet, SimConfig, TlpKind, Workload};
+use crate::model::{self, Accounting, Generation, HeaderFormat, Link, LinkParams, Span};
+
+/// Schema of the crosscheck document.
+pub const SCHEMA: &str = "pcieperf.crosscheck/1";
+
+/// Agreement asked of model and simulation: 0.5 %.
+pub const TOLERANCE: f64 = 0.005;
+
+/// What a point transfers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Device DMA writes to host memory (posted).
+    Write,
+    /// Device DMA reads of host memory (requests up, completions down).
+    Read,
+    /// Both at once, compared as each stream's rate in the steady state (from the first
+    /// completion to the end of the stream that finishes first) against
+    /// `model::bidir::bidirectional` of back-to-back transfers.
+    Both,
+}
+
+impl crate::named::Named for Kind {
+    const ALL: &'static [Self] = &[Kind::Write, Kind::Read, Kind::Both];
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Write => "write",
+            Kind::Read => "read",
+            Kind::Both => "both",
+        }
+    }
+}
+
+/// The grid: every combination of generation, width, MaxPayload, header and kind; sizes and the
+/// read conditions (MRRS, tags, latency) rotate through their lists so that every value appears
+/// while the points stay about `sizes_per_point` per combination.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grid {
+    pub generations: Vec<Generation>,
+    pub widths: Vec<u32>,
+    pub mps_bytes: Vec<u64>,
+    pub headers: Vec<HeaderFormat>,
+    pub kinds: Vec<Kind>,
+    pub sizes_bytes: Vec<u64>,
+    pub mrrs_bytes: Vec<u64>,
+    pub tags: Vec<u32>,
+    pub latencies_ns: Vec<f64>,
+    /// Sizes simulated per combination (taken in turn from `sizes_bytes`).
+    pub sizes_per_point: usize,
+    /// A point whose size would need more TLPs takes the largest listed size that needs fewer:
+    /// this bounds the simulated time of the whole grid.
+    pub max_tlps_per_point: u64,
+    /// One Ack and one UpdateFC per this many TLPs on both sides (the model is told the same).
+    pub ack_every_tlps: u32,
+    /// Posted and non-posted data credits (16 bytes each) both sides advertise; `None`: so many
+    /// that flow control never stalls.
+    pub credits: Option<u64>,
+    /// Flight time plus receive pipeline, one way, in ns (the model does not know it).
+    pub wire_delay_ns: f64,
+}
+
+impl Default for Grid {
+    /// Gen1–Gen6 (Gen6 while the simulator refuses it is skipped with a note), x1–x16, every
+    /// MaxPayload, 3DW and 4DW, 64 B to 16 MiB, writes and reads: 1,200 points of Gen1–5. Both at
+    /// once (`Kind::Both`, one point per stream and combination at the largest size within the
+    /// TLP budget) is asked for explicitly: some of its gaps are not explained yet
+    /// (docs/link-simulator.md).
+    fn default() -> Self {
+        Grid {
+            generations: Generation::ALL.to_vec(),
+            widths: vec![1, 2, 4, 8, 16],
+            mps_bytes: model::PAYLOAD_SIZES.to_vec(),
+            headers: vec![HeaderFormat::Dw3, HeaderFormat::Dw4],
+            kinds: vec![Kind::Write, Kind::Read],
+            sizes_bytes: vec![64, 1000, 4096, 65_536, 1 << 20, 16 << 20],
+            mrrs_bytes: vec![128, 512, 4096],
+            tags: vec![1, 8, 32, 256],
+            latencies_ns: vec![100.0, 500.0, 2000.0],
+            sizes_per_point: 2,
+            max_tlps_per_point: 20_000,
+            ack_every_tlps: 1,
+            credits: None,
+            wire_delay_ns: 0.0,
+        }
+    }
+}
+
+/// One transfer, modelled and simulated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub kind: Kind,
+    /// For `Both`: the stream this point compares (its rate, as the time to move `size_bytes`).
+    pub stream: Option<Kind>,
+    pub link: String,
+    pub mps_bytes: u64,
+    pub mrrs_bytes: u64,
+    /// "3dw" or "4dw" (request headers; completions are always 3DW).
+    pub header: String,
+    pub tags: u32,
+    pub latency_ns: f64,
+    pub size_bytes: u64,
+    pub model_ns: f64,
+    pub sim_ns: f64,
+    /// sim / model − 1, in percent: positive when the simulation is slower.
+    pub difference_percent: f64,
+    /// Why the point is outside the tolerance, where a second simulation showed it.
+    pub explanation: Option<String>,
+}
+
+impl Point {
+    pub fn agrees(&self) -> bool {
+        self.difference_percent.abs() <= TOLERANCE * 100.0
+    }
+
+    /// Outside the tolerance with no cause shown.
+    pub fn unexplained(&self) -> bool {
+        !self.agrees() && self.explanation.is_none()
+    }
+}
+
+/// The crosscheck document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Crosscheck {
+    pub schema: String,
+    pub grid: Grid,
+    pub tolerance_percent: f64,
+    /// What the grid asked for that was not run, and why (one line each).
+    pub skipped: Vec<String>,
+    /// Points whose size was lowered to stay within `max_tlps_per_point`.
+    pub sizes_lowered: usize,
+    pub points: Vec<Point>,
+}
+
+impl Crosscheck {
+    pub fn unexplained(&self) -> usize {
+        self.points.iter().filter(|p| p.unexplained()).count()
+    }
+
+    pub fn explained(&self) -> usize {
+        self.points.iter().filter(|p| !p.agrees() && !p.unexplained()).count()
+    }
+
+    /// The point with the largest difference in either direction.
+    pub fn worst(&self) -> Option<&Point> {
+        self.points.iter().max_by(|a, b| a.difference_percent.abs().total_cmp(&b.difference_percent.abs()))
+    }
+}
+
+/// Run the grid. Bad values (an empty list, a width or size the link does not allow) are an
+/// [`InvalidInput`] before anything is simulated.
+pub fn run(grid: &Grid) -> Result<Crosscheck, InvalidInput> {
+    check(grid)?;
+    let mut skipped = Vec::new();
+    let mut links = Vec::new();
+    for &generation in &grid.generations {
+        for &width in &grid.widths {
+            let link = Link { generation, width };
+            match SimConfig::new(link).validate() {
+                Ok(()) => links.push(link),
+                Err(why) if !skipped.iter().any(|s: &String| s.starts_with(&format!("{generation}:"))) => {
+                    skipped.push(format!("{generation}: {why}"))
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    let mut document = Crosscheck {
+        schema: SCHEMA.into(),
+        grid: grid.clone(),
+        tolerance_percent: TOLERANCE * 100.0,
+        skipped,
+        sizes_lowered: 0,
+        points: Vec::new(),
+    };
+    let mut turn = 0usize;
+    for link in links {
+        for &mps in &grid.mps_bytes {
+            for &header in &grid.headers {
+                for &kind in &grid.kinds {
+                    // Both at once needs a steady state: one point per combination, the largest size.
+                    let sizes = if kind == Kind::Both { 1 } else { grid.sizes_per_point };
+                    for _ in 0..sizes {
+                        let case = grid.case(turn, link, mps, header, kind);
+                        let wanted = match kind {
+                            Kind::Both => grid.sizes_bytes.iter().copied().max().unwrap_or(1),
+                            _ => grid.sizes_bytes[turn % grid.sizes_bytes.len()],
+                        };
+                        let (size, lowered) = grid.size_within_budget(&case, kind, wanted);
+                        turn += 1;
+                        document.sizes_lowered += lowered as usize;
+                        document.points.extend(points(&case, kind, size)?);
+                    }
+                }
+            }
+        }
+    }
+    Ok(document)
+}
+
+fn check(grid: &Grid) -> Result<(), InvalidInput> {
+    let lists = [
+        ("generations", grid.generations.len()),
+        ("widths", grid.widths.len()),
+        ("MaxPayload sizes", grid.mps_bytes.len()),
+        ("headers", grid.headers.len()),
+        ("kinds", grid.kinds.len()),
+        ("sizes", grid.sizes_bytes.len()),
+        ("MaxReadRequest sizes", grid.mrrs_bytes.len()),
+        ("tag counts", grid.tags.len()),
+        ("latencies", grid.latencies_ns.len()),
+    ];
+    if let Some((what, _)) = lists.iter().find(|(_, n)| *n == 0) {
+        return Err(InvalidInput::new(format!("invalid crosscheck grid: no {what}")));
+    }
+    if grid.sizes_per_point == 0 || grid.max_tlps_per_point == 0 || grid.ack_every_tlps == 0 {
+        return Err(InvalidInput::new("invalid crosscheck grid: sizes per point, TLPs per point and the Ack interval must be 1 or more"));
+    }
+    if let Some(&size) = grid.sizes_bytes.iter().find(|&&s| s == 0 || s > 1 << 30) {
+        return Err(InvalidInput::new(format!("invalid crosscheck size {size} bytes: allowed 1 B to 1 GiB")));
+    }
+    // Everything else (widths, payload sizes, tags, latencies, credits) the simulator checks.
+    let config = SimConfig::new("gen1x1".parse().expect("a valid link"));
+    for &width in &grid.widths {
+        SimConfig { link: Link { width, ..config.link }, ..config.clone() }.validate()?;
+    }
+    for &mps in &grid.mps_bytes {
+        SimConfig { mps_bytes: mps, ..config.clone() }.validate()?;
+    }
+    for (&mrrs, (&tags, &latency)) in grid.mrrs_bytes.iter().zip(grid.tags.iter().cycle().zip(grid.latencies_ns.iter().cycle())) {
+        let case = Grid { mrrs_bytes: vec![mrrs], tags: vec![tags], latencies_ns: vec![latency], ..grid.clone() };
+        let largest_mps = grid.mps_bytes.iter().copied().max().unwrap_or(128);
+        case.case(0, config.link, largest_mps, HeaderFormat::Dw3, Kind::Read).validate()?;
+    }
+    Ok(())
+}
+
+impl Grid {
+    /// The simulator's configuration of the `turn`th point: read conditions in rotation, each
+    /// list stepping when the one before it (sizes, MRRS, tags) has gone round, so that their
+    /// values meet in every combination.
+    fn case(&self, turn: usize, link: Link, mps: u64, header: HeaderFormat, kind: Kind) -> SimConfig {
+        let mut config = SimConfig::new(link);
+        config.record = false;
+        config.mps_bytes = mps;
+        config.header = header;
+        if kind != Kind::Write {
+            let mut step = self.sizes_bytes.len();
+            config.mrrs_bytes = self.mrrs_bytes[(turn / step) % self.mrrs_bytes.len()];
+            step *= self.mrrs_bytes.len();
+            config.tags = self.tags[(turn / step) % self.tags.len()];
+            step *= self.tags.len();
+            config.host_completion_latency_ns = self.latencies_ns[(turn / step) % self.latencies_ns.len()];
+        }
+        let n = self.ack_every_tlps;
+        let credits = match self.credits {
+            Some(data) => {
+                let class = ClassCredits::Finite { header: data.div_ceil(mps / 16).max(1), data };
+                Credits { posted: class, non_posted: class, completion: ClassCredits::Infinite }
+            }
+            None => Credits::large(),
+        };
+        let receiver = link::Receiver { ack: AckPolicy::EveryTlps(n), fc: FcPolicy::EveryTlps(n), credits };
+        config.host_rx = receiver;
+        config.device_rx = receiver;
+        config.wire_delay_ns = self.wire_delay_ns;
+        config
+    }
+
+    /// `size`, or the largest listed size below it whose TLPs stay within the budget (and
+    /// whether it was lowered).
+    fn size_within_budget(&self, config: &SimConfig, kind: Kind, size: u64) -> (u64, bool) {
+        let streams = if kind == Kind::Both { 2 } else { 1 };
+        let tlps = |bytes: u64| streams * bytes.div_ceil(config.mps_bytes.min(config.mrrs_bytes).min(4096));
+        if tlps(size) <= self.max_tlps_per_point {
+            return (size, false);
+        }
+        let smaller = self.sizes_bytes.iter().copied().filter(|&s| tlps(s) <= self.max_tlps_per_point).max();
+        (smaller.unwrap_or(config.mps_bytes), true)
+    }
+}
+
+/// Model and simulate one point (two for both at once), and explain where they disagree.
+fn points(config: &SimConfig, kind: Kind, size_bytes: u64) -> Result<Vec<Point>, InvalidInput> {
+    let simulated = simulated_ns(config, kind, size_bytes)?;
+    let mut points = Vec::new();
+    for (i, (stream, model_ns)) in modelled_ns(config, kind, size_bytes).into_iter().enumerate() {
+        let sim_ns = simulated[i];
+        let difference = sim_ns / model_ns - 1.0;
+        let explanation = match (difference.abs() > TOLERANCE, stream) {
+            (false, _) => None,
+            (true, Some(stream)) => explain_both(config, stream, size_bytes, sim_ns).or(explain(config, kind, i, size_bytes, model_ns, sim_ns)?),
+            (true, None) => explain(config, kind, i, size_bytes, model_ns, sim_ns)?,
+        };
+        points.push(Point {
+            kind,
+            stream,
+            link: config.link.to_string(),
+            mps_bytes: config.mps_bytes,
+            mrrs_bytes: config.mrrs_bytes,
+            header: crate::named::Named::name(config.header).into(),
+            tags: config.tags,
+            latency_ns: config.host_completion_latency_ns,
+            size_bytes,
+            model_ns,
+            sim_ns,
+            difference_percent: difference * 100.0,
+            explanation,
+        });
+    }
+    Ok(points)
+}
+
+/// The model's parameters for the simulator's configuration.
+pub fn model_params(config: &SimConfig) -> LinkParams {
+    let every = match config.host_rx.ack {
+        AckPolicy::EveryTlps(n) => Some(n),
+        _ => Some(1),
+    };
+    LinkParams {
+        link: config.link,
+        mps_bytes: config.mps_bytes,
+        mrrs_bytes: config.mrrs_bytes,
+        rcb_bytes: config.rcb_bytes,
+        header: config.header,
+        ecrc: config.ecrc,
+        accounting: Accounting::WireAccurate,
+        read_latency_ns: config.host_completion_latency_ns,
+        tags: config.tags,
+        include_skp: true,
+        include_dllp: true,
+        start_addr: 0,
+        dllp_every_tlps: every,
+        completion_bytes: None,
+        in_flight: 1,
+    }
+}
+
+/// The model's time per stream: one for a write or a read; (write, read) for both at once,
+/// each the time its stream takes for `size_bytes` at the rate it gets while both run.
+fn modelled_ns(config: &SimConfig, kind: Kind, size_bytes: u64) -> Vec<(Option<Kind>, f64)> {
+    let params = model_params(config);
+    match kind {
+        Kind::Write => vec![(None, model::write::write_flow(&params, size_bytes, Span::Steady).duration_ns)],
+        Kind::Read => vec![(None, model::read::read_flow(&params, size_bytes, Span::Steady).duration_ns)],
+        Kind::Both => {
+            let [write_ns, read_ns] = bidirectional_ns(&params, size_bytes);
+            vec![(Some(Kind::Write), write_ns), (Some(Kind::Read), read_ns)]
+        }
+    }
+}
+
+/// `model::bidir::bidirectional` of back-to-back transfers (the first completion latency
+/// overlaps data, as in the simulation's steady window), as [write, read] times for `size_bytes`.
+fn bidirectional_ns(params: &LinkParams, size_bytes: u64) -> [f64; 2] {
+    let steady = LinkParams { in_flight: params.tags.max(2), ..params.clone() };
+    let both = model::bidir::bidirectional(&steady, size_bytes);
+    let ns = |mbps: f64| size_bytes as f64 * 1e3 / mbps;
+    [ns(both.write.mbps), ns(both.read.mbps)]
+}
+
+/// Both at once: a read request (and the Ack before it) cannot start inside a write TLP, so
+/// each waits for the write on the requester's lanes to end — 0 to one write TLP, which the
+/// model's bidirectional rates do not charge. The point is explained when the simulation lies
+/// between the model as it is and the model with every request delayed by a whole write TLP.
+fn explain_both(config: &SimConfig, stream: Kind, size_bytes: u64, sim_ns: f64) -> Option<String> {
+    let params = model_params(config);
+    let write_tlp_bytes = params.framing_bytes() + params.header.bytes() + params.mps_bytes;
+    let write_tlp_ns = model::load::bytes_ns(params.link, write_tlp_bytes as f64);
+    let delayed = LinkParams { read_latency_ns: params.read_latency_ns + write_tlp_ns, ..params.clone() };
+    let i = if stream == Kind::Write { 0 } else { 1 };
+    let (as_is_ns, delayed_ns) = (bidirectional_ns(&params, size_bytes)[i], bidirectional_ns(&delayed, size_bytes)[i]);
+    let (low, high) = (as_is_ns.min(delayed_ns), as_is_ns.max(delayed_ns));
+    if sim_ns < low * (1.0 - TOLERANCE) || sim_ns > high * (1.0 + TOLERANCE) {
+        return None;
+    }
+    Some(format!(
+        "read requests wait behind write TLPs ({write_tlp_ns:.1} ns each on the requester's lanes): with every request delayed by 0 to one write TLP the model gives {low:.1}–{high:.1} ns for the {} stream",
+        crate::named::Named::name(stream)
+    ))
+}
+
+/// The simulation's times, in the order of [`modelled_ns`]: first TLP start (upstream) to the
+/// last data TLP's end for one stream; for both at once, see [`steady_both_ns`].
+pub fn simulated_ns(config: &SimConfig, kind: Kind, size_bytes: u64) -> Result<Vec<f64>, InvalidInput> {
+    let workload = match kind {
+        Kind::Write => Workload::DmaWrite { addr: 0, bytes: size_bytes },
+        Kind::Read => Workload::DmaRead { addr: 0, bytes: size_bytes },
+        Kind::Both => {
+            let config = SimConfig { record: true, ..config.clone() };
+            let outcome = link::simulate(&config, &Workload::DmaBoth { write_addr: 0, read_addr: 0, bytes: size_bytes })?;
+            return Ok(steady_both_ns(&outcome.record, size_bytes).to_vec());
+        }
+    };
+    let outcome = link::simulate(config, &workload)?;
+    let up = outcome.direction(Direction::Upstream);
+    let data = if kind == Kind::Write { up } else { outcome.direction(Direction::Downstream) };
+    Ok(vec![data.last_tlp_end_ns - up.first_tlp_start_ns.unwrap_or(0.0)])
+}
+
+/// Writes and reads at once, from the record: each stream's payload rate while both run —
+/// between the end of the first completion and the end of whichever stream finishes first — as
+/// the time `size_bytes` would take at that rate: [write, read]. The rate is the least-squares
+/// slope of bytes delivered against time, so that completions arriving in bursts (one per
+/// round of tags) do not bias it by where the window cuts a burst.
+fn steady_both_ns(record: &[link::Crossing], size_bytes: u64) -> [f64; 2] {
+    let tlps = |kind: TlpKind| {
+        record.iter().filter_map(move |c| match c.packet {
+            Packet::Tlp(t) if t.kind == kind => Some((c.end_ns, t.len_bytes)),
+            _ => None,
+        })
+    };
+    let from_ns = tlps(TlpKind::CompletionData).map(|(end, _)| end).fold(f64::INFINITY, f64::min);
+    let last = |kind| tlps(kind).map(|(end, _)| end).fold(0.0, f64::max);
+    let until_ns = last(TlpKind::MemWrite).min(last(TlpKind::CompletionData));
+    let ns = |kind: TlpKind| {
+        let mut delivered = 0u64;
+        let points: Vec<(f64, f64)> = tlps(kind)
+            .filter(|(end, _)| *end >= from_ns && *end <= until_ns)
+            .map(|(end, len)| {
+                delivered += len;
+                (end, delivered as f64)
+            })
+            .collect();
+        let slope = least_squares_slope(&points);
+        if slope > 0.0 { size_bytes as f64 / slope } else { f64::INFINITY }
+    };
+    [ns(TlpKind::MemWrite), ns(TlpKind::CompletionData)]
+}
+
+/// Slope of the least-squares line through `points` (0 with fewer than two).
+fn least_squares_slope(points: &[(f64, f64)]) -> f64 {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return 0.0;
+    }
+    let (mean_x, mean_y) = (points.iter().map(|p| p.0).sum::<f64>() / n, points.iter().map(|p| p.1).sum::<f64>() / n);
+    let covariance: f64 = points.iter().map(|(x, y)| (x - mean_x) * (y - mean_y)).sum();
+    let variance: f64 = points.iter().map(|(x, _)| (x - mean_x).powi(2)).sum();
+    if variance > 0.0 { covariance / variance } else { 0.0 }
+}
+
+/// The cause of a disagreement, shown by simulating the point again without it: finite credits
+/// and the wire delay are inputs the model does not take.
+fn explain(config: &SimConfig, kind: Kind, stream: usize, size_bytes: u64, model_ns: f64, sim_ns: f64) -> Result<Option<String>, InvalidInput> {
+    let finite = config.host_rx.credits != Credits::large();
+    if !finite && config.wire_delay_ns == 0.0 {
+        return Ok(None);
+    }
+    let mut without = config.clone();
+    for rx in [&mut without.host_rx, &mut without.device_rx] {
+        rx.credits = Credits::large();
+    }
+    without.wire_delay_ns = 0.0;
+    let sim_without_ns = simulated_ns(&without, kind, size_bytes)?[stream];
+    if (sim_without_ns / model_ns - 1.0).abs() > TOLERANCE {
+        return Ok(None);
+    }
+    let credits = match config.host_rx.credits.posted {
+        ClassCredits::Finite { data, .. } => format!("{data} data credits ({} B)", data * 16),
+        ClassCredits::Infinite => "infinite credits".into(),
+    };
+    Ok(Some(format!(
+        "flow control: {credits} with a {} ns wire each way; with large credits and no wire delay the simulation takes {:.1} ns ({:+.3} % of the model), so the credit loop and flight time account for {:.1} ns",
+        config.wire_delay_ns,
+        sim_without_ns,
+        (sim_without_ns / model_ns - 1.0) * 100.0,
+        sim_ns - sim_without_ns
+    )))
+}
