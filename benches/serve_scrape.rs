@@ -10,6 +10,10 @@
 //! head, then a byte a second; the server closes them at its head timeout and they reconnect).
 //! Goal: p99 ≤ 100 ms, and RSS and the thread count flat (/proc/PID/status before and after).
 //!
+//! And a scrape's cost against the history in `--results DIR`: 1, 300 and 3,000 stored runs,
+//! the first scrape (every file parsed) and the next ones (an index: a stat per file, a parse
+//! only for a changed file). Goal: p99 ≤ 10 ms with 1 run, ≤ 50 ms with 3,000.
+//!
 //! Run with `cargo bench --bench serve_scrape` (under `cargo test` it runs once, as a smoke
 //! test: one round, 50 scrapes by 5 clients beside 10 slow connections).
 
@@ -24,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pcieperf::report::exporter::{scrape, Sources};
+use pcieperf::report::exporter::{read, scrape, ResultsIndex, Sources};
 
 fn full_run() -> bool {
     std::env::args().any(|a| a == "--bench")
@@ -83,6 +87,44 @@ fn main() {
         ours.as_secs_f64() / raw.as_secs_f64()
     );
     load.run(tree.root());
+    history(tree.root());
+}
+
+/// Scrapes against 1, 300 and 3,000 stored runs (copies of one short simulated run).
+fn history(sysfs: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.json");
+    let made = Command::new(env!("CARGO_BIN_EXE_pcieperf")).args(["-q", "dma", "--target", "sim:doc001", "--sizes", "4KiB,64KiB", "--duration", "5ms", "--out"]).arg(&run).status().unwrap();
+    assert!(made.success());
+    let counts: &[usize] = if full_run() { &[1, 300, 3000] } else { &[1, 30] };
+    for &count in counts {
+        let results = tempfile::tempdir().unwrap();
+        for i in 0..count {
+            std::fs::copy(&run, results.path().join(format!("run{i:05}.json"))).unwrap();
+        }
+        let sources = Sources { sysfs_root: sysfs.to_path_buf(), pci_ids: Some("/nonexistent".into()), results_dir: Some(results.path().to_path_buf()) };
+        let mut index = ResultsIndex::default();
+        let start = Instant::now();
+        read(&sources, &mut index).unwrap();
+        let first = start.elapsed();
+        let mut next: Vec<Duration> = (0..rounds().max(20))
+            .map(|_| {
+                let start = Instant::now();
+                std::hint::black_box(read(&sources, &mut index).unwrap());
+                start.elapsed()
+            })
+            .collect();
+        next.sort();
+        let p99 = next[(next.len() * 99).div_ceil(100) - 1];
+        println!(
+            "serve scrape with {count} stored runs: first {:.1} ms ({} files parsed), then median {:.2} ms, p99 {:.2} ms ({} parsed in all)",
+            first.as_secs_f64() * 1e3,
+            count,
+            median(next.clone()).as_secs_f64() * 1e3,
+            p99.as_secs_f64() * 1e3,
+            index.parses
+        );
+    }
 }
 
 /// The load part's sizes.

@@ -4,12 +4,12 @@
 //! (OpenMetrics text); the families are the ones `--metrics` files hold (docs/metrics.md).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::bench::results::Results;
 use crate::pci::{self, InspectOptions, Source};
 
 use super::metrics::{self, Family, Kind, Sample};
@@ -30,25 +30,61 @@ pub struct Unreadable {
     pub reason: String,
 }
 
-/// The newest readable results document per target in `dir`, and the files that could not be
-/// read as results.
-fn newest_results(dir: &Path) -> (Vec<(Results, SystemTime)>, Vec<Unreadable>) {
-    let mut newest: BTreeMap<String, (Results, SystemTime)> = BTreeMap::new();
-    let mut unreadable = Vec::new();
-    let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
-    for path in entries.map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")) {
-        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-        match super::json::read(&path) {
-            Ok(results) => {
-                let target = results.conditions.target.clone();
-                if newest.get(&target).is_none_or(|(_, seen)| *seen < modified) {
-                    newest.insert(target, (results, modified));
-                }
+/// What one results file gave when it was last read, and the file's identity then: a file is
+/// parsed again only when its size, modification time or inode changed, so a scrape costs the
+/// same with 1 or 3,000 stored runs (a directory listing and a stat per file).
+#[derive(Debug, Clone)]
+struct Indexed {
+    identity: (u64, u64, SystemTime),
+    /// The run's target and families, or why the file is not a results document.
+    read: Result<(String, Vec<Family>), String>,
+}
+
+/// The results directory as last read: one entry per `*.json` file.
+#[derive(Debug, Default)]
+pub struct ResultsIndex {
+    files: BTreeMap<PathBuf, Indexed>,
+    /// Files parsed so far (what the index saves shows in tests).
+    pub parses: u64,
+}
+
+impl ResultsIndex {
+    /// Bring the index up to date with `dir`: new and changed files read, vanished ones dropped.
+    fn refresh(&mut self, dir: &Path) {
+        let mut seen = BTreeSet::new();
+        let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+        for path in entries.map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")) {
+            let Ok(meta) = std::fs::metadata(&path) else { continue };
+            let identity = (meta.ino(), meta.len(), meta.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+            seen.insert(path.clone());
+            if self.files.get(&path).is_some_and(|f| f.identity == identity) {
+                continue;
             }
-            Err(e) => unreadable.push(Unreadable { path, reason: format!("{e:#}") }),
+            self.parses += 1;
+            let read = super::json::read(&path)
+                .map(|results| (results.conditions.target.clone(), metrics::run_families(&results, identity.2)))
+                .map_err(|e| format!("{e:#}"));
+            self.files.insert(path, Indexed { identity, read });
         }
+        self.files.retain(|path, _| seen.contains(path));
     }
-    (newest.into_values().collect(), unreadable)
+
+    /// The families of the newest readable run per target, and the files that are not runs.
+    fn newest(&self) -> (Vec<&[Family]>, Vec<Unreadable>) {
+        let mut newest: BTreeMap<&str, (SystemTime, &[Family])> = BTreeMap::new();
+        let mut unreadable = Vec::new();
+        for (path, file) in &self.files {
+            match &file.read {
+                Ok((target, families)) => {
+                    if newest.get(target.as_str()).is_none_or(|(seen, _)| *seen < file.identity.2) {
+                        newest.insert(target, (file.identity.2, families));
+                    }
+                }
+                Err(reason) => unreadable.push(Unreadable { path: path.clone(), reason: reason.clone() }),
+            }
+        }
+        (newest.into_values().map(|(_, families)| families).collect(), unreadable)
+    }
 }
 
 /// One scrape read: its families, and the results files it could not read.
@@ -58,21 +94,22 @@ pub struct Scrape {
     pub unreadable: Vec<Unreadable>,
 }
 
-/// Read every family of one scrape.
-pub fn read(sources: &Sources) -> anyhow::Result<Scrape> {
+/// Read every family of one scrape, the results directory through `index`.
+pub fn read(sources: &Sources, index: &mut ResultsIndex) -> anyhow::Result<Scrape> {
     let options = InspectOptions { source: Source::Sysfs(sources.sysfs_root.clone()), pci_ids: sources.pci_ids.clone(), ..InspectOptions::default() };
     let inspection = pci::inspect(&options)?;
     let mut families = metrics::inspection_families(&inspection, SystemTime::now());
     let mut unreadable = Vec::new();
     if let Some(dir) = &sources.results_dir {
+        index.refresh(dir);
         let runs;
-        (runs, unreadable) = newest_results(dir);
+        (runs, unreadable) = index.newest();
         // Families of several runs merge by name: one HELP/TYPE, the samples of every target.
-        for (results, written) in &runs {
-            for family in metrics::run_families(results, *written) {
+        for run in runs {
+            for family in run {
                 match families.iter_mut().find(|f| f.name == family.name) {
-                    Some(existing) => existing.samples.extend(family.samples),
-                    None => families.push(family),
+                    Some(existing) => existing.samples.extend(family.samples.iter().cloned()),
+                    None => families.push(family.clone()),
                 }
             }
         }
@@ -89,7 +126,7 @@ pub fn read(sources: &Sources) -> anyhow::Result<Scrape> {
 
 /// Every family of one scrape.
 pub fn families(sources: &Sources) -> anyhow::Result<Vec<Family>> {
-    Ok(read(sources)?.families)
+    Ok(read(sources, &mut ResultsIndex::default())?.families)
 }
 
 /// One scrape's answer body (OpenMetrics text).
@@ -131,6 +168,8 @@ pub struct Exporter {
     shared: Mutex<Latest>,
     finished: Condvar,
     named_unreadable: Mutex<BTreeSet<PathBuf>>,
+    /// Only one scrape reads at a time (the others share its answer), so one index serves all.
+    index: Mutex<ResultsIndex>,
     /// Scrapes read so far (what sharing saves shows in tests).
     reads: AtomicU64,
 }
@@ -146,7 +185,7 @@ struct Latest {
 
 impl Exporter {
     pub fn new(sources: Sources) -> Exporter {
-        Exporter { sources, shared: Mutex::default(), finished: Condvar::new(), named_unreadable: Mutex::default(), reads: AtomicU64::new(0) }
+        Exporter { sources, shared: Mutex::default(), finished: Condvar::new(), named_unreadable: Mutex::default(), index: Mutex::default(), reads: AtomicU64::new(0) }
     }
 
     /// The answer to one scrape request: shared, fresh or read now.
@@ -182,7 +221,7 @@ impl Exporter {
 
     fn read_now(&self) -> Answer {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let scrape = read(&self.sources).map_err(|e| Arc::<str>::from(format!("{e:#}")))?;
+        let scrape = read(&self.sources, &mut lock(&self.index)).map_err(|e| Arc::<str>::from(format!("{e:#}")))?;
         self.name_unreadable(&scrape.unreadable);
         let text = metrics::text(&scrape.families);
         let openmetrics = metrics::openmetrics(scrape.families).map_err(|e| Arc::<str>::from(format!("encoding the metrics: {e}")))?;
@@ -212,6 +251,39 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.path().join("bus/pci/devices")).unwrap();
         root
+    }
+
+    /// A results document of a short simulated run, written to `path`.
+    fn write_run(path: &Path, target: &str) {
+        let mut engine = crate::engine::registry::open(target, &crate::engine::OpenOptions::default()).unwrap();
+        let mut options = crate::bench::dma::DmaOptions::new(vec![crate::bench::results::Mode::D2h], vec![4096]);
+        options.duration = Duration::from_millis(5);
+        let results = crate::bench::dma::measure(engine.as_mut(), &options, &std::sync::atomic::AtomicBool::new(false), &mut crate::bench::dma::Quiet).unwrap();
+        std::fs::write(path, crate::report::json::to_string(&results).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn the_results_index_parses_a_file_once_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        write_run(&dir.path().join("a.json"), "sim:doc001");
+        write_run(&dir.path().join("b.json"), "sim:gen3x8");
+        std::fs::write(dir.path().join("broken.json"), "{").unwrap();
+        let mut index = ResultsIndex::default();
+        for _ in 0..5 {
+            index.refresh(dir.path());
+        }
+        assert_eq!(index.parses, 3, "three files, each parsed once over five scrapes");
+        let (runs, unreadable) = index.newest();
+        assert_eq!((runs.len(), unreadable.len()), (2, 1));
+        // A rewritten file is read again; a removed one leaves the answer.
+        write_run(&dir.path().join("a.json"), "sim:gen4x16");
+        std::fs::remove_file(dir.path().join("broken.json")).unwrap();
+        index.refresh(dir.path());
+        assert_eq!(index.parses, 4);
+        let (runs, unreadable) = index.newest();
+        assert_eq!((runs.len(), unreadable.len()), (2, 0));
+        let targets: BTreeSet<String> = runs.iter().flat_map(|families| families[0].samples[0].labels.iter().filter(|(k, _)| *k == "target").map(|(_, v)| v.clone())).collect();
+        assert_eq!(targets, BTreeSet::from(["sim:gen3x8".to_string(), "sim:gen4x16".to_string()]));
     }
 
     #[test]
