@@ -12,6 +12,7 @@ mod pio;
 mod report;
 mod run;
 mod serve;
+mod trace;
 mod values;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,6 +102,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Prometheus exporter: link health per scrape and the last results of runs, on /metrics.
     Serve(serve::ServeArgs),
+    /// Trace a simulated link: the first packets as text (document 000's layout), VCD or pcapng.
+    Trace(trace::TraceArgs),
 }
 
 /// Run the command line and return the process exit code.
@@ -135,6 +138,7 @@ pub fn main() -> i32 {
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Report(args)) => report::run(args),
         Some(Command::Serve(args)) => serve::run(args),
+        Some(Command::Trace(args)) => trace::run(args),
         None => {
             let _ = Cli::command().print_help();
             return 2;
