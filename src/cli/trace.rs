@@ -22,7 +22,9 @@ use crate::report::trace::{self, pcapng, text, vcd, Trace};
 Scenarios: write / read: a device DMA transfer of --bytes; doc000-example1: document 000 §3.5
 Example 1 (100 writes of 4 bytes); doc000-reads: §3.5's record of three reads; doc000-test3: §4.6,
 writes every 120 ns; doc000-test4: §4.7, three reads (the first read's latency and gap).
-Limits: --count 1 to 10^7 packets, --symbols 1 to 10^7 symbol times; bad input exits 2.")]
+Limits: --count 1 to 10^7 packets, --symbols 1 to 10^7 symbol times. Formats and record layout:
+docs/trace.md.
+Exit codes: 0 written, 1 the output could not be written, 2 bad input (one line on stderr).")]
 pub struct TraceArgs {
     #[arg(long, value_enum, default_value = "write")]
     pub scenario: Scenario,
