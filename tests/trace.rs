@@ -32,7 +32,7 @@ fn text_layout_of_example_1_matches_the_record() {
     let lines: Vec<&str> = text.lines().skip(2).collect();
     assert_eq!(lines.len() as u64, rows);
     // The record's 100 writes end at 9648 ns, symbol time 2411 (its END); the last DLLPs after.
-    let last_write = record.iter().filter(|c| matches!(c.packet, Packet::Tlp(_))).next_back().unwrap();
+    let last_write = record.iter().rfind(|c| matches!(c.packet, Packet::Tlp(_))).unwrap();
     assert_eq!(last_write.end_ns, 9648.0);
     assert!(lines[2411].split_once('|').unwrap().0.contains("K END"), "{}", lines[2411]);
     let (mut writes, mut acks, mut skps) = (0, 0, 0);
@@ -74,8 +74,8 @@ fn text_layout_of_example_1_matches_the_record() {
             Packet::Skp => {
                 skps += 1;
                 assert!(here.contains("K COM") && here.contains("SKP"), "{line}");
-                for r in row + 1..row + 4 {
-                    assert!(side(lines[r]).contains("K SKP"));
+                for line in &lines[row + 1..row + 4] {
+                    assert!(side(line).contains("K SKP"));
                 }
             }
         }

@@ -89,7 +89,7 @@ impl<'a> Timeline<'a> {
             }
             side.lanes.push(symbol);
         }
-        if self.phy.encoding != Encoding::B8b10b && row % BLOCK_SYMBOLS == 0 {
+        if self.phy.encoding != Encoding::B8b10b && row.is_multiple_of(BLOCK_SYMBOLS) {
             side.sync = Some(if self.in_skp_block(direction, row * width) { SYNC_ORDERED_SET } else { SYNC_DATA });
         }
         side

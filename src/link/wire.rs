@@ -208,7 +208,7 @@ fn byte_enables(addr: u64, len: u64, dws: u64) -> u8 {
         return mask & 0x0F;
     }
     let first = 0x0F & !((1u8 << first_offset) - 1);
-    let last = if end % 4 == 0 { 0x0F } else { (1u8 << (end % 4)) - 1 };
+    let last = if end.is_multiple_of(4) { 0x0F } else { (1u8 << (end % 4)) - 1 };
     last << 4 | first
 }
 

@@ -99,7 +99,7 @@ fn declare(out: &mut String, trace: &Trace, next: &mut usize) -> [Ids; 2] {
 
 /// When each packet's decoded signals change: (time fs, direction, the packet or None for
 /// idle), in time order.
-fn packet_changes<'a>(record: &'a [Crossing], until_fs: u64) -> Vec<(u64, Direction, Option<&'a Packet>)> {
+fn packet_changes(record: &[Crossing], until_fs: u64) -> Vec<(u64, Direction, Option<&Packet>)> {
     let mut changes = Vec::new();
     for direction in Direction::BOTH {
         let mine: Vec<&Crossing> = record.iter().filter(|c| c.direction == direction && fs(c.start_ns) < until_fs).collect();
