@@ -432,3 +432,15 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(!stderr.contains("panicked"));
     }
 }
+
+#[test]
+fn symbols_bound_every_format_and_exclude_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.pcapng");
+    pcieperf().args(["trace", "--link", "gen1x1", "--symbols", "100", "--format", "pcapng", "--out"]).arg(&path).assert().success();
+    let (_, _, packets) = read_pcapng(&std::fs::read(&path).unwrap());
+    // Gen1 x1: 4 ns a symbol time, so every packet starts before 400 ns.
+    assert!(!packets.is_empty() && packets.iter().all(|p| p.timestamp_ns < 400), "{}", packets.len());
+    let out = pcieperf().args(["trace", "--count", "5", "--symbols", "5"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -58,10 +58,10 @@ pub struct TraceArgs {
     pub tags: Option<u32>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
-    /// Packets to write (TLPs, DLLPs and SKP ordered sets, in order of their start).
-    #[arg(long)]
+    /// Packets to write (TLPs, DLLPs and SKP ordered sets, in order of their start; default 200).
+    #[arg(long, conflicts_with = "symbols")]
     pub count: Option<u64>,
-    /// Symbol times the text and VCD traces show (default: as many as the packets span).
+    /// Symbol times to write instead: every packet that starts in them (text and VCD show each).
     #[arg(long)]
     pub symbols: Option<u64>,
     /// Output file, or - for standard output.
@@ -115,7 +115,8 @@ pub fn run(args: TraceArgs) -> anyhow::Result<i32> {
     let record = trace::simulate_first(&config, workload, packets)?;
     let first = &record[..record.len().min(packets as usize)];
     if args.format == Format::Pcapng {
-        let trace = Trace { config: &config, record: first, rows: 0 };
+        let shown = args.symbols.map_or(first, |symbols| trace::within_rows(first, &phy, symbols));
+        let trace = Trace { config: &config, record: shown, rows: 0 };
         return output::write_bytes(&args.out, &pcapng::render(&trace)).map(|()| 0);
     }
     let rows = trace::rows(first, &phy, args.symbols)?;
