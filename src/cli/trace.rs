@@ -104,6 +104,10 @@ fn parse_addr(text: &str) -> Result<u64, String> {
 
 pub fn run(args: TraceArgs) -> anyhow::Result<i32> {
     output::check(&args.out, &[])?;
+    // SAFETY: isatty only inspects the descriptor.
+    if args.format == Format::Pcapng && output::is_stdout(&args.out) && unsafe { libc::isatty(1) } == 1 {
+        return invalid("a pcapng trace is binary: pass --out FILE, or redirect standard output");
+    }
     let (config, workload) = scenario(&args)?;
     let phy = crate::link::phy::Phy::new(config.link);
     if let Some(symbols) = args.symbols {
