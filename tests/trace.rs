@@ -415,7 +415,7 @@ fn bad_input_is_one_line_and_exit_2() {
     let cases: [(&[&str], &str); 9] = [
         (&["--count", "1000000000000"], "allowed 1 to 10000000"),
         (&["--count", "0"], "allowed 1 to"),
-        (&["--symbols", "100000000000"], "symbol times"),
+        (&["--symbols", "1000000000000"], "symbol times"),
         (&["--link", "gen9x1"], "allowed 1, 2, 3"),
         (&["--link", "gen6x4"], "Gen1–Gen5"),
         (&["--scenario", "doc000-example1", "--link", "gen2x1"], "set their own link"),
