@@ -1,13 +1,8 @@
 //! Document 000's numbers, reproduced by stepping packets through the link simulator (not from
 //! the model's formulas). Each test prints the parameters it had to choose.
+//! The scenarios' parameters come from `link::scenarios`, which `pcieperf trace` shares.
 
-use pcieperf::link::{self, AckPolicy, Direction, FcPolicy, Packet, SimConfig, TlpKind, Workload};
-
-fn gen1x1() -> SimConfig {
-    let mut config = SimConfig::for_link("gen1x1").unwrap();
-    config.mps_bytes = 128;
-    config
-}
+use pcieperf::link::{self, scenarios, Direction, Packet, TlpKind};
 
 fn mbps(bytes: f64, ns: f64) -> f64 {
     bytes / ns * 1e3
@@ -17,10 +12,8 @@ fn mbps(bytes: f64, ns: f64) -> f64 {
 /// DLLPs on the other direction.
 #[test]
 fn example_1_hundred_4_byte_writes() {
-    let mut config = gen1x1();
     // Where the record starts in the SKP schedule: a SKP due as the first write goes out.
-    config.skp_phase = config.skp_interval;
-    let workload = Workload::CpuWrites { addr: 0xc200_0000, bytes: 4, count: 100, spacing_ns: 0.0 };
+    let (config, workload) = scenarios::example_1();
     let outcome = link::simulate(&config, &workload).unwrap();
     println!("parameters: Gen1 x1, MPS 128, 3DW, Ack and UpdateFC per TLP, SKP every 1180 symbol times, one due at t=0");
     let down = outcome.direction(Direction::Downstream);
@@ -45,8 +38,7 @@ fn example_1_hundred_4_byte_writes() {
 /// §4.6: 1-DW writes issued every 120 ns: 33.33 MB/s, Acks on the other direction.
 #[test]
 fn section_4_6_writes_every_120_ns() {
-    let config = gen1x1();
-    let workload = Workload::CpuWrites { addr: 0x0200_0000, bytes: 4, count: 100, spacing_ns: 120.0 };
+    let (config, workload) = scenarios::test_3_writes();
     let outcome = link::simulate(&config, &workload).unwrap();
     println!("parameters: CPU issue spacing 120 ns, immediate Acks, UpdateFC per TLP");
     let starts: Vec<f64> = tlp_starts(&outcome.record, Direction::Downstream, TlpKind::MemWrite);
@@ -83,12 +75,9 @@ fn assert_skps_between_packets(record: &[link::Crossing]) {
 /// The §3.5 record of three 4-byte reads: 2128 ns with a SKP inside, 5.639 MB/s.
 #[test]
 fn section_3_5_three_reads_record() {
-    let mut config = gen1x1();
-    config.device_completion_latency_ns = 500.0;
     // A SKP comes due 10 symbol times into the record, in both directions.
-    config.skp_phase = config.skp_interval - 10;
-    let gap_ns = 36.0;
-    let workload = Workload::CpuReads { addr: 0xc200_0000, bytes: 4, count: 3, gap_ns };
+    let (config, workload) = scenarios::three_reads();
+    let gap_ns = scenarios::THREE_READS_GAP_NS;
     println!("parameters: device completion latency 500 ns, immediate Acks, CPU issue gap {gap_ns} ns after each completion, SKP due at 40 ns");
     let outcome = link::simulate(&config, &workload).unwrap();
     print!("{}", link::dump(&outcome.record));
@@ -115,13 +104,10 @@ fn section_3_5_three_reads_record() {
 fn section_4_7_read_to_completion_and_spacing() {
     // The record's three reads: latencies 512, 520, 524 ns; completion-to-request delays 872 and
     // 836 ns giving spacings 1560 and 1532 ns. The third read has no request after it.
-    for (latency_ns, gap_ns, spacing_ns) in [(512.0, 872.0, Some(1560.0)), (520.0, 836.0, Some(1532.0)), (524.0, 836.0, None)] {
-        let mut config = gen1x1();
-        config.device_completion_latency_ns = latency_ns;
-        config.device_rx.ack = AckPolicy::Timer { delay_ns: 40.0 };
-        config.device_rx.fc = FcPolicy::Timer { delay_ns: 40.0 };
-        let workload = Workload::CpuReads { addr: 0xc200_0000, bytes: 4, count: 3, gap_ns };
-        println!("parameters: device completion latency {latency_ns} ns, device Ack/UpdateFC delay 40 ns, CPU issue gap {gap_ns} ns");
+    for (read, spacing_ns) in [(0, Some(1560.0)), (1, Some(1532.0)), (2, None)] {
+        let (config, workload) = scenarios::test_4_reads(read);
+        let (latency_ns, gap_ns) = scenarios::TEST_4_READS[read];
+        println!("parameters: device completion latency {latency_ns} ns, device Ack/UpdateFC delay {} ns, CPU issue gap {gap_ns} ns", scenarios::TEST_4_DEVICE_TIMER_NS);
         let outcome = link::simulate(&config, &workload).unwrap();
         let requests: Vec<_> = outcome.record.iter().filter(|c| matches!(c.packet, Packet::Tlp(t) if t.kind == TlpKind::MemRead)).collect();
         let completions: Vec<_> =

@@ -13,6 +13,7 @@ mod pio;
 mod report;
 mod run;
 mod serve;
+mod trace;
 mod values;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -147,6 +148,8 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// The model against the link simulator over a grid: model, simulation, difference, cause.
     Crosscheck(crosscheck::CrosscheckArgs),
+    /// Trace a simulated link: the first packets as text (document 000's layout), VCD or pcapng.
+    Trace(trace::TraceArgs),
 }
 
 /// Run the command line and return the process exit code.
@@ -182,6 +185,7 @@ pub fn main() -> i32 {
         Some(Command::Report(args)) => report::run(args),
         Some(Command::Serve(args)) => serve::run(args),
         Some(Command::Crosscheck(args)) => crosscheck::run(args),
+        Some(Command::Trace(args)) => trace::run(args),
         None => {
             let _ = Cli::command().print_help();
             return 2;

@@ -10,12 +10,16 @@
 
 pub mod agents;
 pub mod config;
+pub mod crc;
 pub mod flow;
 pub mod packet;
 pub mod phy;
 pub mod record;
+pub mod scenarios;
 pub mod sim;
+pub mod symbols;
 pub mod transaction;
+pub mod wire;
 
 pub use agents::Workload;
 pub use config::{AckPolicy, ClassCredits, Credits, FcPolicy, Receiver, SimConfig};

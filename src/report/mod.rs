@@ -17,3 +17,4 @@ pub mod plot;
 pub mod pio;
 pub mod progress;
 pub mod text;
+pub mod trace;

@@ -151,16 +151,21 @@ fn access_writable(path: &Path) -> bool {
 /// Write `text` to `path` (`-`: standard output), checking it again first (the path may have
 /// changed since the run started), through a temporary file renamed over it.
 pub fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    write_bytes(path, text.as_bytes())
+}
+
+/// [`write`] for binary outputs (a pcapng trace).
+pub fn write_bytes(path: &Path, text: &[u8]) -> anyhow::Result<()> {
     if is_stdout(path) {
         let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())?;
+        out.write_all(text)?;
         return Ok(out.flush()?);
     }
     check(path, &[])?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let written = (|| -> std::io::Result<()> {
         let mut temp = tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(directory_of(path))?;
-        temp.write_all(text.as_bytes())?;
+        temp.write_all(text)?;
         // tempfile creates 0600; a results file is as readable as any file the user makes.
         temp.as_file().set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
         temp.as_file().sync_all()?;

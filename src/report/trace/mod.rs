@@ -1,0 +1,137 @@
+//! Traces of the simulated link (`pcieperf trace`, docs/trace.md): the record of
+//! [`crate::link::simulate`] as an analyser shows it — text in document 000's layout ([`text`]),
+//! VCD for GTKWave ([`vcd`]) and pcapng for Wireshark with the dissector in
+//! `tools/wireshark/pcieperf.lua` ([`pcapng`]). Text and VCD share one symbol expansion
+//! ([`crate::link::symbols`]); all three take the wire bytes from [`crate::link::wire`].
+
+pub mod pcapng;
+pub mod text;
+pub mod vcd;
+
+use crate::link::phy::Phy;
+use crate::link::symbols::Timeline;
+use crate::link::wire::Encoder;
+use crate::error::InvalidInput;
+use crate::link::{Crossing, Dllp, FcClass, Packet, SimConfig, Workload};
+
+/// What a trace shows: the simulated link and the packets, in order of their start.
+pub struct Trace<'a> {
+    pub config: &'a SimConfig,
+    pub record: &'a [Crossing],
+    /// Symbol times (rows) the text and VCD traces show.
+    pub rows: u64,
+}
+
+impl Trace<'_> {
+    pub fn phy(&self) -> Phy {
+        Phy::new(self.config.link)
+    }
+
+    pub fn encoder(&self) -> Encoder {
+        Encoder::new(self.phy().encoding, self.config.header, self.config.ecrc)
+    }
+
+    pub fn timeline(&self) -> Timeline<'_> {
+        Timeline::new(self.record, self.phy(), self.encoder())
+    }
+}
+
+/// The record in order of start time (a SKP sent during idle is recorded when the transmitter
+/// next looks, after packets of the other direction that started later).
+pub fn in_start_order(mut record: Vec<Crossing>) -> Vec<Crossing> {
+    record.sort_by(|a, b| a.start_ns.total_cmp(&b.start_ns));
+    record
+}
+
+/// Short name of a packet's kind, as the traces print it.
+pub fn kind_name(packet: &Packet) -> &'static str {
+    match packet {
+        Packet::Tlp(tlp) => tlp.kind.name(),
+        Packet::Dllp(Dllp::Ack { .. }) => "Ack",
+        Packet::Dllp(Dllp::UpdateFc { class, .. }) => match class {
+            FcClass::Posted => "UpdateFC-P",
+            FcClass::NonPosted => "UpdateFC-NP",
+            FcClass::Completion => "UpdateFC-Cpl",
+        },
+        Packet::Skp => "SKP",
+    }
+}
+
+/// UpdateFC credit values as the DLLP carries them: the header counter modulo 2^8, the data
+/// counter modulo 2^12 (the simulator counts without bound).
+pub fn wire_credits(header: u64, data: u64) -> (u64, u64) {
+    (header % 256, data % 4096)
+}
+
+/// The decoded fields of a packet, one per line, the kind first.
+pub fn fields(packet: &Packet) -> Vec<String> {
+    let mut lines = vec![kind_name(packet).to_string()];
+    match *packet {
+        Packet::Tlp(tlp) => lines.extend([
+            format!("seq {}", tlp.seq),
+            format!("tag {}", tlp.tag),
+            format!("addr {:#x}", tlp.addr),
+            format!("len {} B", tlp.len_bytes),
+        ]),
+        Packet::Dllp(Dllp::Ack { seq }) => lines.push(format!("seq {seq}")),
+        Packet::Dllp(Dllp::UpdateFc { header, data, .. }) => {
+            let (header, data) = wire_credits(header, data);
+            lines.extend([format!("HdrFC {header}"), format!("DataFC {data}")]);
+        }
+        Packet::Skp => {}
+    }
+    lines
+}
+
+/// Most packets a trace may hold. The record and the output are built in memory (a 2-million-
+/// packet pcapng peaked at 546 MB), so the bound keeps a trace well inside a workstation's memory.
+pub const MAX_PACKETS: u64 = 2_000_000;
+/// Most symbol times a text or VCD trace may show (a text row is about 60 bytes).
+pub const MAX_ROWS: u64 = 2_000_000;
+
+/// The workload cut to what its first `packets` packets need: N + 1 TLPs at most (every
+/// packet of the trace starts before the last of them), so a trace of a huge transfer stays
+/// quick. Its first `packets` packets are those of the whole workload.
+pub fn shortened(config: &SimConfig, workload: Workload, packets: u64) -> Workload {
+    let tlps = packets.saturating_add(1);
+    let count = |count: u32| count.min(u32::try_from(tlps).unwrap_or(u32::MAX));
+    match workload {
+        Workload::DmaWrite { addr, bytes } => Workload::DmaWrite { addr, bytes: bytes.min(tlps.saturating_mul(config.mps_bytes)) },
+        Workload::DmaRead { addr, bytes } => Workload::DmaRead { addr, bytes: bytes.min(tlps.saturating_mul(config.mrrs_bytes)) },
+        Workload::DmaBoth { write_addr, read_addr, bytes } => {
+            Workload::DmaBoth { write_addr, read_addr, bytes: bytes.min(tlps.saturating_mul(config.mps_bytes.max(config.mrrs_bytes))) }
+        }
+        Workload::CpuWrites { addr, bytes, count: n, spacing_ns } => Workload::CpuWrites { addr, bytes, count: count(n), spacing_ns },
+        Workload::CpuReads { addr, bytes, count: n, gap_ns } => Workload::CpuReads { addr, bytes, count: count(n), gap_ns },
+    }
+}
+
+/// The record, in start order, of as much of `workload` as its first `packets` packets need:
+/// they are its first `packets` entries, and whatever follows starts later.
+pub fn simulate_first(config: &SimConfig, workload: Workload, packets: u64) -> Result<Vec<Crossing>, InvalidInput> {
+    if !(1..=MAX_PACKETS).contains(&packets) {
+        return Err(InvalidInput::new(format!("invalid trace length {packets} packets: allowed 1 to {MAX_PACKETS}")));
+    }
+    let mut config = config.clone();
+    config.record = true;
+    let outcome = crate::link::simulate(&config, &shortened(&config, workload, packets))?;
+    Ok(in_start_order(outcome.record))
+}
+
+/// The packets a text or VCD trace of `rows` symbol times shows: all that start in them.
+pub fn within_rows<'a>(record: &'a [Crossing], phy: &Phy, rows: u64) -> &'a [Crossing] {
+    let end_tick = rows * phy.width;
+    let shown = record.partition_point(|c| phy.ticks(c.start_ns) < end_tick);
+    &record[..shown]
+}
+
+/// Symbol times that show `record` whole, or `symbols` of them; refused beyond [`MAX_ROWS`].
+pub fn rows(record: &[Crossing], phy: &Phy, symbols: Option<u64>) -> Result<u64, InvalidInput> {
+    let whole = record.iter().map(|c| phy.ticks(c.end_ns)).max().unwrap_or(0).div_ceil(phy.width);
+    let rows = symbols.unwrap_or(whole);
+    if !(1..=MAX_ROWS).contains(&rows) {
+        let hint = if symbols.is_none() { " (these packets span that many: pass --symbols or a smaller --count)" } else { "" };
+        return Err(InvalidInput::new(format!("invalid trace of {rows} symbol times: allowed 1 to {MAX_ROWS}{hint}")));
+    }
+    Ok(rows)
+}
