@@ -7,12 +7,13 @@ use clap::Args;
 
 use crate::bench::cancel;
 use crate::bench::dma::{self, DmaOptions};
-use crate::bench::results::{Mode, Results, Stopped};
+use crate::bench::results::Mode;
 use crate::bench::stats::StopRule;
 use crate::bench::verify::VerifyKind;
 use crate::engine::{self, Engine, OpenOptions};
 use crate::error::InvalidInput;
-use crate::report::{csv, html, json, metrics, output, progress::TerminalProgress, text};
+use crate::report::output::{emit, Outputs};
+use crate::report::progress::TerminalProgress;
 use crate::units;
 use super::values::named;
 
@@ -207,103 +208,6 @@ fn parse_size_arg(text: &str) -> Result<u64, String> {
     units::parse_size(text).map_err(|e| e.0)
 }
 
-
-
-/// Where and how to show a finished run.
-#[derive(Debug, Default)]
-pub struct Outputs<'a> {
-    pub json_stdout: bool,
-    pub csv_stdout: bool,
-    pub out: Option<&'a Path>,
-    pub html: Option<&'a Path>,
-    pub metrics: Option<&'a Path>,
-    /// Lines printed before the summary (notes of `run`).
-    pub notes: Vec<String>,
-}
-
-impl Outputs<'_> {
-    /// The paths of the files asked for.
-    pub fn paths(&self) -> Vec<&Path> {
-        [self.out, self.html, self.metrics].into_iter().flatten().collect()
-    }
-
-    /// Refuse, before anything is measured, outputs that would destroy something (see
-    /// [`output`]); `target`'s files are the run's inputs.
-    pub fn check(&self, target: &str) -> Result<(), InvalidInput> {
-        if (self.json_stdout || self.csv_stdout) && self.paths().iter().any(|p| output::is_stdout(p)) {
-            return Err(InvalidInput::new("--json and --csv already print on standard output: give the other output a file"));
-        }
-        output::check_all(&self.paths(), &output::files_in_target(target))
-    }
-}
-
-/// Where the results document goes: `path`, except that an interrupted run never replaces an
-/// earlier complete document; it goes to `NAME.partial.json` beside it.
-fn results_path(path: &Path, results: &Results) -> std::path::PathBuf {
-    let replaces_complete = !output::is_stdout(path) && json::read(path).is_ok_and(|earlier| earlier.complete);
-    if !results.complete && replaces_complete {
-        output::partial_path(path)
-    } else {
-        path.to_path_buf()
-    }
-}
-
-/// Write every requested view, print the summary, and choose the exit code: 130 after a
-/// signal, 1 after an engine error, a verification failure or an output that could not be
-/// written (the summary is printed anyway and the document kept where the message says), else
-/// 0. The results file is written before anything else so nothing measured is lost.
-pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
-    let mut failures = Vec::new();
-    let mut results_file = None;
-    if let Some(path) = outputs.out {
-        let path = results_path(path, results);
-        let written = json::to_string(results).map_err(|e| e.0).and_then(|text| output::write_or_keep(&path, &text, "results document"));
-        match written {
-            Ok(()) => results_file = Some(path),
-            Err(message) => failures.push(message),
-        }
-    }
-    let views: [(Option<&Path>, &str, fn(&Results) -> String); 2] =
-        [(outputs.html, "HTML report", html::render), (outputs.metrics, "metrics", metrics::render_now)];
-    for (path, what, render) in views {
-        if let Some(Err(message)) = path.map(|path| output::write_or_keep(path, &render(results), what)) {
-            failures.push(message);
-        }
-    }
-    let summary = if outputs.json_stdout {
-        json::to_string(results)?
-    } else if outputs.csv_stdout {
-        csv::render(results)
-    } else {
-        outputs.notes.iter().map(|note| format!("note: {note}\n")).collect::<String>() + &text::render(results)
-    };
-    // A document on standard output (`-`) takes it: the summary goes to standard error.
-    if outputs.paths().iter().any(|p| output::is_stdout(p)) {
-        eprint!("{summary}");
-    } else {
-        print!("{summary}");
-    }
-    let shown = results_file.filter(|p| !output::is_stdout(p));
-    if let Some(path) = &shown {
-        eprintln!("results ({}) written to {}", results.label(), path.display());
-    }
-    for failure in &failures {
-        eprintln!("pcieperf: {failure}");
-    }
-    let kept = shown.map_or(String::new(), |p| format!("; partial results kept in {}", p.display()));
-    match &results.stopped {
-        Some(Stopped::Interrupted) => eprintln!("pcieperf: interrupted{kept}"),
-        Some(Stopped::Error { message }) => eprintln!("pcieperf: {message}{kept}"),
-        None => {
-            if let Some(failure) = &results.verification.first_failure {
-                eprintln!("pcieperf: data verification failed: {failure}");
-            }
-        }
-    }
-    let code = results.exit_code();
-    Ok(if code == 0 && !failures.is_empty() { 1 } else { code })
-}
-
 /// Percent on the command line, fraction in the options.
 pub fn ci_fraction(percent: f64) -> Result<f64, InvalidInput> {
     if percent > 0.0 && percent <= 100.0 {
@@ -330,7 +234,7 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     let quiet = args.json || args.csv;
     let mut progress = TerminalProgress::new(quiet || super::quiet(), engine.info().label());
     let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
-    emit(&results, &outputs)
+    emit(results, &outputs)
 }
 
 #[cfg(test)]

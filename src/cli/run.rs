@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::dma::{emit, MeasureArgs};
+use super::dma::MeasureArgs;
 use crate::bench::cancel;
 use crate::bench::dma;
 use crate::bench::host;
@@ -13,6 +13,7 @@ use crate::bench::machine;
 use crate::engine;
 use crate::pci::InspectOptions;
 use crate::bench::run as plan;
+use crate::report::output::emit;
 use crate::report::progress::TerminalProgress;
 
 #[derive(Debug, Args)]
@@ -72,5 +73,5 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let mut progress = TerminalProgress::new(args.json || super::quiet(), info.label());
     let mut results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
     results.conditions.machine = Some(machine);
-    emit(&results, &args.measure.outputs(args.json, false, Some(&out), notes))
+    emit(results, &args.measure.outputs(args.json, false, Some(&out), notes))
 }

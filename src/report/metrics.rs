@@ -146,11 +146,6 @@ pub fn run_families(results: &Results, written: SystemTime) -> Vec<Family> {
     out.0
 }
 
-/// The metrics text of a run that just ended.
-pub fn render_now(results: &Results) -> String {
-    render(results, SystemTime::now())
-}
-
 fn device_labels(d: &DeviceReport) -> Vec<(&'static str, String)> {
     vec![("device", d.bdf.to_string()), ("name", d.name.clone())]
 }
