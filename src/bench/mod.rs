@@ -9,6 +9,7 @@ pub mod demo_run;
 pub mod diagnose;
 pub mod dma;
 pub mod host;
+pub mod inspect_run;
 pub mod interrupts;
 pub mod machine;
 pub mod pin;

@@ -11,6 +11,7 @@ pub mod exporter;
 pub mod html;
 pub mod http;
 pub mod http_server;
+pub mod inspect;
 pub mod json;
 pub mod metrics;
 pub mod model;

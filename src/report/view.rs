@@ -11,13 +11,15 @@
 use std::time::SystemTime;
 
 use crate::bench::demo_run::DemoDocument;
+use crate::bench::inspect_run::InspectDocument;
 use crate::bench::pio::PioRun;
 use crate::bench::results::Results;
 use crate::error::InvalidInput;
 use crate::model::document::{ModelDocument, ModelTable};
 use crate::units::RateUnit;
 
-use super::{compare, csv, html, json, metrics, model, pio, text};
+use super::inspect::Detail;
+use super::{compare, csv, html, inspect, json, metrics, model, pio, text};
 
 /// Every document a procedure returns.
 #[derive(Debug, Clone)]
@@ -30,6 +32,10 @@ pub enum Document {
     Pio(PioRun),
     /// `pcieperf dma` and `run` (schema `pcieperf.results/3`).
     Results(Results),
+    /// `pcieperf inspect` (schema `pcieperf.inspect/1`).
+    Inspect(InspectDocument),
+    /// `pcieperf inspect -t`: the bus tree as the pci layer draws it.
+    Tree(String),
 }
 
 /// The output formats.
@@ -61,11 +67,13 @@ pub struct ViewOptions {
     pub unit: RateUnit,
     /// When the document was written (the time of a metrics exposition).
     pub written: SystemTime,
+    /// lspci's detail flags, for the inspection's text.
+    pub detail: Detail,
 }
 
 impl Default for ViewOptions {
     fn default() -> Self {
-        ViewOptions { unit: RateUnit::MBps, written: SystemTime::now() }
+        ViewOptions { unit: RateUnit::MBps, written: SystemTime::now(), detail: Detail::default() }
     }
 }
 
@@ -96,7 +104,7 @@ macro_rules! view {
     };
 }
 
-use Document::{Demo, Model, Pio, Results as Run};
+use Document::{Demo, Inspect, Model, Pio, Results as Run, Tree};
 
 /// Every (document kind, format) pcieperf renders.
 pub static VIEWS: &[View] = &[
@@ -130,6 +138,10 @@ pub static VIEWS: &[View] = &[
     view!("results", Csv, Run(r), _o => csv::render(r)),
     view!("results", Html, Run(r), _o => html::render(r)),
     view!("results", Metrics, Run(r), o => metrics::render(r, o.written)),
+    view!("inspect", Text, Inspect(d), o => inspect::text(d, o.detail)),
+    view!("inspect", Json, Inspect(d), _o => inspect::json(d)),
+    view!("inspect", Metrics, Inspect(d), o => metrics::inspection(&d.inspection, o.written)),
+    view!("inspect tree", Text, Tree(tree), _o => tree.clone()),
 ];
 
 impl Document {
@@ -148,6 +160,8 @@ impl Document {
             Demo(_) => "demo",
             Pio(_) => "pio",
             Run(_) => "results",
+            Inspect(_) => "inspect",
+            Tree(_) => "inspect tree",
         }
     }
 
