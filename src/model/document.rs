@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::{
-    bidir, explain, message, mmio, read, status, transfer, write, write_combining, Flow, Limit, LinkParams, Span,
+    bidir, explain, message, mmio, read, status, transfer, write, write_combining, Flow, Limit, LinkParams, Span, Throughput,
 };
 use crate::error::InvalidInput;
 
@@ -70,16 +70,29 @@ pub struct SizesTable {
     pub rows: Vec<SizeRow>,
 }
 
-/// One transfer size: writes, reads, both at once, and what each puts on its opposite direction.
-#[derive(Debug, Clone, Serialize)]
-pub struct SizeRow {
-    pub size_bytes: u64,
+/// Writes and reads of one size: rates and shares of the rate after encoding.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct WritesReads {
     #[serde(rename = "write_MBps")]
     pub write_mbps: f64,
     pub write_efficiency: f64,
     #[serde(rename = "read_MBps")]
     pub read_mbps: f64,
     pub read_efficiency: f64,
+}
+
+impl WritesReads {
+    fn of(write: Throughput, read: Throughput) -> Self {
+        WritesReads { write_mbps: write.mbps, write_efficiency: write.efficiency, read_mbps: read.mbps, read_efficiency: read.efficiency }
+    }
+}
+
+/// One transfer size: writes, reads, both at once, and what each puts on its opposite direction.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeRow {
+    pub size_bytes: u64,
+    #[serde(flatten)]
+    pub rates: WritesReads,
     #[serde(rename = "bidir_write_MBps")]
     pub bidir_write_mbps: f64,
     #[serde(rename = "bidir_read_MBps")]
@@ -160,12 +173,8 @@ pub struct MmioTable {
 #[derive(Debug, Clone, Serialize)]
 pub struct MmioRow {
     pub size_bytes: u64,
-    #[serde(rename = "write_MBps")]
-    pub write_mbps: f64,
-    pub write_efficiency: f64,
-    #[serde(rename = "read_MBps")]
-    pub read_mbps: f64,
-    pub read_efficiency: f64,
+    #[serde(flatten)]
+    pub rates: WritesReads,
     pub limit: PairLimits,
 }
 
@@ -225,10 +234,7 @@ pub fn sizes(header: LinkHeader, sizes: &[u64]) -> ModelDocument {
             let (w, r) = (writes.throughput, reads.throughput);
             SizeRow {
                 size_bytes,
-                write_mbps: w.mbps,
-                write_efficiency: w.efficiency,
-                read_mbps: r.mbps,
-                read_efficiency: r.efficiency,
+                rates: WritesReads::of(w, r),
                 bidir_write_mbps: both.write.mbps,
                 bidir_read_mbps: both.read.mbps,
                 bidir_total_mbps: both.total_mbps(),
@@ -306,10 +312,7 @@ pub fn mmio(header: LinkHeader, record: Option<(u64, u64)>) -> Result<ModelDocum
             let single = mmio::single_access(params, n);
             MmioRow {
                 size_bytes: single.access_bytes,
-                write_mbps: single.write.mbps,
-                write_efficiency: single.write.efficiency,
-                read_mbps: single.read.mbps,
-                read_efficiency: single.read.efficiency,
+                rates: WritesReads::of(single.write, single.read),
                 limit: PairLimits { write: single.write.limit, read: single.read.limit },
             }
         })

@@ -86,10 +86,13 @@ pub struct View {
 
 /// `view!(KIND, FORMAT, PATTERN, OPTIONS => RENDER)`: a line of the table whose render function
 /// takes the documents `PATTERN` matches (the kind's variant); `try` before KIND when RENDER
-/// returns a `Result`.
+/// returns a `Result`; `model` before KIND to match one table of a model document.
 macro_rules! view {
     ($kind:literal, $format:ident, $pattern:pat, $options:ident => $render:expr) => {
         view!(try $kind, $format, $pattern, $options => Ok($render))
+    };
+    (model $kind:literal, $format:ident, $table:ident($t:ident), $options:ident => $render:expr) => {
+        view!($kind, $format, Model(ModelDocument { table: ModelTable::$table($t), .. }), $options => $render)
     };
     (try $kind:literal, $format:ident, $pattern:pat, $options:ident => $render:expr) => {
         View {
@@ -108,24 +111,24 @@ use Document::{Demo, Inspect, Model, Pio, Results as Run, Tree};
 
 /// Every (document kind, format) pcieperf renders.
 pub static VIEWS: &[View] = &[
-    view!("model sizes", Text, Model(ModelDocument { table: ModelTable::Sizes(t), .. }), o => model::text::sizes(t, o.unit)),
-    view!("model sizes", Csv, Model(ModelDocument { table: ModelTable::Sizes(t), .. }), o => model::csv::sizes(t, o.unit)),
+    view!(model "model sizes", Text, Sizes(t), o => model::text::sizes(t, o.unit)),
+    view!(model "model sizes", Csv, Sizes(t), o => model::csv::sizes(t, o.unit)),
     view!("model sizes", Json, Model(d), _o => model::json(d)),
-    view!("model explain", Text, Model(ModelDocument { table: ModelTable::Explain(t), .. }), o => model::text::explain(t, o.unit)),
-    view!("model explain", Csv, Model(ModelDocument { table: ModelTable::Explain(t), .. }), o => model::csv::explain(t, o.unit)),
+    view!(model "model explain", Text, Explain(t), o => model::text::explain(t, o.unit)),
+    view!(model "model explain", Csv, Explain(t), o => model::csv::explain(t, o.unit)),
     view!("model explain", Json, Model(d), _o => model::json(d)),
-    view!("model fit", Text, Model(ModelDocument { table: ModelTable::Fit(t), .. }), _o => model::text::fit(t)),
+    view!(model "model fit", Text, Fit(t), _o => model::text::fit(t)),
     view!("model fit", Json, Model(d), _o => model::json(d)),
-    view!("model mmio", Text, Model(ModelDocument { table: ModelTable::Mmio(t), .. }), o => model::text::mmio(t, o.unit)),
-    view!("model mmio", Csv, Model(ModelDocument { table: ModelTable::Mmio(t), .. }), o => model::csv::mmio(t, o.unit)),
+    view!(model "model mmio", Text, Mmio(t), o => model::text::mmio(t, o.unit)),
+    view!(model "model mmio", Csv, Mmio(t), o => model::csv::mmio(t, o.unit)),
     view!("model mmio", Json, Model(d), _o => model::json(d)),
-    view!("model wc", Text, Model(ModelDocument { table: ModelTable::WriteCombining(t), .. }), o => model::text::write_combining(t, o.unit)),
-    view!("model wc", Csv, Model(ModelDocument { table: ModelTable::WriteCombining(t), .. }), o => model::csv::write_combining(t, o.unit)),
+    view!(model "model wc", Text, WriteCombining(t), o => model::text::write_combining(t, o.unit)),
+    view!(model "model wc", Csv, WriteCombining(t), o => model::csv::write_combining(t, o.unit)),
     view!("model wc", Json, Model(d), _o => model::json(d)),
-    view!("model status", Text, Model(ModelDocument { table: ModelTable::Status(t), .. }), _o => model::text::status(t)),
+    view!(model "model status", Text, Status(t), _o => model::text::status(t)),
     view!("model status", Json, Model(d), _o => model::json(d)),
-    view!("model message", Text, Model(ModelDocument { table: ModelTable::Message(t), .. }), o => model::text::message(t, o.unit)),
-    view!("model message", Csv, Model(ModelDocument { table: ModelTable::Message(t), .. }), o => model::csv::message(t, o.unit)),
+    view!(model "model message", Text, Message(t), o => model::text::message(t, o.unit)),
+    view!(model "model message", Csv, Message(t), o => model::csv::message(t, o.unit)),
     view!("model message", Json, Model(d), _o => model::json(d)),
     view!("demo", Text, Demo(d), _o => super::demo::text(d)),
     view!("demo", Json, Demo(d), _o => super::demo::json(d)),

@@ -15,11 +15,11 @@ pub fn sizes(table: &SizesTable, unit: RateUnit) -> String {
             out,
             "{},{},{:.6},{},{},{:.6},{},{},{},{},{},{}",
             r.size_bytes,
-            unit.from_mbps(r.write_mbps),
-            r.write_efficiency,
+            unit.from_mbps(r.rates.write_mbps),
+            r.rates.write_efficiency,
             r.limit.write.name(),
-            unit.from_mbps(r.read_mbps),
-            r.read_efficiency,
+            unit.from_mbps(r.rates.read_mbps),
+            r.rates.read_efficiency,
             r.limit.read.name(),
             unit.from_mbps(r.bidir_write_mbps),
             unit.from_mbps(r.bidir_read_mbps),
@@ -45,8 +45,8 @@ pub fn mmio(table: &MmioTable, unit: RateUnit) -> String {
     let u = unit_suffix(unit);
     let mut out = format!("size_bytes,write_{u},write_efficiency,read_{u},read_efficiency,read_limit\n");
     for r in &table.rows {
-        let (write, read) = (unit.from_mbps(r.write_mbps), unit.from_mbps(r.read_mbps));
-        let _ = writeln!(out, "{},{},{:.6},{},{:.6},{}", r.size_bytes, write, r.write_efficiency, read, r.read_efficiency, r.limit.read.name());
+        let (write, read) = (unit.from_mbps(r.rates.write_mbps), unit.from_mbps(r.rates.read_mbps));
+        let _ = writeln!(out, "{},{},{:.6},{},{:.6},{}", r.size_bytes, write, r.rates.write_efficiency, read, r.rates.read_efficiency, r.limit.read.name());
     }
     out
 }

@@ -33,12 +33,12 @@ pub fn sizes(table: &SizesTable, unit: RateUnit) -> String {
     for r in &table.rows {
         rendered.row(vec![
             format_size(r.size_bytes),
-            rate(unit, r.write_mbps),
-            percent(r.write_efficiency),
+            rate(unit, r.rates.write_mbps),
+            percent(r.rates.write_efficiency),
             r.limit.write.name().to_string(),
             percent(r.write_opposite_mbps / table.encoded_mbps),
-            rate(unit, r.read_mbps),
-            percent(r.read_efficiency),
+            rate(unit, r.rates.read_mbps),
+            percent(r.rates.read_efficiency),
             r.limit.read.name().to_string(),
             rate(unit, r.bidir_write_mbps),
             rate(unit, r.bidir_read_mbps),
@@ -114,10 +114,10 @@ pub fn mmio(table: &MmioTable, unit: RateUnit) -> String {
     for row in &table.rows {
         rows.row(vec![
             format!("{} B", row.size_bytes),
-            rate(unit, row.write_mbps),
-            percent(row.write_efficiency),
-            rate(unit, row.read_mbps),
-            percent(row.read_efficiency),
+            rate(unit, row.rates.write_mbps),
+            percent(row.rates.write_efficiency),
+            rate(unit, row.rates.read_mbps),
+            percent(row.rates.read_efficiency),
             row.limit.read.name().to_string(),
         ]);
     }
