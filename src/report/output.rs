@@ -1,6 +1,7 @@
 //! Output files (`--out`, `--html`, `--metrics` of every command): checked before anything is
-//! measured, written so that nothing else is ever destroyed, and never lost; and the end of a
-//! measuring run ([`emit`]): its views, the partial-file rule and its exit code.
+//! measured, written so that nothing else is ever destroyed, and never lost; the end of a
+//! measuring run ([`emit`]): its views, the partial-file rule and its exit code; and the exit
+//! code and one-line message of a command that failed ([`exit_code_for`], [`describe`]).
 //!
 //! Rules (docs/safety.md):
 //! - `-` is standard output.
@@ -197,6 +198,39 @@ pub fn partial_path(path: &Path) -> PathBuf {
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let ext = path.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_else(|| "json".into());
     path.with_file_name(format!("{stem}.partial.{ext}"))
+}
+
+/// The error and its causes on one line, leaving out a cause whose text an outer message already
+/// quotes (an I/O error that is both shown and chained as the source).
+pub fn describe(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain().map(|c| c.to_string()) {
+        if line.contains(&cause) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&cause);
+    }
+    // Causes quote the user's input (a target, a path): shown escaped, on one line.
+    crate::printable::one_line(&line)
+}
+
+/// The exit code of a command that failed: 130 when a signal was pending (it stopped the
+/// command), 2 when the cause is the user's input, 1 otherwise.
+pub fn exit_code_for(error: &anyhow::Error) -> i32 {
+    if crate::cancel::requested() {
+        return crate::cancel::EXIT_INTERRUPTED;
+    }
+    let bad_input = error.chain().any(|cause| {
+        cause.downcast_ref::<InvalidInput>().is_some()
+            || matches!(
+                cause.downcast_ref::<crate::engine::EngineError>(),
+                Some(crate::engine::EngineError::InvalidInput(_) | crate::engine::EngineError::UnknownTarget(..))
+            )
+    });
+    if bad_input { 2 } else { 1 }
 }
 
 /// Where and how to show a finished run.
