@@ -153,7 +153,9 @@ fn timed_scrape(address: &str) -> Duration {
     let start = Instant::now();
     let mut stream = TcpStream::connect(address).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    stream.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+    // Prometheus's own Accept header: the OpenMetrics answer, ending in "# EOF".
+    let accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
+    stream.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).unwrap();
     let took = start.elapsed();

@@ -51,10 +51,7 @@ impl Table {
                 .iter()
                 .zip(&widths)
                 .zip(&self.aligns)
-                .map(|((cell, &w), align)| match align {
-                    Align::Left => format!("{cell:<w$}"),
-                    Align::Right => format!("{cell:>w$}"),
-                })
+                .map(|((cell, &w), align)| padded(cell, w, *align))
                 .collect();
             padded.join("  ").trim_end().to_string()
         };
@@ -70,6 +67,16 @@ impl Table {
     }
 }
 
+/// `cell` padded with spaces to `width` characters. By hand, not `format!("{cell:>w$}")`: a
+/// format width above 65,535 panics, and a cell listing thousands of sizes can be that wide.
+fn padded(cell: &str, width: usize, align: Align) -> String {
+    let fill = " ".repeat(width.saturating_sub(cell.chars().count()));
+    match align {
+        Align::Left => format!("{cell}{fill}"),
+        Align::Right => format!("{fill}{cell}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +87,16 @@ mod tests {
         table.row(vec!["4096".into(), "link".into()]);
         table.row(vec!["64".into(), "latency".into()]);
         assert_eq!(table.render(), "size  limit\n----  -------\n4096  link\n  64  latency\n");
+    }
+
+    #[test]
+    fn a_cell_wider_than_a_format_width_renders() {
+        let mut table = Table::new(&[("sizes", Align::Left), ("n", Align::Right)]);
+        let wide = "4,".repeat(40_000);
+        table.row(vec![wide.clone(), "1".into()]);
+        table.row(vec!["x".into(), "2".into()]);
+        let text = table.render();
+        assert!(text.contains(&format!("{wide}  1\n")));
+        assert!(text.ends_with(&format!("x{}  2\n", " ".repeat(wide.len() - 1))));
     }
 }

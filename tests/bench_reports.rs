@@ -47,9 +47,14 @@ fn the_json_document_round_trips_and_carries_its_conditions() {
     assert!(p["summary"]["median_MBps"].as_f64().unwrap() > 0.0);
     assert!(p["ceiling"]["MBps"].as_f64().unwrap() > 0.0);
     assert_eq!(v["fits"].as_array().unwrap().len(), 2);
-    // No /proc/interrupts line names the in-memory engine: the host total is counted.
+    // A simulated run counts no host interrupts: they would say nothing about the device.
+    assert!(v.get("interrupts").is_none_or(|i| i.is_null()), "{}", v["interrupts"]);
+    // A real one whose device no sysfs vector or /proc/interrupts line names: the host's total,
+    // labelled so in text.
+    let real = sample_run(false, 1000.0);
     if std::path::Path::new("/proc/interrupts").exists() {
-        assert_eq!(v["interrupts"]["scope"], "host_total");
+        assert_eq!(real.interrupts.as_ref().unwrap().scope, "host_total");
+        assert!(text::render(&real).contains("on the whole host, not the device's own count"));
     }
 }
 

@@ -35,6 +35,33 @@ fn completions_and_man_page() {
     pcieperf().args(["--generate", "complete-fish"]).assert().success().stdout(predicate::str::contains("complete -c pcieperf"));
     pcieperf().args(["--generate", "man"]).assert().success().stdout(predicate::str::starts_with(".ie").and(predicate::str::contains(".TH pcieperf 1")).and(predicate::str::contains("inspect")));
     pcieperf().args(["--generate", "bogus"]).assert().code(2);
+    pcieperf().args(["--generate", "man-bogus"]).assert().code(2);
+}
+
+/// Every page a man page refers to (`pcieperf\-dma(1)`) can be generated, and is that page.
+#[test]
+fn every_referenced_man_page_exists() {
+    let page = |name: &str| -> String {
+        let what = if name == "pcieperf" { "man".to_string() } else { format!("man-{}", name.trim_start_matches("pcieperf-")) };
+        String::from_utf8(pcieperf().args(["--generate", &what]).assert().success().get_output().stdout.clone()).unwrap()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec!["pcieperf".to_string()];
+    while let Some(name) = todo.pop() {
+        let roff = page(&name);
+        assert!(roff.contains(&format!(".TH {name} 1")), "{name}: {}", &roff[..roff.len().min(200)]);
+        seen.insert(name);
+        for reference in roff.split("pcieperf\\-").skip(1) {
+            let Some((rest, _)) = reference.split_once("(1)") else { continue };
+            let referenced = format!("pcieperf-{}", rest.replace("\\-", "-"));
+            if !seen.contains(&referenced) && !todo.contains(&referenced) {
+                todo.push(referenced);
+            }
+        }
+    }
+    for expected in ["pcieperf-dma", "pcieperf-inspect", "pcieperf-model-fit", "pcieperf-serve"] {
+        assert!(seen.contains(expected), "{expected} not reached from pcieperf(1): {seen:?}");
+    }
 }
 
 #[test]

@@ -412,6 +412,11 @@ fn nvme_topology_dma_run_and_removal() {
     assert_eq!(functions, [nvme_bdf, "0000:00:02.0"]);
     assert!(health["before"]["functions"][1]["counters"]["aer_rootport_total_err_cor"].is_u64(), "{health}");
     assert_eq!(health["changes"], serde_json::json!([]));
+    // The NVMe queues' MSI-X vectors come from sysfs (`msi_irqs/`): the kernel labels them
+    // `PCI-MSIX-0000:01:00.0 …-edge nvme0q1`, but the count is the vectors', not a name match.
+    let irq = &results["interrupts"];
+    assert_eq!(irq["scope"], "device_vectors", "{irq}");
+    assert!(irq["count"].as_u64().unwrap() > 0 && !irq["per_irq"].as_array().unwrap().is_empty(), "{irq}");
     let text = output_allowing_emulator_stalls(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 1s");
     assert!(text.contains("EMULATED:    QEMU (Red Hat): vendor ID 0x1b36"), "{text}");
     assert!(text.contains(&format!("AER counters before/after on {nvme_bdf} → 0000:00:02.0:")) && text.contains("none moved"), "{text}");

@@ -138,8 +138,10 @@ fn scrape(address: &str) -> String {
 
 fn assert_metrics(answer: &str) {
     assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
-    assert!(answer.contains("pcieperf_pcie_link_width_lanes{device=\"0000:01:00.0\""), "{answer}");
-    assert!(answer.ends_with("# EOF\n"), "{answer}");
+    // No Accept header: Prometheus text 0.0.4, devices labelled as node_exporter labels them.
+    assert!(answer.contains("\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"), "{answer}");
+    assert!(answer.contains("pcieperf_pcie_link_width_lanes{segment=\"0000\",bus=\"01\",device=\"00\",function=\"0\"} 4\n"), "{answer}");
+    assert!(answer.ends_with('\n') && !answer.contains("# EOF"), "{answer}");
 }
 
 #[test]

@@ -159,7 +159,8 @@ pub fn measure(
     let link = crate::bench::conditions::resolve(engine);
     let clock = HostClock::new();
     let mut verifier = Verifier::new(options.verify, options.seed, info.data_model);
-    let irq_before = Snapshot::read();
+    // A simulated run's host interrupts say nothing about the simulated device: none counted.
+    let irq_before = if info.simulated { None } else { Snapshot::read() };
     let sys = crate::pci::sysfs::default_root();
     let aer_before = info.pci_address.as_deref().and_then(|a| crate::pci::health::snapshot(&sys, a));
     let mut results = Results {
@@ -196,11 +197,9 @@ pub fn measure(
         }
     }
     if let (Some(before), Some(after)) = (irq_before, Snapshot::read()) {
-        let mut keys: Vec<String> = info.pci_address.iter().cloned().collect();
-        if !info.simulated {
-            keys.push(info.kind.clone());
-        }
-        results.interrupts = Some(interrupts::delta(&before, &after, &keys));
+        let keys: Vec<String> = info.pci_address.iter().cloned().chain([info.kind.clone()]).collect();
+        let vectors = info.pci_address.as_deref().map_or_else(Vec::new, |a| interrupts::device_vectors(&sys.join("bus/pci/devices").join(a)));
+        results.interrupts = Some(interrupts::delta(&before, &after, &vectors, &keys));
     }
     results.link_health = aer_before.map(|before| {
         let after = crate::pci::health::snapshot(&sys, info.pci_address.as_deref().unwrap_or_default());

@@ -1,9 +1,13 @@
 //! Interrupts seen during a run, from `/proc/interrupts` before and after (document 000 counts
 //! timer, local-timer and rescheduling interrupts as the source of long delays, §4).
 //!
-//! Per device when a line names the device (its PCI address, as in `PCI-MSIX-0000:01:00.0`, or
-//! its driver, as in `xdma`); otherwise the total over every line, so the reader still sees how
-//! busy the host was.
+//! Per vector of the device when sysfs lists them (`msi_irqs/` for MSI and MSI-X, `irq` for INTx:
+//! the kernel's own list, so a line labelled `PCI-MSI 524289-edge nvme0q1` is attributed too);
+//! else the lines that name the device (its PCI address, as in `PCI-MSIX-0000:01:00.0`, or its
+//! driver, as in `xdma`); otherwise the total over every line, labelled as the host's, so the
+//! reader still sees how busy the host was.
+
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -59,23 +63,58 @@ impl Snapshot {
 /// Interrupts counted over a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InterruptDelta {
-    /// `device` when lines matched the device, else `host_total`.
+    /// `device_vectors` (the vectors sysfs lists for the device), `device` (lines naming the
+    /// device), else `host_total`.
     pub scope: String,
-    /// IRQ labels counted (for `device`), e.g. `["24", "25"]`.
+    /// IRQ labels counted (for the device scopes), e.g. `["24", "25"]`.
     pub irqs: Vec<String>,
+    pub count: u64,
+    /// Per IRQ counted (device scopes only): label, its `/proc/interrupts` description, count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_irq: Vec<IrqCount>,
+}
+
+/// One vector's interrupts over a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IrqCount {
+    pub irq: String,
+    pub description: String,
     pub count: u64,
 }
 
-/// Interrupts between two snapshots, for the lines naming one of `keys` (PCI address, driver),
-/// or all lines when none does.
-pub fn delta(before: &Snapshot, after: &Snapshot, keys: &[String]) -> InterruptDelta {
-    let count_of = |snap: &Snapshot, irq: &str| snap.lines.iter().find(|l| l.irq == irq).map_or(0, |l| l.count);
-    let device: Vec<&IrqLine> = after.matching(keys).collect();
-    let (scope, lines): (&str, Vec<&IrqLine>) =
-        if device.is_empty() { ("host_total", after.lines.iter().collect()) } else { ("device", device) };
-    let count = lines.iter().map(|l| l.count.saturating_sub(count_of(before, &l.irq))).sum();
-    let irqs = if scope == "device" { lines.iter().map(|l| l.irq.clone()).collect() } else { Vec::new() };
-    InterruptDelta { scope: scope.to_string(), irqs, count }
+/// The device's interrupt vectors as the kernel lists them under its sysfs directory: one entry of
+/// `msi_irqs/` per MSI or MSI-X vector (named by IRQ number), else the INTx line in `irq` (0 or
+/// absent: none).
+pub fn device_vectors(device_dir: &Path) -> Vec<String> {
+    let mut msi: Vec<u64> = std::fs::read_dir(device_dir.join("msi_irqs"))
+        .map(|entries| entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default();
+    msi.sort_unstable();
+    if !msi.is_empty() {
+        return msi.iter().map(u64::to_string).collect();
+    }
+    let intx = std::fs::read_to_string(device_dir.join("irq")).ok().and_then(|t| t.trim().parse::<u64>().ok());
+    intx.filter(|&irq| irq != 0).map(|irq| vec![irq.to_string()]).unwrap_or_default()
+}
+
+/// Interrupts between two snapshots: on the device's `vectors` when any is in the snapshot, else
+/// on the lines naming one of `keys` (PCI address, driver), else on every line.
+pub fn delta(before: &Snapshot, after: &Snapshot, vectors: &[String], keys: &[String]) -> InterruptDelta {
+    let own: Vec<&IrqLine> = after.lines.iter().filter(|l| vectors.contains(&l.irq)).collect();
+    let named: Vec<&IrqLine> = after.matching(keys).collect();
+    let (scope, lines): (&str, Vec<&IrqLine>) = match (own.is_empty(), named.is_empty()) {
+        (false, _) => ("device_vectors", own),
+        (true, false) => ("device", named),
+        (true, true) => ("host_total", after.lines.iter().collect()),
+    };
+    let counted = |l: &IrqLine| l.count.saturating_sub(before.lines.iter().find(|b| b.irq == l.irq).map_or(0, |b| b.count));
+    let count = lines.iter().map(|l| counted(l)).sum();
+    let per_irq: Vec<IrqCount> = match scope {
+        "host_total" => Vec::new(),
+        _ => lines.iter().map(|l| IrqCount { irq: l.irq.clone(), description: l.description.clone(), count: counted(l) }).collect(),
+    };
+    let irqs = per_irq.iter().map(|c| c.irq.clone()).collect();
+    InterruptDelta { scope: scope.to_string(), irqs, count, per_irq }
 }
 
 #[cfg(test)]
@@ -111,18 +150,50 @@ ERR:          0
     #[test]
     fn counts_the_device_when_a_line_names_it() {
         let (before, after) = (Snapshot::parse(BEFORE), Snapshot::parse(AFTER));
-        let by_address = delta(&before, &after, &["0000:01:00.0".into()]);
-        assert_eq!(by_address, InterruptDelta { scope: "device".into(), irqs: vec!["24".into()], count: 35 });
-        let by_driver = delta(&before, &after, &["nvme".into()]);
+        let by_address = delta(&before, &after, &[], &["0000:01:00.0".into()]);
+        let xdma = IrqCount { irq: "24".into(), description: "IR-PCI-MSIX-0000:01:00.0 0-edge xdma".into(), count: 35 };
+        assert_eq!(by_address, InterruptDelta { scope: "device".into(), irqs: vec!["24".into()], count: 35, per_irq: vec![xdma] });
+        let by_driver = delta(&before, &after, &[], &["nvme".into()]);
         assert_eq!(by_driver.count, 4);
+    }
+
+    /// The kernel's label need not name the device (`PCI-MSI 524289-edge nvme0q1`): sysfs's
+    /// vector list attributes it anyway, per vector, ahead of any name match.
+    #[test]
+    fn counts_the_vectors_sysfs_lists_per_vector() {
+        let (before, after) = (Snapshot::parse(BEFORE), Snapshot::parse(AFTER));
+        let vectors = ["25".to_string(), "0".to_string()];
+        let d = delta(&before, &after, &vectors, &["0000:01:00.0".into()]);
+        assert_eq!(d.scope, "device_vectors");
+        assert_eq!(d.irqs, ["0", "25"]);
+        assert_eq!(d.count, 4);
+        assert_eq!(d.per_irq.iter().map(|c| c.count).collect::<Vec<_>>(), [0, 4]);
+        let absent = delta(&before, &after, &["99".into()], &[]);
+        assert_eq!(absent.scope, "host_total", "a vector missing from /proc/interrupts is not the device's count");
+    }
+
+    #[test]
+    fn reads_msi_vectors_then_intx_from_sysfs() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(device_vectors(dir.path()).is_empty());
+        std::fs::write(dir.path().join("irq"), "0\n").unwrap();
+        assert!(device_vectors(dir.path()).is_empty(), "irq 0 is no line");
+        std::fs::write(dir.path().join("irq"), "17\n").unwrap();
+        assert_eq!(device_vectors(dir.path()), ["17"]);
+        std::fs::create_dir(dir.path().join("msi_irqs")).unwrap();
+        for v in ["130", "129", "24"] {
+            std::fs::write(dir.path().join("msi_irqs").join(v), "msix\n").unwrap();
+        }
+        assert_eq!(device_vectors(dir.path()), ["24", "129", "130"]);
     }
 
     #[test]
     fn falls_back_to_the_host_total() {
         let (before, after) = (Snapshot::parse(BEFORE), Snapshot::parse(AFTER));
-        let total = delta(&before, &after, &["0000:09:00.0".into()]);
+        let total = delta(&before, &after, &[], &["0000:09:00.0".into()]);
         assert_eq!(total.scope, "host_total");
         assert_eq!(total.count, 35 + 4 + 150);
+        assert!(total.per_irq.is_empty());
     }
 }
 

@@ -16,7 +16,7 @@ mod values;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// PCI Express performance: what a link should deliver, what it delivers, and why the gap.
 ///
@@ -38,18 +38,65 @@ pub struct Cli {
     /// Print only results and errors: no notes, progress or "written to" lines on standard error.
     #[arg(short = 'q', long, global = true)]
     pub quiet: bool,
-    /// Print shell completions or the man page to standard output and exit.
-    #[arg(long, value_enum, value_name = "WHAT")]
+    /// Print shell completions or a man page to standard output and exit: complete-bash,
+    /// complete-zsh, complete-fish, man (pcieperf(1)), or man-COMMAND for a subcommand's page
+    /// (man-dma is pcieperf-dma(1), man-model-fit is pcieperf-model-fit(1)).
+    #[arg(long, value_name = "WHAT", value_parser = parse_generate)]
     pub generate: Option<Generate>,
 }
 
 /// What `--generate` prints.
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Generate {
-    CompleteBash,
-    CompleteZsh,
-    CompleteFish,
-    Man,
+    Completions(clap_complete::Shell),
+    /// The page of `pcieperf` (empty) or of `pcieperf-<this>`.
+    Man(String),
+}
+
+fn parse_generate(text: &str) -> Result<Generate, String> {
+    use clap_complete::Shell;
+    match text {
+        "complete-bash" => Ok(Generate::Completions(Shell::Bash)),
+        "complete-zsh" => Ok(Generate::Completions(Shell::Zsh)),
+        "complete-fish" => Ok(Generate::Completions(Shell::Fish)),
+        "man" => Ok(Generate::Man(String::new())),
+        _ => match text.strip_prefix("man-") {
+            Some(page) if man_page(page).is_some() => Ok(Generate::Man(page.to_string())),
+            _ => Err(format!("one of complete-bash, complete-zsh, complete-fish, man, man-COMMAND (pages: {})", man_pages().join(", "))),
+        },
+    }
+}
+
+/// The whole command line as clap renders it, subcommands named `pcieperf-dma` and so on.
+fn built_command() -> clap::Command {
+    let mut command = Cli::command().disable_help_subcommand(true);
+    command.build();
+    command
+}
+
+/// The page names below `pcieperf` (`dma`, `model-fit`, …), as the pages refer to each other.
+pub fn man_pages() -> Vec<String> {
+    fn walk(command: &clap::Command, out: &mut Vec<String>) {
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+            out.push(sub.get_display_name().unwrap_or(sub.get_name()).trim_start_matches("pcieperf-").to_string());
+            walk(sub, out);
+        }
+    }
+    let mut pages = Vec::new();
+    walk(&built_command(), &mut pages);
+    pages
+}
+
+/// The command whose page is `pcieperf-<page>` (`pcieperf` itself for an empty name).
+fn man_page(page: &str) -> Option<clap::Command> {
+    fn find(command: &clap::Command, wanted: &str) -> Option<clap::Command> {
+        if command.get_display_name().unwrap_or(command.get_name()) == wanted {
+            return Some(command.clone());
+        }
+        command.get_subcommands().find_map(|sub| find(sub, wanted))
+    }
+    let wanted = if page.is_empty() { "pcieperf".to_string() } else { format!("pcieperf-{page}") };
+    find(&built_command(), &wanted)
 }
 
 static QUIET: AtomicBool = AtomicBool::new(false);
@@ -66,17 +113,13 @@ pub fn note(text: impl std::fmt::Display) {
     }
 }
 
-/// Completions (clap_complete) or the man page (clap_mangen) of the whole command line.
+/// Completions (clap_complete) of the whole command line, or one man page (clap_mangen).
 fn generate(what: Generate) -> std::io::Result<()> {
-    let mut command = Cli::command();
     let mut out = std::io::stdout().lock();
-    let shell = match what {
-        Generate::CompleteBash => clap_complete::Shell::Bash,
-        Generate::CompleteZsh => clap_complete::Shell::Zsh,
-        Generate::CompleteFish => clap_complete::Shell::Fish,
-        Generate::Man => return clap_mangen::Man::new(command).render(&mut out),
-    };
-    clap_complete::generate(shell, &mut command, "pcieperf", &mut out);
+    match what {
+        Generate::Completions(shell) => clap_complete::generate(shell, &mut Cli::command(), "pcieperf", &mut out),
+        Generate::Man(page) => return clap_mangen::Man::new(man_page(&page).unwrap_or_else(built_command)).render(&mut out),
+    }
     Ok(())
 }
 

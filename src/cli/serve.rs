@@ -10,7 +10,7 @@ use crate::error::InvalidInput;
 use crate::report::exporter::{self, Exporter, Sources};
 use crate::report::http::{Request, Response, Status};
 use crate::report::http_server::{self, Handler, Limits};
-use crate::report::metrics::OPENMETRICS_CONTENT_TYPE;
+use crate::report::metrics::Exposition;
 
 /// Serve link health (read fresh per scrape) and the newest results per target as Prometheus
 /// metrics on http://ADDRESS/metrics.
@@ -69,8 +69,9 @@ fn answer(exporter: &Exporter, request: &Request) -> Response {
     if path != "/metrics" {
         return Response::text(Status::NotFound, "metrics are at /metrics\n");
     }
+    let format = Exposition::negotiate(request.accept.as_deref());
     match exporter.answer() {
-        Ok(body) => Response { status: Status::Ok, content_type: OPENMETRICS_CONTENT_TYPE, body },
+        Ok(bodies) => Response { status: Status::Ok, content_type: format.content_type(), body: bodies.get(format) },
         Err(message) => Response::text(Status::Internal, &format!("{message}\n")),
     }
 }

@@ -100,9 +100,26 @@ pub fn scrape(sources: &Sources) -> anyhow::Result<String> {
 /// A scrape result read at most this long ago answers a new request without reading again.
 pub const REUSE_WITHIN: Duration = Duration::from_millis(100);
 
-/// One scrape's answer as served: the OpenMetrics body, or the error's one-line description.
-/// Shared by every request that coalesced on it.
-pub type Answer = Result<Arc<[u8]>, Arc<str>>;
+/// One scrape's answer as served: its body in both exposition formats (a scraper picks one by
+/// its `Accept` header), or the error's one-line description. Shared by every request that
+/// coalesced on it.
+pub type Answer = Result<Arc<Bodies>, Arc<str>>;
+
+/// One scrape, encoded once per format.
+#[derive(Debug)]
+pub struct Bodies {
+    pub text: Arc<[u8]>,
+    pub openmetrics: Arc<[u8]>,
+}
+
+impl Bodies {
+    pub fn get(&self, format: metrics::Exposition) -> Arc<[u8]> {
+        match format {
+            metrics::Exposition::Text => self.text.clone(),
+            metrics::Exposition::OpenMetrics => self.openmetrics.clone(),
+        }
+    }
+}
 
 /// The scrapes of `pcieperf serve`. Scrapes are expensive (a sysfs walk), so concurrent
 /// requests share them: one that arrives while a scrape is being read waits for that scrape,
@@ -167,8 +184,9 @@ impl Exporter {
         self.reads.fetch_add(1, Ordering::Relaxed);
         let scrape = read(&self.sources).map_err(|e| Arc::<str>::from(format!("{e:#}")))?;
         self.name_unreadable(&scrape.unreadable);
-        let body = metrics::openmetrics(scrape.families).map_err(|e| Arc::<str>::from(format!("encoding the metrics: {e}")))?;
-        Ok(Arc::from(body.into_bytes()))
+        let text = metrics::text(&scrape.families);
+        let openmetrics = metrics::openmetrics(scrape.families).map_err(|e| Arc::<str>::from(format!("encoding the metrics: {e}")))?;
+        Ok(Arc::new(Bodies { text: Arc::from(text.into_bytes()), openmetrics: Arc::from(openmetrics.into_bytes()) }))
     }
 
     /// Name on standard error each unreadable file not named since it last became unreadable.
@@ -209,8 +227,9 @@ mod tests {
             })).collect();
             threads.into_iter().map(|t| t.join().unwrap()).collect()
         });
-        let body = answers[0].clone().unwrap();
-        assert!(String::from_utf8_lossy(&body).ends_with("# EOF\n"));
+        let bodies = answers[0].clone().unwrap();
+        assert!(String::from_utf8_lossy(&bodies.openmetrics).ends_with("# EOF\n"));
+        assert!(!String::from_utf8_lossy(&bodies.text).contains("# EOF"));
         assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
         let shared_reads = exporter.reads.load(Ordering::Relaxed);
         // Eight at once: one read, a second at most when a thread came after the reuse window.

@@ -23,11 +23,13 @@ pub enum Method {
     Head,
 }
 
-/// A request the handler answers: its method and target (path and query, as sent).
+/// A request the handler answers: its method, target (path and query, as sent) and the media
+/// types it accepts (its `Accept` header lines, joined), for content negotiation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     pub method: Method,
     pub target: String,
+    pub accept: Option<String>,
 }
 
 /// What the bytes of a request head received so far amount to.
@@ -64,7 +66,14 @@ pub fn parse_head(received: &[u8], limit_bytes: usize) -> Parsed {
         Some("HEAD") => Method::Head,
         _ => return Parsed::Refused(Response::text(Status::MethodNotAllowed, "only GET and HEAD are answered\n")),
     };
-    Parsed::Request(Request { method, target: request.path.unwrap_or("/").to_string() })
+    let accept: Vec<&str> = request
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("accept"))
+        .filter_map(|h| std::str::from_utf8(h.value).ok())
+        .collect();
+    let accept = (!accept.is_empty()).then(|| accept.join(","));
+    Parsed::Request(Request { method, target: request.path.unwrap_or("/").to_string(), accept })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,9 +161,9 @@ mod tests {
     #[test]
     fn get_and_head_are_requests_with_their_target() {
         let parsed = parse_head(b"GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\n\r\n", HEADER_LIMIT_BYTES);
-        assert_eq!(parsed, Parsed::Request(Request { method: Method::Get, target: "/metrics?x=1".into() }));
+        assert_eq!(parsed, Parsed::Request(Request { method: Method::Get, target: "/metrics?x=1".into(), accept: None }));
         let parsed = parse_head(b"HEAD /metrics HTTP/1.0\r\n\r\n", HEADER_LIMIT_BYTES);
-        assert_eq!(parsed, Parsed::Request(Request { method: Method::Head, target: "/metrics".into() }));
+        assert_eq!(parsed, Parsed::Request(Request { method: Method::Head, target: "/metrics".into(), accept: None }));
     }
 
     #[test]

@@ -4,12 +4,16 @@
 //! (`_bytes_per_second`, `_seconds`, `_bytes`), `_total` for counters, no sample timestamps (the
 //! textfile collector refuses them) but a `…_timestamp_seconds` gauge saying when the figures
 //! were taken. Every run series carries `simulated="true|false"`.
+//!
+//! Devices are labelled as node_exporter's `pcidevice` collector labels them (`segment`, `bus`,
+//! `device`, `function`, in its hex spelling), so `on(segment, bus, device, function)` joins the
+//! two without `label_replace`; names, driver and NUMA node are on one `…_info` series.
 
 use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::bench::results::{Point, Results};
-use crate::pci::{DeviceReport, Inspection};
+use crate::pci::{Bdf, DeviceReport, Inspection};
 
 fn label_value(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
@@ -76,8 +80,41 @@ pub fn openmetrics(families: Vec<Family>) -> Result<String, std::fmt::Error> {
     Ok(out)
 }
 
-/// OpenMetrics' media type, for the exporter's Content-Type.
-pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The two exposition formats a scraper may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposition {
+    /// Prometheus text format 0.0.4: what promtool, the textfile collector and `curl` users read.
+    Text,
+    /// OpenMetrics 1.0: what Prometheus asks for first.
+    OpenMetrics,
+}
+
+impl Exposition {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Exposition::Text => "text/plain; version=0.0.4; charset=utf-8",
+            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+
+    /// The format for an `Accept` header, as Prometheus's client libraries negotiate it:
+    /// OpenMetrics when it is offered at least as strongly as the text format, else the text
+    /// format (also for no header, `*/*`, or one naming neither).
+    pub fn negotiate(accept: Option<&str>) -> Exposition {
+        let (mut openmetrics_q, mut text_q) = (0.0f64, 0.0f64);
+        for item in accept.unwrap_or_default().split(',') {
+            let mut parts = item.split(';').map(str::trim);
+            let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+            let q = parts.filter_map(|p| p.strip_prefix("q=")).find_map(|q| q.parse::<f64>().ok()).unwrap_or(1.0);
+            match media.as_str() {
+                "application/openmetrics-text" => openmetrics_q = openmetrics_q.max(q),
+                "text/plain" | "text/*" | "*/*" => text_q = text_q.max(q),
+                _ => {}
+            }
+        }
+        if openmetrics_q > 0.0 && openmetrics_q >= text_q { Exposition::OpenMetrics } else { Exposition::Text }
+    }
+}
 
 #[derive(Debug)]
 struct Collector(Vec<Family>);
@@ -118,7 +155,10 @@ pub fn render(results: &Results, written: SystemTime) -> String {
 
 /// A run's families.
 pub fn run_families(results: &Results, written: SystemTime) -> Vec<Family> {
-    let base = vec![("target", results.conditions.target.clone()), ("simulated", results.simulated.to_string())];
+    let mut base = vec![("target", results.conditions.target.clone()), ("simulated", results.simulated.to_string())];
+    if let Some(bdf) = results.conditions.engine.pci_address.as_deref().and_then(|a| a.parse::<Bdf>().ok()) {
+        base.extend(location_labels(&bdf));
+    }
     let with = |extra: &[(&'static str, String)]| [&base[..], extra].concat();
     let per_point = |f: &dyn Fn(&Point) -> Option<f64>| -> Vec<Sample> {
         results
@@ -136,18 +176,46 @@ pub fn run_families(results: &Results, written: SystemTime) -> Vec<Family> {
     out.add("pcieperf_throughput_bytes_per_second", Gauge, "Median measured throughput.", per_point(&|p| Some(p.summary.as_ref()?.median_mbps * 1e6)));
     out.add("pcieperf_ceiling_bytes_per_second", Gauge, "Model ceiling for the same link, conditions and size.", per_point(&|p| Some(p.ceiling.as_ref()?.mbps * 1e6)));
     out.add("pcieperf_ceiling_ratio", Gauge, "Measured median divided by the model ceiling.", per_point(&|p| Some(p.ceiling.as_ref()?.percent_reached? / 100.0)));
-    out.add("pcieperf_stalls_over_threshold_total", Counter, "Transfers slower than the stall threshold.", per_point(&|p| Some(p.stalls.over_threshold as f64)));
+    // Per-run figures are gauges: a newer run may count fewer, which a counter must never do.
+    out.add("pcieperf_stalls_over_threshold", Gauge, "Transfers slower than the stall threshold in the run.", per_point(&|p| Some(p.stalls.over_threshold as f64)));
     out.add("pcieperf_max_stall_seconds", Gauge, "Longest stall.", per_point(&|p| Some(p.stalls.max_stall_ns / 1e9)));
     out.add("pcieperf_fit_per_transfer_seconds", Gauge, "Fitted per-transfer cost m of T(N) = N/(B*f) + m.", per_fit(&|f| Some(f.m_us / 1e6)));
     out.add("pcieperf_fit_efficiency_ratio", Gauge, "Fitted efficiency f of T(N) = N/(B*f) + m.", per_fit(&|f| f.f));
-    out.add("pcieperf_verify_failures_total", Counter, "Transfers that failed data verification.", once(results.verification.failed as f64));
+    out.add("pcieperf_verify_failures", Gauge, "Transfers that failed data verification in the run.", once(results.verification.failed as f64));
     out.add("pcieperf_run_complete", Gauge, "1 when the run finished, 0 when it stopped early.", once(f64::from(u8::from(results.complete))));
     out.add("pcieperf_run_timestamp_seconds", Gauge, "When the run's results were written, Unix time.", once(unix_seconds(written)));
     out.0
 }
 
+/// node_exporter's `pcidevice` labels for one function: hex, segment 4 digits, bus and device 2,
+/// function 1 (its `device` is the device number, not the address).
+pub fn location_labels(bdf: &Bdf) -> [(&'static str, String); 4] {
+    [
+        ("segment", format!("{:04x}", bdf.domain)),
+        ("bus", format!("{:02x}", bdf.bus)),
+        ("device", format!("{:02x}", bdf.device)),
+        ("function", format!("{:x}", bdf.function)),
+    ]
+}
+
 fn device_labels(d: &DeviceReport) -> Vec<(&'static str, String)> {
-    vec![("device", d.bdf.to_string()), ("name", d.name.clone())]
+    location_labels(&d.bdf).into()
+}
+
+/// The non-numeric facts of a device, value 1: what a dashboard shows beside its figures.
+fn info_labels(d: &DeviceReport) -> Vec<(&'static str, String)> {
+    let hex = |v: Option<u16>| v.map_or(String::new(), |v| format!("0x{v:04x}"));
+    let mut labels = device_labels(d);
+    labels.extend([
+        ("address", d.bdf.to_string()),
+        ("vendor_id", hex(d.vendor_id)),
+        ("device_id", hex(d.device_id)),
+        ("name", d.name.clone()),
+        ("class_name", d.class_name.clone().unwrap_or_default()),
+        ("driver", d.driver.clone().unwrap_or_default()),
+        ("numa_node", d.numa_node.map_or(String::new(), |n| n.to_string())),
+    ]);
+    labels
 }
 
 /// Link health of every inspected device as text (`inspect --metrics`).
@@ -164,6 +232,8 @@ pub fn inspection_families(inspection: &Inspection, at: SystemTime) -> Vec<Famil
         inspection.devices.iter().filter_map(|d| Some(Sample { labels: device_labels(d), value: f(d)? })).collect()
     };
     let gts = |v: Option<f64>| v.map(|g| g * 1e9);
+    let info = inspection.devices.iter().map(|d| Sample { labels: info_labels(d), value: 1.0 });
+    out.add("pcieperf_pcie_device_info", Gauge, "Names, IDs, driver and NUMA node of the device; value 1.", info);
     out.add("pcieperf_pcie_link_speed_transfers_per_second", Gauge, "Current link speed (LnkSta), transfers/s per lane.", each(&|d| gts(d.link_status.speed_gts)));
     out.add("pcieperf_pcie_link_width_lanes", Gauge, "Current link width (LnkSta).", each(&|d| d.link_status.width.map(f64::from)));
     out.add("pcieperf_pcie_link_capable_speed_transfers_per_second", Gauge, "Highest supported link speed (LnkCap2/LnkCap).", each(&|d| gts(d.link_capable.speed_gts)));
@@ -205,4 +275,31 @@ pub fn inspection_families(inspection: &Inspection, at: SystemTime) -> Vec<Famil
     out.add("pcieperf_inspect_devices", Gauge, "Devices inspected.", [Sample { labels: source(), value: inspection.devices.len() as f64 }]);
     out.add("pcieperf_inspect_timestamp_seconds", Gauge, "When the devices were read, Unix time.", [Sample { labels: source(), value: unix_seconds(at) }]);
     out.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiates_as_prometheus_client_libraries_do() {
+        use Exposition::*;
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Exposition::negotiate(Some(prometheus)), OpenMetrics);
+        assert_eq!(Exposition::negotiate(Some("text/plain; version=0.0.4")), Text);
+        assert_eq!(Exposition::negotiate(None), Text);
+        assert_eq!(Exposition::negotiate(Some("*/*")), Text);
+        assert_eq!(Exposition::negotiate(Some("application/json")), Text);
+        assert_eq!(Exposition::negotiate(Some("text/plain;q=0.9, application/openmetrics-text;q=0.5")), Text);
+        assert_eq!(Exposition::negotiate(Some("application/openmetrics-text;q=0, text/plain")), Text);
+        assert_eq!(Exposition::negotiate(Some("APPLICATION/OpenMetrics-Text")), OpenMetrics);
+    }
+
+    #[test]
+    fn locations_are_spelled_as_node_exporter_spells_them() {
+        let bdf: Bdf = "0000:3b:00.1".parse().unwrap();
+        let labels = location_labels(&bdf);
+        assert_eq!(labels.clone().map(|(_, v)| v), ["0000", "3b", "00", "1"]);
+        assert_eq!(labels.map(|(k, _)| k), ["segment", "bus", "device", "function"]);
+    }
 }

@@ -190,7 +190,6 @@ fn fits_table(results: &Results) -> Option<String> {
         ("residuals % (per size)", Align::Left),
     ]);
     for fit in results.fits.iter().filter(|f| f.rejected.is_none()) {
-        let residuals: Vec<String> = fit.residuals.iter().map(|(_, r)| format!("{:+.1}", r * 100.0)).collect();
         table.row(vec![
             fit.mode.name().into(),
             fit.bus_mbps.map_or("?".into(), rate),
@@ -198,10 +197,23 @@ fn fits_table(results: &Results) -> Option<String> {
             format_ns(fit.m_us * 1e3),
             rate(fit.asymptotic_mbps),
             format_bytes_approx(fit.n_half_bytes.max(0.0)),
-            residuals.join(" "),
+            residuals_cell(&fit.residuals),
         ]);
     }
     (!table.is_empty()).then(|| table.render())
+}
+
+/// Most residuals listed one by one; more are summarised, so a sweep of thousands of sizes
+/// still gives a table a terminal can show.
+const RESIDUALS_LISTED: usize = 12;
+
+fn residuals_cell(residuals: &[(u64, f64)]) -> String {
+    if residuals.len() <= RESIDUALS_LISTED {
+        return residuals.iter().map(|(_, r)| format!("{:+.1}", r * 100.0)).collect::<Vec<_>>().join(" ");
+    }
+    let Some(&(worst_size, worst)) = residuals.iter().max_by(|a, b| a.1.abs().total_cmp(&b.1.abs())) else { return String::new() };
+    let rms = (residuals.iter().map(|(_, r)| r * r).sum::<f64>() / residuals.len() as f64).sqrt();
+    format!("{} sizes: rms {:.1}, worst {:+.1} at {}", residuals.len(), rms * 100.0, worst * 100.0, format_bytes_approx(worst_size as f64))
 }
 
 /// One line per mode: the best figure beside the model, the fit, stalls and verification.
@@ -273,12 +285,17 @@ pub fn render(results: &Results) -> String {
         let _ = writeln!(out, "  first failure: {failure}");
     }
     if let Some(irq) = &results.interrupts {
-        let scope = if irq.scope == "device" {
-            format!("on the device's IRQ {}", irq.irqs.join(", "))
-        } else {
-            "on the whole host (no /proc/interrupts line names the device)".into()
+        let scope = match irq.scope.as_str() {
+            "device_vectors" => format!("on the device's IRQ {} (its vectors in sysfs)", irq.irqs.join(", ")),
+            "device" => format!("on the device's IRQ {}", irq.irqs.join(", ")),
+            _ => "on the whole host, not the device's own count (sysfs lists no vector and no /proc/interrupts line names the device)".into(),
         };
         let _ = writeln!(out, "Interrupts during the run: {} {scope}", irq.count);
+        if irq.per_irq.len() > 1 {
+            for vector in &irq.per_irq {
+                let _ = writeln!(out, "  IRQ {:>4}: {:>10}  {}", vector.irq, vector.count, crate::printable::escaped(&vector.description));
+            }
+        }
     }
     if let Some(health) = &results.link_health {
         let counters: usize = health.before.functions.iter().map(|f| f.counters.len()).sum();
@@ -304,4 +321,16 @@ pub fn render(results: &Results) -> String {
     }
     // A live run's strings (its target, a device's message) come from outside: shown escaped.
     crate::printable::escaped(&out).into_owned()
+}
+
+#[cfg(test)]
+mod residual_tests {
+    #[test]
+    fn residuals_are_listed_then_summarised() {
+        let few: Vec<(u64, f64)> = vec![(4096, 0.012), (65536, -0.003)];
+        assert_eq!(super::residuals_cell(&few), "+1.2 -0.3");
+        let many: Vec<(u64, f64)> = (1..=16_000).map(|i| (i * 4, if i == 700 { -0.05 } else { 0.001 })).collect();
+        let cell = super::residuals_cell(&many);
+        assert!(cell.starts_with("16000 sizes: rms 0.1, worst -5.0 at 2."), "{cell}");
+    }
 }
