@@ -87,14 +87,18 @@ fn main() {
         ours.as_secs_f64() / raw.as_secs_f64()
     );
     load.run(tree.root());
-    history(tree.root());
+    history();
 }
 
-/// Scrapes against 1, 300 and 3,000 stored runs (copies of one short simulated run).
-fn history(sysfs: &Path) {
+/// Scrapes against 1, 300 and 3,000 stored runs (copies of one short simulated run), beside a
+/// sysfs of one device, so the figures are the history's cost.
+fn history() {
+    let tree = fixture::Tree::new();
+    tree.add(&["0000:00:01.0"], &fixture::config(0x8086, 0x1901, &fixture::Pcie::new(fixture::ROOT_PORT, 3, 8).bridge(0, 1, 1), 0), &[]);
+    let sysfs = tree.root();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run.json");
-    let made = Command::new(env!("CARGO_BIN_EXE_pcieperf")).args(["-q", "dma", "--target", "sim:doc001", "--sizes", "4KiB,64KiB", "--duration", "5ms", "--out"]).arg(&run).status().unwrap();
+    let made = Command::new(env!("CARGO_BIN_EXE_pcieperf")).args(["-q", "dma", "--target", "sim:doc001", "--sizes", "4KiB,64KiB", "--duration", "5ms", "--out"]).arg(&run).stdout(Stdio::null()).status().unwrap();
     assert!(made.success());
     let counts: &[usize] = if full_run() { &[1, 300, 3000] } else { &[1, 30] };
     for &count in counts {

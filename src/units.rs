@@ -257,9 +257,43 @@ pub fn format_ns(ns: f64) -> String {
     format!("{value:.decimals$} {unit}")
 }
 
+/// Parse `10s`, `500ms`, `50us`/`50µs`, `100ns`, `2m` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, InvalidInput> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        _ => return Err(InvalidInput::new(format!("invalid duration '{text}': use e.g. 10s, 500ms, 50us"))),
+    };
+    let value: f64 = number.parse().map_err(|_| InvalidInput::new(format!("invalid duration '{text}': use e.g. 10s, 500ms, 50us")))?;
+    let seconds = value * scale;
+    if !(seconds > 0.0 && seconds <= 86_400.0) {
+        return Err(InvalidInput::new(format!("invalid duration '{text}': must be more than 0 and at most a day")));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_take_units() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("50us").unwrap(), Duration::from_micros(50));
+        assert_eq!(parse_duration("50µs").unwrap(), Duration::from_micros(50));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
 
     #[test]
     fn numbers_are_decimal_or_0x_hex() {

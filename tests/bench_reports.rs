@@ -7,9 +7,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use pcieperf::bench::dma::{measure, DmaOptions, Quiet};
-use pcieperf::bench::results::{Mode, Results, SCHEMA};
+use pcieperf::bench::results::{Mode, Results, PREVIOUS_SCHEMA, SCHEMA};
 use pcieperf::bench::run;
 use pcieperf::engine::DataModel;
+use pcieperf::report::view::{self, Document, Format, ViewOptions};
 use pcieperf::report::{compare, csv, html, json, metrics, text};
 use support::TestEngine;
 
@@ -226,4 +227,40 @@ fn the_main_job_measures_three_modes_over_a_sweep_and_names_limits() {
     assert_eq!(options.modes, vec![Mode::D2h]);
     assert!(options.sizes.iter().all(|&s| s <= 64 << 10));
     assert_eq!(notes.len(), 3, "{notes:?}");
+}
+
+#[test]
+fn a_document_of_the_previous_version_is_read_as_this_one() {
+    let r = sample_run(true, 1000.0);
+    let text = json::to_string(&r).unwrap();
+    let mut old = text.replace(SCHEMA, PREVIOUS_SCHEMA);
+    let mut spellings: Vec<(String, String)> =
+        [("3dw", "Dw3"), ("4dw", "Dw4"), ("wire_accurate", "WireAccurate"), ("byte_exact", "ByteExact")].map(|(a, b)| (a.into(), b.into())).to_vec();
+    spellings.extend((1..=6).map(|n| (format!("gen{n}"), format!("Gen{n}"))));
+    for (new, before) in &spellings {
+        old = old.replace(&format!("\"{new}\""), &format!("\"{before}\""));
+    }
+    assert!(old.contains("\"Gen") && old.contains("\"Dw"), "the sample states its link in the old spelling");
+    let back = json::from_str(&old).unwrap();
+    assert_eq!(back, r, "read as this version, schema included");
+    assert!(matches!(view::read(&old).unwrap(), Document::Results(_)));
+}
+
+#[test]
+fn the_view_table_renders_what_each_module_renders_and_refuses_what_a_document_lacks() {
+    let r = sample_run(true, 1000.0);
+    let written = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let options = ViewOptions { written, ..ViewOptions::default() };
+    let document = view::read(&json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(document.kind(), "results");
+    assert_eq!(view::render(&document, Format::Text, &options).unwrap(), text::render(&r));
+    assert_eq!(view::render(&document, Format::Csv, &options).unwrap(), csv::render(&r));
+    assert_eq!(view::render(&document, Format::Metrics, &options).unwrap(), metrics::render(&r, written));
+    let status = Document::Model(pcieperf::model::document::status(0x9041_2100));
+    let refused = view::render(&status, Format::Csv, &options).unwrap_err().0;
+    assert_eq!(refused, "a model status document has no CSV view (it has text, JSON)");
+    assert!(view::compare(&document, &status, Format::Text, ("a", "b")).unwrap_err().0.contains("cannot compare"));
+    for (i, a) in view::VIEWS.iter().enumerate() {
+        assert!(!view::VIEWS[i + 1..].iter().any(|b| a.kind == b.kind && a.format == b.format), "{} {} twice", a.kind, a.format.name());
+    }
 }

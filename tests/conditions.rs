@@ -32,7 +32,7 @@ fn findings(results: &Value) -> Vec<(String, String)> {
 fn doc003_uses_its_4dw_headers_for_the_ceiling() {
     let (r, code) = json(&["dma", "--target", "sim:doc003", "--dir", "d2h", "--sizes", "4MiB", "--duration", "200ms", "--json"]);
     assert_eq!(code, 0);
-    assert_eq!(r["conditions"]["link"]["params"]["header"], "Dw4");
+    assert_eq!(r["conditions"]["link"]["params"]["header"], "4dw");
     let point = &r["points"][0];
     let ceiling = point["ceiling"]["MBps"].as_f64().unwrap();
     // 4DW: 839.3 MB/s (the 3DW figure, 861.9, was shown before).

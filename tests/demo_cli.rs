@@ -11,7 +11,7 @@ fn pcieperf() -> Command {
 fn json_output_is_labelled_simulated_and_complete() {
     let out = pcieperf().args(["demo", "--target", "sim:doc001", "--json"]).assert().success().get_output().stdout.clone();
     let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(json["schema"], "pcieperf.demo/1");
+    assert_eq!(json["schema"], "pcieperf.demo/2");
     assert_eq!(json["simulated"], true);
     assert_eq!(json["engine"]["simulated"], true);
     assert_eq!(json["demo"]["bytes"], 21_913_010_176u64);

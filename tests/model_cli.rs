@@ -48,7 +48,7 @@ fn cli_mmio_reads_print_1_51_2_99_5_92_11_56() {
     let reads: Vec<String> =
         out["rows"].as_array().unwrap().iter().map(|r| format!("{:.2}", r["read_MBps"].as_f64().unwrap())).collect();
     assert_eq!(reads, ["1.51", "2.99", "5.92", "11.56"]);
-    assert_eq!(out["schema"], "pcieperf.model/1");
+    assert_eq!(out["schema"], "pcieperf.model/2");
 }
 
 #[test]
@@ -112,7 +112,7 @@ fn cli_write_combining_plateaus() {
 #[test]
 fn cli_json_rows_have_the_documented_fields() {
     let out = json(&["model", "--gen", "4", "--width", "16", "--sizes", "4KiB..16KiB", "--json"]);
-    assert_eq!(out["schema"], "pcieperf.model/1");
+    assert_eq!(out["schema"], "pcieperf.model/2");
     let rows = out["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 3);
     for key in ["size_bytes", "write_MBps", "read_MBps", "write_efficiency", "read_efficiency", "bidir_write_MBps", "bidir_read_MBps", "limit"] {

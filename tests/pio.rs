@@ -30,7 +30,7 @@ fn close(a: f64, b: f64, tolerance: f64) -> bool {
 #[test]
 fn sim_doc000_reproduces_document_000_tests() {
     let run = pio_json(&["--target", "sim:doc000", "--tests", "1..16", "--count", "500"]);
-    assert_eq!(run["schema"], "pcieperf.pio/1");
+    assert_eq!(run["schema"], "pcieperf.pio/2");
     assert_eq!(run["simulated"], true);
     let median = |n: u64, case: usize| test_of(&run, n)["cases"][case]["delay"]["median"].as_f64().unwrap();
     let mbps = |n: u64, case: usize| test_of(&run, n)["cases"][case]["MBps"].as_f64().unwrap();

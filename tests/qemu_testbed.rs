@@ -398,7 +398,7 @@ fn nvme_topology_dma_run_and_removal() {
     let engine = &results["conditions"]["engine"];
     assert_eq!(engine["pci_address"], nvme_bdf, "{engine}");
     let conditions = &results["conditions"]["link"];
-    assert_eq!(conditions["params"]["link"], serde_json::json!({ "generation": "Gen1", "width": 1 }), "{conditions}");
+    assert_eq!(conditions["params"]["link"], serde_json::json!({ "generation": "gen1", "width": 1 }), "{conditions}");
     assert_eq!(conditions["source"], format!("PCI {nvme_bdf} and its path to the root port (sysfs)"));
     assert_eq!(results["points"].as_array().unwrap().len(), 2);
     // QEMU's NVMe controller (vendor 0x1b36) is named emulated: no comparison with the ceiling.

@@ -22,7 +22,7 @@ fn run_with_no_target_measures_the_simulated_default_and_says_so() {
     assert!(stdout.contains("SIMULATED"), "{stdout}");
     assert!(stdout.contains("What limits the result"), "{stdout}");
     let doc = read_json(&out);
-    assert_eq!(doc["schema"], "pcieperf.results/2");
+    assert_eq!(doc["schema"], "pcieperf.results/3");
     assert_eq!(doc["simulated"], true);
     assert_eq!(doc["complete"], true);
     assert_eq!(doc["conditions"]["target"], "sim");

@@ -20,7 +20,10 @@ use crate::model::mmio::{read_record, single_access};
 use crate::model::{write_combining, Conditions, LinkParams};
 
 /// Schema of the results document `pio` writes.
-pub const SCHEMA: &str = "pcieperf.pio/1";
+pub const SCHEMA: &str = "pcieperf.pio/2";
+
+/// The schema before values were written in snake_case: still read.
+pub const PREVIOUS_SCHEMA: &str = "pcieperf.pio/1";
 /// Delays kept per case in the trace; above it every k-th access is kept (and every access
 /// marked as hit by an interrupt), with k stated in the trace.
 pub const TRACE_LIMIT: usize = 4096;

@@ -1,4 +1,4 @@
-//! The results document: one versioned schema (`pcieperf.results/2`, see
+//! The results document: one versioned schema (`pcieperf.results/3`, see
 //! `docs/results-schema.md`) holding the conditions, every sample, the summaries and the model's
 //! prediction. Tables, CSV, HTML and comparisons in [`crate::report`] are views of it.
 
@@ -14,7 +14,11 @@ use crate::model::Limit;
 use crate::pci::health::{AerChange, AerSnapshot};
 
 /// Schema name and version written into every document.
-pub const SCHEMA: &str = "pcieperf.results/2";
+pub const SCHEMA: &str = "pcieperf.results/3";
+
+/// The schema before values were written in snake_case (`"Gen3"`, `"Dw3"`, `"WireAccurate"`):
+/// still read, as the types accept both spellings.
+pub const PREVIOUS_SCHEMA: &str = "pcieperf.results/2";
 
 /// What a measurement point moves: one direction, or both at once (the model's type).
 pub use crate::model::Mode;

@@ -1,13 +1,44 @@
 //! The main job (`pcieperf run`): choose a target, measure d2h, h2d and both over a size sweep,
 //! and say what limits the result. The procedure is [`crate::bench::dma::measure`]; this module
-//! only decides what to measure.
+//! decides what to measure and states the machine around the target in the results.
 
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::bench::dma::DmaOptions;
-use crate::bench::results::Mode;
+use crate::bench::dma::{self, DmaOptions, Progress};
+use crate::bench::machine;
+use crate::bench::results::{Mode, Results};
 use crate::bench::stats::StopRule;
-use crate::engine::EngineInfo;
+use crate::engine::{Candidate, Choice, Engine, EngineInfo};
+use crate::error::InvalidInput;
+use crate::pci::InspectOptions;
+
+/// A finished main job: the results document, and the notes its summary starts with.
+pub struct MainJob {
+    pub results: Results,
+    pub notes: Vec<String>,
+}
+
+/// Measure `engine`, opened from `choice`, with `options` fitted to what it can do; the
+/// machine around it (from `candidates`, the targets detected) goes into the results.
+pub fn measure(
+    engine: &mut dyn Engine,
+    choice: &Choice,
+    mut options: DmaOptions,
+    candidates: Vec<Candidate>,
+    cancel: &AtomicBool,
+    progress: &mut dyn Progress,
+) -> Result<MainJob, InvalidInput> {
+    let info = engine.info().clone();
+    let simulated = if info.simulated { format!(" — {}", info.label()) } else { String::new() };
+    let mut notes = vec![format!("target {} ({}){simulated}", choice.target, choice.why)];
+    let machine = machine::inspect_for(&info, &InspectOptions::default(), candidates);
+    notes.extend(machine.lines());
+    notes.extend(fit_to_engine(&mut options, &info));
+    let mut results = dma::measure(engine, &options, cancel, progress)?;
+    results.conditions.machine = Some(machine);
+    Ok(MainJob { results, notes })
+}
 
 /// What `pcieperf run` measures: d2h, h2d, both over 4 KiB … 16 MiB (quick: 4 KiB … 1 MiB,
 /// every fourth power), with a short budget per point so the whole job stays well under 30 s.

@@ -6,7 +6,7 @@ use clap::Args;
 use super::values::named;
 use crate::bench::crosscheck::{self, Grid, Kind};
 use crate::model::{Generation, HeaderFormat};
-use crate::report::crosscheck as view;
+use crate::report::view::{self, Document, Format, ViewOptions};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -89,12 +89,8 @@ impl CrosscheckArgs {
 
 pub fn run(args: CrosscheckArgs) -> anyhow::Result<i32> {
     let document = crosscheck::run(&args.grid()?)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&document)?);
-    } else if args.csv {
-        print!("{}", view::csv(&document));
-    } else {
-        print!("{}", view::text(&document, args.outside));
-    }
-    Ok(if document.unexplained() > 0 { 1 } else { 0 })
+    let format = if args.json { Format::Json } else if args.csv { Format::Csv } else { Format::Text };
+    let unexplained = document.unexplained();
+    view::print(&Document::Crosscheck(document), format, &ViewOptions { outside_only: args.outside, ..ViewOptions::default() })?;
+    Ok(if unexplained > 0 { 1 } else { 0 })
 }

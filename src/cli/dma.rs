@@ -7,12 +7,13 @@ use clap::Args;
 
 use crate::bench::cancel;
 use crate::bench::dma::{self, DmaOptions};
-use crate::bench::results::{Mode, Results, Stopped};
+use crate::bench::results::Mode;
 use crate::bench::stats::StopRule;
 use crate::bench::verify::VerifyKind;
 use crate::engine::{self, Engine, OpenOptions};
 use crate::error::InvalidInput;
-use crate::report::{csv, html, json, metrics, output, progress::TerminalProgress, text};
+use crate::report::output::{emit, Outputs};
+use crate::report::progress::TerminalProgress;
 use crate::units;
 use super::values::named;
 
@@ -30,7 +31,7 @@ pub struct DmaArgs {
     #[arg(long, default_value = "1MiB")]
     pub sizes: String,
     /// Time budget per size on the engine's clock: `10s`, `500ms`.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
     pub duration: Duration,
     /// Print the results document (JSON) on stdout instead of the summary.
     #[arg(long)]
@@ -44,13 +45,13 @@ pub struct DmaArgs {
     #[arg(long, default_value_t = 1.0, alias = "cov-target")]
     pub ci_target: f64,
     /// Count stalls longer than this: `50us`.
-    #[arg(long, default_value = "50us", value_parser = parse_duration)]
+    #[arg(long, default_value = "50us", value_parser = units::parse_duration)]
     pub stall_threshold: Duration,
     /// Print the summary as CSV on stdout.
     #[arg(long, conflicts_with = "json")]
     pub csv: bool,
     /// Deadline per transfer: a device that does not answer in time ends the run.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
     pub deadline: Duration,
     #[command(flatten)]
     pub measure: MeasureArgs,
@@ -114,27 +115,6 @@ impl MeasureArgs {
     pub fn outputs<'a>(&'a self, json_stdout: bool, csv_stdout: bool, out: Option<&'a Path>, notes: Vec<String>) -> Outputs<'a> {
         Outputs { json_stdout, csv_stdout, out, html: self.html.as_deref(), metrics: self.metrics.as_deref(), notes }
     }
-}
-
-/// Parse `10s`, `500ms`, `50us`/`50µs`, `100ns`, `2m` or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let scale = match unit.trim() {
-        "" | "s" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "ns" => 1e-9,
-        "m" | "min" => 60.0,
-        _ => return Err(format!("invalid duration '{text}': use e.g. 10s, 500ms, 50us")),
-    };
-    let value: f64 = number.parse().map_err(|_| format!("invalid duration '{text}': use e.g. 10s, 500ms, 50us"))?;
-    let seconds = value * scale;
-    if !(seconds > 0.0 && seconds <= 86_400.0) {
-        return Err(format!("invalid duration '{text}': must be more than 0 and at most a day"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// A bare path to a block device (`/dev/nvme0n1`) means the `block:` engine on it, as a user
@@ -207,103 +187,6 @@ fn parse_size_arg(text: &str) -> Result<u64, String> {
     units::parse_size(text).map_err(|e| e.0)
 }
 
-
-
-/// Where and how to show a finished run.
-#[derive(Debug, Default)]
-pub struct Outputs<'a> {
-    pub json_stdout: bool,
-    pub csv_stdout: bool,
-    pub out: Option<&'a Path>,
-    pub html: Option<&'a Path>,
-    pub metrics: Option<&'a Path>,
-    /// Lines printed before the summary (notes of `run`).
-    pub notes: Vec<String>,
-}
-
-impl Outputs<'_> {
-    /// The paths of the files asked for.
-    pub fn paths(&self) -> Vec<&Path> {
-        [self.out, self.html, self.metrics].into_iter().flatten().collect()
-    }
-
-    /// Refuse, before anything is measured, outputs that would destroy something (see
-    /// [`output`]); `target`'s files are the run's inputs.
-    pub fn check(&self, target: &str) -> Result<(), InvalidInput> {
-        if (self.json_stdout || self.csv_stdout) && self.paths().iter().any(|p| output::is_stdout(p)) {
-            return Err(InvalidInput::new("--json and --csv already print on standard output: give the other output a file"));
-        }
-        output::check_all(&self.paths(), &output::files_in_target(target))
-    }
-}
-
-/// Where the results document goes: `path`, except that an interrupted run never replaces an
-/// earlier complete document; it goes to `NAME.partial.json` beside it.
-fn results_path(path: &Path, results: &Results) -> std::path::PathBuf {
-    let replaces_complete = !output::is_stdout(path) && json::read(path).is_ok_and(|earlier| earlier.complete);
-    if !results.complete && replaces_complete {
-        output::partial_path(path)
-    } else {
-        path.to_path_buf()
-    }
-}
-
-/// Write every requested view, print the summary, and choose the exit code: 130 after a
-/// signal, 1 after an engine error, a verification failure or an output that could not be
-/// written (the summary is printed anyway and the document kept where the message says), else
-/// 0. The results file is written before anything else so nothing measured is lost.
-pub fn emit(results: &Results, outputs: &Outputs) -> anyhow::Result<i32> {
-    let mut failures = Vec::new();
-    let mut results_file = None;
-    if let Some(path) = outputs.out {
-        let path = results_path(path, results);
-        let written = json::to_string(results).map_err(|e| e.0).and_then(|text| output::write_or_keep(&path, &text, "results document"));
-        match written {
-            Ok(()) => results_file = Some(path),
-            Err(message) => failures.push(message),
-        }
-    }
-    let views: [(Option<&Path>, &str, fn(&Results) -> String); 2] =
-        [(outputs.html, "HTML report", html::render), (outputs.metrics, "metrics", metrics::render_now)];
-    for (path, what, render) in views {
-        if let Some(Err(message)) = path.map(|path| output::write_or_keep(path, &render(results), what)) {
-            failures.push(message);
-        }
-    }
-    let summary = if outputs.json_stdout {
-        json::to_string(results)?
-    } else if outputs.csv_stdout {
-        csv::render(results)
-    } else {
-        outputs.notes.iter().map(|note| format!("note: {note}\n")).collect::<String>() + &text::render(results)
-    };
-    // A document on standard output (`-`) takes it: the summary goes to standard error.
-    if outputs.paths().iter().any(|p| output::is_stdout(p)) {
-        eprint!("{summary}");
-    } else {
-        print!("{summary}");
-    }
-    let shown = results_file.filter(|p| !output::is_stdout(p));
-    if let Some(path) = &shown {
-        eprintln!("results ({}) written to {}", results.label(), path.display());
-    }
-    for failure in &failures {
-        eprintln!("pcieperf: {failure}");
-    }
-    let kept = shown.map_or(String::new(), |p| format!("; partial results kept in {}", p.display()));
-    match &results.stopped {
-        Some(Stopped::Interrupted) => eprintln!("pcieperf: interrupted{kept}"),
-        Some(Stopped::Error { message }) => eprintln!("pcieperf: {message}{kept}"),
-        None => {
-            if let Some(failure) = &results.verification.first_failure {
-                eprintln!("pcieperf: data verification failed: {failure}");
-            }
-        }
-    }
-    let code = results.exit_code();
-    Ok(if code == 0 && !failures.is_empty() { 1 } else { code })
-}
-
 /// Percent on the command line, fraction in the options.
 pub fn ci_fraction(percent: f64) -> Result<f64, InvalidInput> {
     if percent > 0.0 && percent <= 100.0 {
@@ -330,7 +213,7 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     let quiet = args.json || args.csv;
     let mut progress = TerminalProgress::new(quiet || super::quiet(), engine.info().label());
     let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
-    emit(&results, &outputs)
+    emit(results, &outputs)
 }
 
 #[cfg(test)]
@@ -338,15 +221,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_take_units() {
-        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("50us").unwrap(), Duration::from_micros(50));
-        assert_eq!(parse_duration("50µs").unwrap(), Duration::from_micros(50));
-        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("5 parsecs").is_err());
-        assert!(parse_duration("-1s").is_err());
+    fn ci_targets_are_percentages() {
         assert!(ci_fraction(0.0).is_err());
         assert_eq!(ci_fraction(1.0).unwrap(), 0.01);
     }

@@ -1,16 +1,17 @@
 //! `pcieperf inspect`: thin wiring over `crate::pci`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::engine::{self, Candidate};
+use crate::bench::inspect_run;
 use crate::error::InvalidInput;
 use crate::pci::filter::IdFilter;
-use crate::pci::lspci::{self, Naming};
-use crate::pci::report::Style;
-use crate::pci::{self, report, InspectOptions, Selector, Source};
+use crate::pci::lspci::Naming;
+use crate::pci::{self, InspectOptions, Selector, Source};
+use crate::report::inspect::Detail;
+use crate::report::output;
+use crate::report::view::{self, Document, Format, ViewOptions};
 
 /// Every PCI device's link, limits and theoretical ceiling, from sysfs or an lspci hex dump.
 ///
@@ -73,89 +74,41 @@ pub struct InspectArgs {
 pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     if let Some(path) = &args.metrics {
         let inputs: Vec<PathBuf> = [args.dump.clone(), args.pci_ids.clone()].into_iter().flatten().collect();
-        crate::report::output::check_all(&[path], &inputs)?;
+        output::check_all(&[path], &inputs)?;
     }
+    let live = args.dump.is_none() && args.sysfs_root.is_none();
     let source = match (&args.dump, &args.sysfs_root) {
         (Some(dump), _) => Source::Dump(dump.clone()),
         (None, Some(root)) => Source::Sysfs(root.clone()),
         (None, None) => Source::Sysfs(pci::sysfs::default_root()),
     };
     let options = InspectOptions { source, pci_ids: args.pci_ids.clone(), selector: args.select, ids: args.ids };
+    let view_options = ViewOptions { detail: Detail { verbose: args.verbose, numeric: args.numeric, hex: args.hex }, ..ViewOptions::default() };
     if args.tree {
         let (tree, notes) = pci::tree(&options, args.verbose > 0, Naming::from_count(args.numeric))?;
         notes.iter().for_each(super::note);
-        write!(std::io::stdout().lock(), "{tree}")?;
+        view::print(&Document::Tree(tree), Format::Text, &view_options)?;
         return Ok(0);
     }
-    let inspection = pci::inspect(&options)?;
-    for note in &inspection.notes {
-        super::note(note);
-    }
-    if (args.select.is_some() || args.ids.is_some()) && inspection.devices.is_empty() {
+    // Measurement targets exist only on the live machine, and only the table and JSON show them.
+    let shows_targets = args.json || (args.verbose == 0 && args.hex == 0 && args.metrics.is_none());
+    let document = inspect_run::run(&options, live && shows_targets)?;
+    document.inspection.notes.iter().for_each(super::note);
+    if (args.select.is_some() || args.ids.is_some()) && document.inspection.devices.is_empty() {
         // As lspci: a selector that matches nothing prints nothing and is not an error.
         super::note("no PCI device matches -s/-d");
         return Ok(0);
     }
-    let mut out = std::io::stdout().lock();
-    let style = Style { verbose: args.verbose, naming: Naming::from_count(args.numeric), domains: inspection.domains };
+    let (limited, warned) = (document.partly_decoded(), document.warned());
+    let document = Document::Inspect(document);
     if let Some(path) = &args.metrics {
-        let text = crate::report::metrics::inspection(&inspection, std::time::SystemTime::now());
-        crate::report::output::write_or_keep(path, &text, "metrics").map_err(InvalidInput::new)?;
-    } else if args.json {
-        // Measurement targets exist only on the live machine, not in a dump from elsewhere.
-        let targets = if args.dump.is_none() && args.sysfs_root.is_none() { engine::detect() } else { Vec::new() };
-        let mut document = serde_json::to_value(&inspection)?;
-        document["targets"] = serde_json::to_value(&targets)?;
-        serde_json::to_writer_pretty(&mut out, &document)?;
-        writeln!(out)?;
-    } else if args.verbose > 0 || args.hex > 0 {
-        write_lspci_style(&mut out, &inspection, style, args.hex)?;
+        output::write_or_keep(path, &view::render(&document, Format::Metrics, &view_options)?, "metrics").map_err(InvalidInput::new)?;
     } else {
-        write!(out, "{}", report::render_table(&inspection.devices, style.naming))?;
-        writeln!(out, "GB/s = 10^9 B/s: model write ceiling at 4 MiB transfers, path as trained / capable; -v: details")?;
-        if args.dump.is_none() && args.sysfs_root.is_none() {
-            write_targets(&mut out, &engine::detect())?;
-        }
+        view::print(&document, if args.json { Format::Json } else { Format::Text }, &view_options)?;
     }
-    let limited = inspection.devices.iter().filter(|d| !d.unavailable.is_empty()).count();
     if limited > 0 && !args.json && args.hex == 0 {
         let fix = if args.dump.is_some() { "a longer dump (lspci -xxxx as root)" } else { "root" };
         super::note(format!("{limited} device(s) only partly decoded; {fix} is needed for MaxPayload, ASPM and AER (-v lists what is missing)"));
     }
-    let warned = inspection.devices.iter().any(|d| !d.warnings.is_empty());
     Ok(if args.strict && warned { 1 } else { 0 })
-}
-
-/// `-v` and `-x` views: one block per device, each ended by a blank line, as lspci prints them.
-fn write_lspci_style(out: &mut impl Write, inspection: &pci::Inspection, style: Style, hex: u8) -> std::io::Result<()> {
-    for device in &inspection.devices {
-        if style.verbose > 0 {
-            write!(out, "{}", report::render_verbose(device, style))?;
-        } else {
-            writeln!(out, "{}", lspci::device_line(&device.identity(), style.naming, style.domains, false))?;
-        }
-        if hex > 0 {
-            write!(out, "{}", lspci::hex_dump(&device.config, hex))?;
-        }
-        writeln!(out)?;
-    }
-    Ok(())
-}
-
-/// The measurement targets found, and which one `pcieperf run` would use unasked.
-fn write_targets(out: &mut impl Write, targets: &[Candidate]) -> std::io::Result<()> {
-    if targets.is_empty() {
-        return Ok(());
-    }
-    let choice = engine::choose(None, targets);
-    let chosen = targets.iter().any(|t| t.target == choice.target).then_some(choice.target.as_str());
-    writeln!(out, "\nMeasurement targets (pcieperf dma --target …):")?;
-    for target in targets {
-        let mark = if Some(target.target.as_str()) == chosen { "run would use" } else if target.usable { "usable" } else { "not usable" };
-        writeln!(out, "  {} [{mark}]: {}", target.target, target.reason)?;
-    }
-    if chosen.is_none() {
-        writeln!(out, "  none usable unasked: pcieperf run measures the simulated endpoint `sim`")?;
-    }
-    Ok(())
 }

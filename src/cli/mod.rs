@@ -20,8 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::error::InvalidInput;
-
 /// PCI Express performance: what a link should deliver, what it delivers, and why the gap.
 ///
 /// Rates are in MB/s = 10^6 bytes/s unless a command says otherwise.
@@ -196,40 +194,10 @@ pub fn main() -> i32 {
         // them); a signal that lands after the results were written does not change that.
         Ok(code) => code,
         Err(error) => {
-            eprintln!("pcieperf: {}", describe(&error));
-            // A command that failed while a signal was pending was stopped by it.
-            if crate::cancel::requested() { crate::cancel::EXIT_INTERRUPTED } else { exit_code_for(&error) }
+            eprintln!("pcieperf: {}", crate::report::output::describe(&error));
+            crate::report::output::exit_code_for(&error)
         }
     }
-}
-
-/// The error and its causes on one line, leaving out a cause whose text an outer message already
-/// quotes (an I/O error that is both shown and chained as the source).
-pub fn describe(error: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in error.chain().map(|c| c.to_string()) {
-        if line.contains(&cause) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&cause);
-    }
-    // Causes quote the user's input (a target, a path): shown escaped, on one line.
-    crate::printable::one_line(&line)
-}
-
-/// 2 when the cause is the user's input, 1 otherwise.
-pub fn exit_code_for(error: &anyhow::Error) -> i32 {
-    let bad_input = error.chain().any(|cause| {
-        cause.downcast_ref::<InvalidInput>().is_some()
-            || matches!(
-                cause.downcast_ref::<crate::engine::EngineError>(),
-                Some(crate::engine::EngineError::InvalidInput(_) | crate::engine::EngineError::UnknownTarget(..))
-            )
-    });
-    if bad_input { 2 } else { 1 }
 }
 
 /// Writing to a closed pipe (`pcieperf model | head`) should end the process quietly, as it does

@@ -4,12 +4,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::bench::pin::{pin_here, Pinning};
-use crate::bench::pio::{parse_tests, read_only_tests, run_pio, PioOptions};
+use crate::bench::pio::{parse_tests, read_only_tests, PioOptions};
+use crate::bench::pio_run;
 use crate::engine::{open, OpenOptions, Width};
-use crate::error::InvalidInput;
-use crate::report::output::write as write_atomic;
-use crate::report::pio as view;
+use crate::report::output;
+use crate::report::view::{self, Document, Format, ViewOptions};
 
 /// Document 000 §4.3's tests, as `--help` lists them (checked against `bench::pio::TESTS`).
 pub const TESTS_HELP: &str = "Tests (document 000 §4; read-only ones run by default: 2, 4, 7, 9, 11, 13, 15, 16):
@@ -45,7 +44,7 @@ pub struct PioArgs {
     /// Allow writes to offsets no device profile names as scratch.
     #[arg(long)]
     pub destructive: bool,
-    /// Print the pcieperf.pio/1 JSON document on stdout.
+    /// Print the pcieperf.pio/2 JSON document on stdout.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
     /// Print one CSV row per test and size.
@@ -75,48 +74,34 @@ fn parse_offset(text: &str) -> Result<u64, String> {
 
 pub fn run(args: PioArgs) -> anyhow::Result<i32> {
     let outputs: Vec<&std::path::Path> = [args.out.as_deref(), args.html.as_deref()].into_iter().flatten().collect();
-    crate::report::output::check_all(&outputs, &[])?;
+    output::check_all(&outputs, &[])?;
     let tests = match &args.tests {
         Some(list) => parse_tests(list)?,
         None => read_only_tests(),
     };
     let options = OpenOptions { seed: args.seed, destructive: args.destructive, sysfs_root: Some(args.sysfs_root.clone()), ..OpenOptions::default() };
     let mut engine = open(&args.target, &options)?;
-    let info = engine.info().clone();
-    let conditions = crate::bench::conditions::resolve_in(engine.as_ref(), &args.sysfs_root);
-    if let Err(why) = &conditions {
+    let width = Width::from_bytes(args.width.into()).expect("clap allows 1, 2, 4, 8 only");
+    let pio = PioOptions { tests, offset: args.offset, width, count: args.count, destructive: args.destructive, ..PioOptions::default() };
+    let outcome = pio_run::run(engine.as_mut(), &args.target, &args.sysfs_root, pio)?;
+    if let Some(why) = &outcome.no_prediction {
         eprintln!("pcieperf: note: no model prediction: {why}");
     }
-    let conditions = conditions.ok();
-    let pinning = if info.simulated { Pinning { cpu: None, warnings: Vec::new() } } else { pin_here() };
-    let mmio = engine
-        .mmio()
-        .ok_or_else(|| InvalidInput::new(format!("{}: this target has no registers; pio needs bar:BDF or sim:PRESET", args.target)))?;
-    let width = Width::from_bytes(args.width.into()).expect("clap allows 1, 2, 4, 8 only");
-    let pio = PioOptions { tests, bar: mmio.default_bar(), offset: args.offset, width, count: args.count, destructive: args.destructive, ..PioOptions::default() };
-    for warning in &pinning.warnings {
+    for warning in &outcome.run.pinning.warnings {
         eprintln!("pcieperf: warning: {warning}");
     }
-    let mut run = run_pio(mmio, &info, conditions.as_ref(), pinning, &pio)?;
-    if let Some(emulator) = info.pci_address.as_deref().and_then(|bdf| crate::pci::emulated::emulator_of(&args.sysfs_root, bdf)) {
-        run.notes.push(crate::pci::emulated::nominal_link_sentence(&emulator));
-    }
-    let json = serde_json::to_string_pretty(&run)? + "\n";
+    let mismatches = outcome.run.mismatches();
+    let document = Document::Pio(outcome.run);
+    let options = ViewOptions::default();
     if let Some(path) = &args.out {
-        write_atomic(path, &json)?;
+        output::write(path, &view::render(&document, Format::Json, &options)?)?;
     }
     if let Some(path) = &args.html {
-        write_atomic(path, &view::html(&run))?;
+        output::write(path, &view::render(&document, Format::Html, &options)?)?;
         eprintln!("HTML report written to {}", path.display());
     }
-    if args.json {
-        print!("{json}");
-    } else if args.csv {
-        print!("{}", view::csv(&run));
-    } else {
-        print!("{}", view::text(&run));
-    }
-    let mismatches: u64 = run.tests.iter().flat_map(|t| &t.cases).filter_map(|c| c.mismatches).sum();
+    let format = if args.json { Format::Json } else if args.csv { Format::Csv } else { Format::Text };
+    view::print(&document, format, &options)?;
     if mismatches > 0 {
         eprintln!("pcieperf: {mismatches} read-backs differed from what was written (Test 5)");
         return Ok(1);

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::error::invalid;
-use crate::report::{compare, csv, html, json, metrics, output, pio, text};
+use crate::report::view::{self, Document, Format, ViewOptions};
+use crate::report::{json, output};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -38,45 +39,34 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let outputs: Vec<&Path> = [args.html.as_deref(), args.metrics.as_deref()].into_iter().flatten().collect();
     output::check_all(&outputs, &args.files)?;
-    // Bounded like every input: a device node or a FIFO is refused, not read forever.
-    let texts: Vec<String> = args.files.iter().map(|f| json::read_text(f)).collect::<Result<_, _>>()?;
-    if texts.iter().any(|t| pio::is_pio(t)) {
-        return run_pio(&args, &texts);
-    }
-    // Each text is dropped once parsed: memory holds one text and the typed documents.
-    let runs = args
+    // Bounded like every input: a device node or a FIFO is refused, not read forever. Each text
+    // is dropped once parsed: memory holds one text and the typed documents.
+    let documents = args
         .files
         .iter()
-        .zip(texts)
-        .map(|(f, text)| anyhow::Context::with_context(json::from_str(&text), || f.display().to_string()))
+        .map(|f| anyhow::Context::with_context(json::read_text(f).and_then(|text| view::read(&text)), || f.display().to_string()))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    if let [a, b] = runs.as_slice() {
-        if args.csv || args.metrics.is_some() {
-            return invalid("--csv and --metrics take one results document, not two");
-        }
-        let name = |i: usize| args.files[i].display().to_string();
-        let comparison = compare::compare(a, b, (&name(0), &name(1)));
-        if let Some(path) = &args.html {
-            output::write_or_keep(path, &html::render_comparison(&comparison), "comparison page").map_err(crate::error::InvalidInput::new)?;
-            if !super::quiet() {
-                eprintln!("comparison page written to {}", path.display());
-            }
-        }
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&comparison)?);
-        } else if args.html.is_none() {
-            print!("{}", compare::render(a, b, (&name(0), &name(1))));
-        }
-        return Ok(0);
+    let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+    if let [a, b] = documents.as_slice() {
+        return compare(&args, a, b, (&names[0], &names[1]));
     }
-    let results = &runs[0];
-    let mut failed = false;
     // The run's time is when its results were written: the file's modification time.
     let written = std::fs::metadata(&args.files[0]).and_then(|m| m.modified()).unwrap_or_else(|_| std::time::SystemTime::now());
-    for (path, what, text) in [(&args.html, "HTML report", html::render(results)), (&args.metrics, "metrics", metrics::render(results, written))] {
-        let Some(path) = path else { continue };
+    let (document, options) = (&documents[0], ViewOptions { written, ..ViewOptions::default() });
+    let files = [(&args.html, Format::Html, "HTML report"), (&args.metrics, Format::Metrics, "metrics")];
+    // Every view is rendered before anything is written: a format the document lacks writes nothing.
+    let files: Vec<(&PathBuf, &str, String)> = files
+        .into_iter()
+        .filter_map(|(path, format, what)| Some((path.as_ref()?, what, view::render(document, format, &options))))
+        .map(|(path, what, text)| text.map(|text| (path, what, text)))
+        .collect::<Result<_, _>>()?;
+    let mut failed = false;
+    for (path, what, text) in files {
         match output::write_or_keep(path, &text, what) {
-            Ok(()) if !output::is_stdout(path) => eprintln!("{what} ({}) written to {}", results.label(), path.display()),
+            Ok(()) if !output::is_stdout(path) => match document.label() {
+                Some(label) => eprintln!("{what} ({label}) written to {}", path.display()),
+                None => eprintln!("{what} written to {}", path.display()),
+            },
             Ok(()) => {}
             Err(message) => {
                 eprintln!("pcieperf: {message}");
@@ -84,39 +74,26 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    if args.json {
-        print!("{}", json::to_string(results)?);
-    } else if args.csv {
-        print!("{}", csv::render(results));
-    } else if outputs.is_empty() {
-        print!("{}", text::render(results));
+    if args.json || args.csv || outputs.is_empty() {
+        view::print(document, if args.json { Format::Json } else if args.csv { Format::Csv } else { Format::Text }, &options)?;
     }
     Ok(failed as i32)
 }
 
-/// A `pcieperf.pio/1` document (or two to compare).
-fn run_pio(args: &ReportArgs, texts: &[String]) -> anyhow::Result<i32> {
-    let runs = texts
-        .iter()
-        .zip(&args.files)
-        .map(|(text, file)| pio::from_str(text).map_err(|e| crate::error::InvalidInput::new(format!("{}: {e}", file.display()))))
-        .collect::<Result<Vec<_>, _>>()?;
-    if let [a, b] = runs.as_slice() {
-        if args.csv || args.html.is_some() || args.metrics.is_some() {
-            return invalid("--csv, --html and --metrics take one results document, not two");
-        }
-        print!("{}", pio::compare(a, b, (&args.files[0].display().to_string(), &args.files[1].display().to_string())));
-        return Ok(0);
-    }
-    if args.metrics.is_some() {
-        return invalid("--metrics is for DMA results documents (pcieperf.results); pio documents render as text, CSV or HTML");
+/// Two documents side by side: a page (`--html`), JSON (`--json`) or text.
+fn compare(args: &ReportArgs, a: &Document, b: &Document, names: (&str, &str)) -> anyhow::Result<i32> {
+    if args.csv || args.metrics.is_some() {
+        return invalid("--csv and --metrics take one results document, not two");
     }
     if let Some(path) = &args.html {
-        output::write(path, &pio::html(&runs[0]))?;
-    } else if args.csv {
-        print!("{}", pio::csv(&runs[0]));
-    } else {
-        print!("{}", pio::text(&runs[0]));
+        output::write_or_keep(path, &view::compare(a, b, Format::Html, names)?, "comparison page").map_err(crate::error::InvalidInput::new)?;
+        if !super::quiet() {
+            eprintln!("comparison page written to {}", path.display());
+        }
+    }
+    if args.json || args.html.is_none() {
+        let text = view::compare(a, b, if args.json { Format::Json } else { Format::Text }, names)?;
+        output::write(Path::new("-"), &text)?;
     }
     Ok(0)
 }

@@ -5,14 +5,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::dma::{emit, MeasureArgs};
+use super::dma::MeasureArgs;
 use crate::bench::cancel;
-use crate::bench::dma;
 use crate::bench::host;
-use crate::bench::machine;
-use crate::engine;
-use crate::pci::InspectOptions;
 use crate::bench::run as plan;
+use crate::engine;
+use crate::report::output::emit;
 use crate::report::progress::TerminalProgress;
 
 #[derive(Debug, Args)]
@@ -54,23 +52,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let mut options = plan::options(args.quick);
     args.measure.apply(&mut options);
     let largest = options.sizes.iter().copied().max().unwrap_or(0);
-    let (engine::Choice { target, why }, scratch) = match &args.measure.engine.scratch {
+    let (choice, scratch) = match &args.measure.engine.scratch {
         Some(_) => args.measure.target(None, largest)?,
         None => (engine::choose(args.target.as_deref(), &candidates), None),
     };
     let out = args.out.clone().unwrap_or_else(default_out);
-    args.measure.outputs(args.json, false, Some(&out), Vec::new()).check(&target)?;
-    let mut engine = args.measure.open(&target, scratch.is_some())?;
+    args.measure.outputs(args.json, false, Some(&out), Vec::new()).check(&choice.target)?;
+    let mut engine = args.measure.open(&choice.target, scratch.is_some())?;
     let info = engine.info().clone();
-    let mut notes = vec![format!("target {target} ({why}){}", if info.simulated { format!(" — {}", info.label()) } else { String::new() })];
-    let machine = machine::inspect_for(&info, &InspectOptions::default(), candidates);
-    notes.extend(machine.lines());
-    notes.extend(plan::fit_to_engine(&mut options, &info));
     if !args.json && !super::quiet() {
-        eprintln!("pcieperf run: {} on {}{}", info.description, target, if info.simulated { format!(" ({})", info.label()) } else { String::new() });
+        let simulated = if info.simulated { format!(" ({})", info.label()) } else { String::new() };
+        eprintln!("pcieperf run: {} on {}{simulated}", info.description, choice.target);
     }
     let mut progress = TerminalProgress::new(args.json || super::quiet(), info.label());
-    let mut results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
-    results.conditions.machine = Some(machine);
-    emit(&results, &args.measure.outputs(args.json, false, Some(&out), notes))
+    let job = plan::measure(engine.as_mut(), &choice, options, candidates, cancel::on_ctrl_c(), &mut progress)?;
+    emit(job.results, &args.measure.outputs(args.json, false, Some(&out), job.notes))
 }

@@ -11,13 +11,22 @@ use serde::{Deserialize, Serialize};
 use crate::error::InvalidInput;
 
 /// A PCI Express generation, i.e. a signalling rate per lane.
+/// Written `gen1`…`gen6` in documents; the `Gen1` spelling of documents before
+/// `pcieperf.results/3` is still read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Generation {
+    #[serde(alias = "Gen1")]
     Gen1,
+    #[serde(alias = "Gen2")]
     Gen2,
+    #[serde(alias = "Gen3")]
     Gen3,
+    #[serde(alias = "Gen4")]
     Gen4,
+    #[serde(alias = "Gen5")]
     Gen5,
+    #[serde(alias = "Gen6")]
     Gen6,
 }
 

@@ -8,6 +8,7 @@ pub mod bidir;
 pub mod conditions;
 pub mod direction;
 pub mod dllp;
+pub mod document;
 pub mod explain;
 pub mod flit;
 pub mod link;
@@ -34,10 +35,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::InvalidInput;
 
-/// TLP header size: 3 DW (32-bit addresses, completions) or 4 DW (64-bit addresses).
+/// TLP header size: 3 DW (32-bit addresses, completions) or 4 DW (64-bit addresses). Written
+/// as the command line spells it (`3dw`, `4dw`); older documents' `Dw3` is still read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum HeaderFormat {
+    #[serde(rename = "3dw", alias = "Dw3")]
     Dw3,
+    #[serde(rename = "4dw", alias = "Dw4")]
     Dw4,
 }
 
@@ -60,12 +64,16 @@ impl HeaderFormat {
     }
 }
 
-/// How payload bytes are counted.
+/// How payload bytes are counted (`wire_accurate`, `byte_exact` in documents; older documents'
+/// `WireAccurate` is still read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Accounting {
     /// Whole DWs on the wire, TLPs split at 4 KiB address boundaries (the default).
+    #[serde(alias = "WireAccurate")]
     WireAccurate,
     /// Only the bytes asked for, as the documents' tables count them.
+    #[serde(alias = "ByteExact")]
     ByteExact,
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::bench::results::{Results, SCHEMA};
+use crate::bench::results::{Results, PREVIOUS_SCHEMA, SCHEMA};
 use crate::error::InvalidInput;
 
 /// The document as pretty JSON, ending in a newline; compact when pretty would pass the size
@@ -49,10 +49,11 @@ pub fn typed<T: serde::de::DeserializeOwned>(text: &str, schema: &str) -> Result
     })
 }
 
-/// Parse a document, refusing other schemas with a clear message.
+/// Parse a document, refusing other schemas with a clear message; a document of the previous
+/// version is read and becomes one of this version.
 pub fn from_str(text: &str) -> Result<Results, InvalidInput> {
     match schema_of(text)?.as_deref() {
-        Some(SCHEMA) => {}
+        Some(SCHEMA | PREVIOUS_SCHEMA) => {}
         Some("pcieperf.results/1") => {
             return Err(InvalidInput::new(format!(
                 "results schema 'pcieperf.results/1' was written by an older pcieperf (its link conditions had another shape): \
@@ -62,7 +63,9 @@ pub fn from_str(text: &str) -> Result<Results, InvalidInput> {
         Some(other) => return Err(InvalidInput::new(format!("unsupported results schema '{other}': this pcieperf reads '{SCHEMA}'"))),
         None => return Err(InvalidInput::new(format!("not a pcieperf results document: no \"schema\": \"{SCHEMA}\""))),
     }
-    typed(text, SCHEMA)
+    let mut results: Results = typed(text, SCHEMA)?;
+    results.schema = SCHEMA.into();
+    Ok(results)
 }
 
 /// Read a JSON text from a file (`-`: standard input) within the size limit of a results

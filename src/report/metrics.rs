@@ -187,11 +187,6 @@ pub fn run_families(results: &Results, written: SystemTime) -> Vec<Family> {
     out.0
 }
 
-/// The metrics text of a run that just ended.
-pub fn render_now(results: &Results) -> String {
-    render(results, SystemTime::now())
-}
-
 /// node_exporter's `pcidevice` labels for one function: hex, segment 4 digits, bus and device 2,
 /// function 1 (its `device` is the device number, not the address).
 pub fn location_labels(bdf: &Bdf) -> [(&'static str, String); 4] {

@@ -1,20 +1,25 @@
-//! Views of results: terminal tables, JSON, CSV, HTML. No I/O to devices.
+//! Views of documents: terminal tables, JSON, CSV, HTML, metrics. No I/O to devices.
 //!
-//! A run produces one document ([`crate::bench::results::Results`]); every module here renders
-//! it, so `pcieperf report run.json` reproduces any view later.
+//! Every procedure returns one typed document ([`view::Document`]); [`view::VIEWS`] names the
+//! function that renders each (document kind, format), so `pcieperf report run.json`
+//! reproduces any view later.
 
 pub mod compare;
 pub mod crosscheck;
 pub mod csv;
+pub mod demo;
 pub mod exporter;
 pub mod html;
 pub mod http;
 pub mod http_server;
+pub mod inspect;
 pub mod json;
 pub mod metrics;
+pub mod model;
 pub mod output;
 pub mod plot;
 pub mod pio;
 pub mod progress;
 pub mod text;
 pub mod trace;
+pub mod view;

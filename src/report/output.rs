@@ -1,5 +1,7 @@
 //! Output files (`--out`, `--html`, `--metrics` of every command): checked before anything is
-//! measured, written so that nothing else is ever destroyed, and never lost.
+//! measured, written so that nothing else is ever destroyed, and never lost; the end of a
+//! measuring run ([`emit`]): its views, the partial-file rule and its exit code; and the exit
+//! code and one-line message of a command that failed ([`exit_code_for`], [`describe`]).
 //!
 //! Rules (docs/safety.md):
 //! - `-` is standard output.
@@ -18,6 +20,8 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use super::view::{render, Document, Format, ViewOptions};
+use crate::bench::results::{Results, Stopped};
 use crate::bounded::kind_name;
 use crate::error::InvalidInput;
 
@@ -199,6 +203,139 @@ pub fn partial_path(path: &Path) -> PathBuf {
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let ext = path.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_else(|| "json".into());
     path.with_file_name(format!("{stem}.partial.{ext}"))
+}
+
+/// The error and its causes on one line, leaving out a cause whose text an outer message already
+/// quotes (an I/O error that is both shown and chained as the source).
+pub fn describe(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain().map(|c| c.to_string()) {
+        if line.contains(&cause) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&cause);
+    }
+    // Causes quote the user's input (a target, a path): shown escaped, on one line.
+    crate::printable::one_line(&line)
+}
+
+/// The exit code of a command that failed: 130 when a signal was pending (it stopped the
+/// command), 2 when the cause is the user's input, 1 otherwise.
+pub fn exit_code_for(error: &anyhow::Error) -> i32 {
+    if crate::cancel::requested() {
+        return crate::cancel::EXIT_INTERRUPTED;
+    }
+    let bad_input = error.chain().any(|cause| {
+        cause.downcast_ref::<InvalidInput>().is_some()
+            || matches!(
+                cause.downcast_ref::<crate::engine::EngineError>(),
+                Some(crate::engine::EngineError::InvalidInput(_) | crate::engine::EngineError::UnknownTarget(..))
+            )
+    });
+    if bad_input { 2 } else { 1 }
+}
+
+/// Where and how to show a finished run.
+#[derive(Debug, Default)]
+pub struct Outputs<'a> {
+    pub json_stdout: bool,
+    pub csv_stdout: bool,
+    pub out: Option<&'a Path>,
+    pub html: Option<&'a Path>,
+    pub metrics: Option<&'a Path>,
+    /// Lines printed before the summary (notes of `run`).
+    pub notes: Vec<String>,
+}
+
+impl Outputs<'_> {
+    /// The paths of the files asked for.
+    pub fn paths(&self) -> Vec<&Path> {
+        [self.out, self.html, self.metrics].into_iter().flatten().collect()
+    }
+
+    /// Refuse, before anything is measured, outputs that would destroy something (see the
+    /// module's rules); `target`'s files are the run's inputs.
+    pub fn check(&self, target: &str) -> Result<(), InvalidInput> {
+        if (self.json_stdout || self.csv_stdout) && self.paths().iter().any(|p| is_stdout(p)) {
+            return Err(InvalidInput::new("--json and --csv already print on standard output: give the other output a file"));
+        }
+        check_all(&self.paths(), &files_in_target(target))
+    }
+}
+
+/// Where the results document goes: `path`, except that an interrupted run never replaces an
+/// earlier complete document; it goes to `NAME.partial.json` beside it.
+fn results_path(path: &Path, results: &Results) -> PathBuf {
+    let replaces_complete = !is_stdout(path) && super::json::read(path).is_ok_and(|earlier| earlier.complete);
+    if !results.complete && replaces_complete {
+        partial_path(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// Write every requested view of a finished run, print the summary, and choose the exit code:
+/// 130 after a signal, 1 after an engine error, a verification failure or an output that could
+/// not be written (the summary is printed anyway and the document kept where the message says),
+/// else 0. The results file is written before anything else so nothing measured is lost.
+pub fn emit(results: Results, outputs: &Outputs) -> anyhow::Result<i32> {
+    let document = Document::Results(results);
+    let Some(results) = document.as_results() else { anyhow::bail!("a measuring run ends with a results document") };
+    let options = ViewOptions::default();
+    let mut failures = Vec::new();
+    let mut results_file = None;
+    if let Some(path) = outputs.out {
+        let path = results_path(path, results);
+        let written = render(&document, Format::Json, &options).map_err(|e| e.0).and_then(|text| write_or_keep(&path, &text, "results document"));
+        match written {
+            Ok(()) => results_file = Some(path),
+            Err(message) => failures.push(message),
+        }
+    }
+    for (path, what, format) in [(outputs.html, "HTML report", Format::Html), (outputs.metrics, "metrics", Format::Metrics)] {
+        let Some(path) = path else { continue };
+        if let Err(message) = render(&document, format, &options).map_err(|e| e.0).and_then(|text| write_or_keep(path, &text, what)) {
+            failures.push(message);
+        }
+    }
+    let summary = match (outputs.json_stdout, outputs.csv_stdout) {
+        (true, _) => render(&document, Format::Json, &options)?,
+        (false, true) => render(&document, Format::Csv, &options)?,
+        _ => outputs.notes.iter().map(|note| format!("note: {note}\n")).collect::<String>() + &render(&document, Format::Text, &options)?,
+    };
+    // A document on standard output (`-`) takes it: the summary goes to standard error.
+    if outputs.paths().iter().any(|p| is_stdout(p)) {
+        eprint!("{summary}");
+    } else {
+        print!("{summary}");
+    }
+    report_end(results, results_file.filter(|p| !is_stdout(p)).as_deref(), &failures);
+    let code = results.exit_code();
+    Ok(if code == 0 && !failures.is_empty() { 1 } else { code })
+}
+
+/// The lines after a run's summary: where its results went, what could not be written, and
+/// why it stopped early or failed verification.
+fn report_end(results: &Results, shown: Option<&Path>, failures: &[String]) {
+    if let Some(path) = shown {
+        eprintln!("results ({}) written to {}", results.label(), path.display());
+    }
+    for failure in failures {
+        eprintln!("pcieperf: {failure}");
+    }
+    let kept = shown.map_or(String::new(), |p| format!("; partial results kept in {}", p.display()));
+    match &results.stopped {
+        Some(Stopped::Interrupted) => eprintln!("pcieperf: interrupted{kept}"),
+        Some(Stopped::Error { message }) => eprintln!("pcieperf: {message}{kept}"),
+        None => {
+            if let Some(failure) = &results.verification.first_failure {
+                eprintln!("pcieperf: data verification failed: {failure}");
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,23 +3,20 @@
 
 use std::fmt::Write;
 
-use crate::bench::pio::{Case, PioRun, TestResult, SCHEMA};
+use crate::bench::pio::{Case, PioRun, TestResult, PREVIOUS_SCHEMA, SCHEMA};
 use crate::error::InvalidInput;
 use crate::report::plot::escape;
 use crate::table::{Align, Table};
 use crate::units::format_ns;
 
-/// Parse a pio document, refusing other schemas.
+/// Parse a pio document (this version's or the previous one's), refusing other schemas.
 pub fn from_str(text: &str) -> Result<PioRun, InvalidInput> {
-    if super::json::schema_of(text)?.as_deref() != Some(SCHEMA) {
+    if !matches!(super::json::schema_of(text)?.as_deref(), Some(SCHEMA | PREVIOUS_SCHEMA)) {
         return Err(InvalidInput::new(format!("not a {SCHEMA} document")));
     }
-    super::json::typed(text, SCHEMA)
-}
-
-/// Whether a JSON text claims the pio schema.
-pub fn is_pio(text: &str) -> bool {
-    super::json::schema_of(text).ok().flatten().is_some_and(|s| s == SCHEMA)
+    let mut run: PioRun = super::json::typed(text, SCHEMA)?;
+    run.schema = SCHEMA.into();
+    Ok(run)
 }
 
 fn sim(run: &PioRun) -> &'static str {
@@ -120,6 +117,11 @@ fn test_block(run: &PioRun, test: &TestResult) -> String {
         }
     }
     out
+}
+
+/// The document as pretty JSON, ending in a newline (`--json`, `--out`).
+pub fn json(run: &PioRun) -> String {
+    serde_json::to_string_pretty(run).expect("pio documents serialise: plain data") + "\n"
 }
 
 /// The terminal view.

@@ -1,0 +1,41 @@
+//! `pcieperf inspect` below the command line: the pci layer's inspection of every device, and
+//! on the live machine the measurement targets found (the `pcieperf.inspect/1` document).
+
+use serde::Serialize;
+
+use crate::engine::{self, Candidate};
+use crate::pci::{self, InspectOptions, Inspection};
+
+/// The inspection and the targets `dma`/`run` could measure.
+#[derive(Debug, Clone, Serialize)]
+pub struct InspectDocument {
+    #[serde(flatten)]
+    pub inspection: Inspection,
+    /// Measurement targets of this machine; empty for a dump or another sysfs tree.
+    pub targets: Vec<Candidate>,
+    /// The target `pcieperf run` would measure unasked, when one of `targets` is usable.
+    #[serde(skip)]
+    pub chosen: Option<String>,
+}
+
+/// Inspect the source of `options`; with `find_targets`, also detect the targets (only
+/// meaningful on the live machine).
+pub fn run(options: &InspectOptions, find_targets: bool) -> anyhow::Result<InspectDocument> {
+    let inspection = pci::inspect(options)?;
+    let targets = if find_targets { engine::detect() } else { Vec::new() };
+    let choice = engine::choose(None, &targets);
+    let chosen = targets.iter().any(|t| t.target == choice.target).then_some(choice.target);
+    Ok(InspectDocument { inspection, targets, chosen })
+}
+
+impl InspectDocument {
+    /// Devices whose registers were only partly readable.
+    pub fn partly_decoded(&self) -> usize {
+        self.inspection.devices.iter().filter(|d| !d.unavailable.is_empty()).count()
+    }
+
+    /// Whether any device has a warning (what `--strict` fails on).
+    pub fn warned(&self) -> bool {
+        self.inspection.devices.iter().any(|d| !d.warnings.is_empty())
+    }
+}

@@ -1,0 +1,72 @@
+//! Views of a `pcieperf.inspect/1` document: one line per device with the link analysis,
+//! lspci's `-v`/`-x` blocks, and the measurement targets found.
+
+use std::fmt::Write;
+
+use crate::bench::inspect_run::InspectDocument;
+use crate::pci::lspci::{self, Naming};
+use crate::pci::report::{self, Style};
+
+/// lspci's detail flags, as counted on the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Detail {
+    /// `-v`, `-vv`, `-vvv`.
+    pub verbose: u8,
+    /// `-n`, `-nn`.
+    pub numeric: u8,
+    /// `-x`, `-xxx`, `-xxxx`.
+    pub hex: u8,
+}
+
+/// The table, or with `-v`/`-x` lspci's blocks.
+pub fn text(document: &InspectDocument, detail: Detail) -> String {
+    let inspection = &document.inspection;
+    let style = Style { verbose: detail.verbose, naming: Naming::from_count(detail.numeric), domains: inspection.domains };
+    if detail.verbose > 0 || detail.hex > 0 {
+        return lspci_style(document, style, detail.hex);
+    }
+    let mut out = report::render_table(&inspection.devices, style.naming);
+    out += "GB/s = 10^9 B/s: model write ceiling at 4 MiB transfers, path as trained / capable; -v: details\n";
+    out + &targets(document)
+}
+
+/// The document as pretty JSON with its members in name order, ending in a newline.
+pub fn json(document: &InspectDocument) -> String {
+    let value = serde_json::to_value(document).expect("inspections serialise: plain data");
+    serde_json::to_string_pretty(&value).expect("a JSON value serialises") + "\n"
+}
+
+/// `-v` and `-x` views: one block per device, each ended by a blank line, as lspci prints them.
+fn lspci_style(document: &InspectDocument, style: Style, hex: u8) -> String {
+    let mut out = String::new();
+    for device in &document.inspection.devices {
+        if style.verbose > 0 {
+            out += &report::render_verbose(device, style);
+        } else {
+            out += &lspci::device_line(&device.identity(), style.naming, style.domains, false);
+            out.push('\n');
+        }
+        if hex > 0 {
+            out += &lspci::hex_dump(&device.config, hex);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The measurement targets found, and which one `pcieperf run` would use unasked.
+fn targets(document: &InspectDocument) -> String {
+    if document.targets.is_empty() {
+        return String::new();
+    }
+    let chosen = document.chosen.as_deref();
+    let mut out = "\nMeasurement targets (pcieperf dma --target …):\n".to_string();
+    for target in &document.targets {
+        let mark = if Some(target.target.as_str()) == chosen { "run would use" } else if target.usable { "usable" } else { "not usable" };
+        let _ = writeln!(out, "  {} [{mark}]: {}", target.target, target.reason);
+    }
+    if chosen.is_none() {
+        out += "  none usable unasked: pcieperf run measures the simulated endpoint `sim`\n";
+    }
+    out
+}
