@@ -45,3 +45,27 @@ fn bad_sizes_and_latencies_are_refused() {
     config.host_completion_latency_ns = f64::INFINITY;
     assert!(message(&config, &Workload::DmaWrite { addr: 0, bytes: 64 }).contains("0 or more"));
 }
+
+#[test]
+fn bad_error_rates_replay_buffers_and_retrain_times_are_refused() {
+    let write = Workload::DmaWrite { addr: 0, bytes: 4096 };
+    for ber in [1.0, -1e-9, f64::NAN] {
+        let mut config = SimConfig::for_link("gen3x4").unwrap();
+        config.errors.ber = ber;
+        assert!(message(&config, &write).contains("allowed 0 to less than 1"), "{ber}");
+    }
+    let mut config = SimConfig::for_link("gen3x4").unwrap();
+    config.replay.buffer_bytes = 0;
+    assert!(message(&config, &write).contains("must hold the largest TLP (148 bytes)"));
+    let mut config = SimConfig::for_link("gen3x4").unwrap();
+    config.replay.buffer_tlps = 0;
+    assert!(message(&config, &write).contains("allowed 1 to 2048"));
+    for retrain_ns in [f64::INFINITY, f64::NAN, -1.0] {
+        let mut config = SimConfig::for_link("gen3x4").unwrap();
+        config.replay.retrain_ns = retrain_ns;
+        assert!(message(&config, &write).contains("invalid retrain time"), "{retrain_ns}");
+    }
+    let mut config = SimConfig::for_link("gen3x4").unwrap();
+    config.replay.timeout_ns = Some(0.0);
+    assert!(message(&config, &write).contains("must be more than 0"));
+}

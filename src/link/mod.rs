@@ -10,17 +10,21 @@
 
 pub mod agents;
 pub mod config;
+pub mod errors;
 pub mod flow;
 pub mod packet;
 pub mod phy;
 pub mod record;
+pub mod replay;
 pub mod sim;
 pub mod transaction;
 
 pub use agents::Workload;
 pub use config::{AckPolicy, ClassCredits, Credits, FcPolicy, Receiver, SimConfig};
+pub use errors::{Corrupt, ErrorConfig};
 pub use packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind};
 pub use record::{dump, Crossing, DirectionStats};
+pub use replay::{ReplayConfig, ReplayStats};
 pub use sim::{LinkSim, Outcome};
 
 use crate::error::InvalidInput;

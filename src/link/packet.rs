@@ -93,6 +93,9 @@ pub struct Tlp {
 pub enum Dllp {
     /// Acknowledges every TLP up to and including `seq`.
     Ack { seq: u16 },
+    /// A TLP arrived bad (or out of sequence): replay everything after `seq`, which it
+    /// acknowledges.
+    Nak { seq: u16 },
     /// Credits allocated so far for one class (cumulative, as the specification counts them).
     UpdateFc { class: FcClass, header: u64, data: u64 },
 }

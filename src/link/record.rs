@@ -28,6 +28,7 @@ impl fmt::Display for Crossing {
                 t.data_bytes
             ),
             Packet::Dllp(Dllp::Ack { seq }) => write!(f, "Ack seq={seq}"),
+            Packet::Dllp(Dllp::Nak { seq }) => write!(f, "Nak seq={seq}"),
             Packet::Dllp(Dllp::UpdateFc { class, header, data }) => write!(f, "UpdateFC {class:?} hdr={header} data={data}"),
             Packet::Skp => write!(f, "SKP"),
         }
