@@ -11,6 +11,7 @@
 pub mod agents;
 pub mod config;
 pub mod errors;
+pub mod flit;
 pub mod flow;
 pub mod packet;
 pub mod phy;

@@ -107,6 +107,8 @@ pub enum Packet {
     Dllp(Dllp),
     /// A SKP ordered set (with the EDS token before it at 128b/130b).
     Skp,
+    /// A Gen6 flit (its TLPs and DLP contents are recorded beside it).
+    Flit(super::flit::FlitSummary),
 }
 
 /// 12-bit sequence numbers wrap at 4096.

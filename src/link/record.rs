@@ -31,6 +31,16 @@ impl fmt::Display for Crossing {
             Packet::Dllp(Dllp::Nak { seq }) => write!(f, "Nak seq={seq}"),
             Packet::Dllp(Dllp::UpdateFc { class, header, data }) => write!(f, "UpdateFC {class:?} hdr={header} data={data}"),
             Packet::Skp => write!(f, "SKP"),
+            Packet::Flit(flit) => {
+                match flit.seq {
+                    Some(seq) => write!(f, "Flit seq={seq} tlp_bytes={}", flit.tlp_bytes)?,
+                    None => write!(f, "Flit (no TLP bytes)")?,
+                }
+                if flit.replay {
+                    write!(f, " replay")?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -2,6 +2,7 @@
 //! timed events. Nothing here knows a throughput formula: the time of a transfer is when its
 //! last packet has crossed the link, symbol by symbol.
 
+mod flit_tx;
 mod retry;
 
 use std::cmp::Reverse;
@@ -10,6 +11,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use super::agents::{Cpu, DmaEngine, Workload};
 use super::config::{AckPolicy, FcPolicy, Receiver, SimConfig};
 use super::errors::ErrorProcess;
+use super::flit::FLIT_SEQ_MODULO;
 use super::replay::{ReplayBuffer, ReplayStats, ReplayTimer, RxSequence};
 use super::flow::{RxCredits, TxCredits};
 use super::packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind, SEQ_MODULO};
@@ -102,6 +104,8 @@ pub struct LinkSim {
     dma: Option<DmaEngine>,
     cpu: Option<Cpu>,
     errors: ErrorProcess,
+    /// Gen6 flit mode: the flit transmitters (`None` for Gen1–5).
+    flits: Option<[flit_tx::FlitTx; 2]>,
     outcome: Outcome,
 }
 
@@ -110,6 +114,7 @@ impl LinkSim {
         config.validate()?;
         validate_workload(config, workload)?;
         let phy = Phy::new(config.link);
+        let flit_mode = phy.encoding == crate::model::Encoding::Flit1b1b;
         let skp_interval = phy.skp_interval_ticks(config.skp_interval);
         let first_skp = skp_interval - phy.skp_interval_ticks(config.skp_phase);
         // The receiver of each direction: downstream TLPs arrive at the device.
@@ -132,7 +137,7 @@ impl LinkSim {
             last_seq: 0,
             ack_timer: false,
             fc_timer: false,
-            sequence: RxSequence::new(SEQ_MODULO),
+            sequence: RxSequence::new(if flit_mode { FLIT_SEQ_MODULO } else { SEQ_MODULO }),
         };
         let dma = DmaEngine::new(config, workload);
         let cpu = Cpu::new(workload, |ns| phy.ticks(ns));
@@ -147,6 +152,7 @@ impl LinkSim {
             dma,
             cpu,
             errors: ErrorProcess::new(&config.errors, phy.encoding),
+            flits: flit_mode.then(|| [flit_tx::FlitTx::new(), flit_tx::FlitTx::new()]),
             outcome: Outcome {
                 stats: Default::default(),
                 record: Vec::new(),
@@ -231,6 +237,10 @@ impl LinkSim {
         let i = direction.index();
         if self.tx[i].free_at > self.now {
             self.wake(direction);
+            return;
+        }
+        if self.flits.is_some() {
+            self.transmit_flit(direction);
             return;
         }
         if let Some(dllp) = self.tx[i].dllps.pop_front() {
@@ -341,7 +351,7 @@ impl LinkSim {
                     Dllp::Nak { .. } => {}
                 }
             }
-            Packet::Skp => {}
+            Packet::Skp | Packet::Flit(_) => {}
         }
     }
 }
@@ -380,15 +390,16 @@ impl LinkSim {
                 self.tx[direction.opposite().index()].credits.update(class, header, data);
                 self.wake(direction.opposite());
             }
+            Packet::Flit(_) => self.flit_arrived(direction, false),
             Packet::Skp => {}
         }
     }
 
     /// Data link layer: acknowledge by the receiver's policy.
-    fn receive_tlp(&mut self, direction: Direction, tlp: &Tlp) {
+    fn receive_tlp(&mut self, direction: Direction, seq: u16) {
         let rx = &mut self.rx[direction.index()];
         rx.unacked += 1;
-        rx.last_seq = tlp.seq;
+        rx.last_seq = seq;
         match rx.policy.ack {
             AckPolicy::Immediate => self.send_ack(direction),
             AckPolicy::EveryTlps(n) => {

@@ -23,6 +23,7 @@ impl LinkSim {
             Packet::Tlp(tlp) => Checked::Tlp { seq: tlp.seq },
             Packet::Dllp(Dllp::Ack { seq }) => Checked::Ack { seq },
             Packet::Dllp(_) => Checked::OtherDllp,
+            Packet::Flit(flit) => Checked::Flit { seq: flit.seq },
             Packet::Skp => return false,
         };
         if !self.errors.corrupts(direction, checked, bytes) {
@@ -38,6 +39,7 @@ impl LinkSim {
     pub(super) fn arrive_corrupted(&mut self, direction: Direction, packet: Packet) {
         match packet {
             Packet::Tlp(tlp) => self.receive_checked(direction, &tlp, true),
+            Packet::Flit(_) => self.flit_arrived(direction, true),
             // A DLLP with a bad CRC is dropped: a later Ack or UpdateFC (cumulative) or the
             // REPLAY_TIMER makes up for it.
             _ => self.outcome.replay[direction.index()].corrupted_dllps += 1,
@@ -51,7 +53,7 @@ impl LinkSim {
         }
         match self.rx[direction.index()].sequence.check(tlp.seq, corrupted) {
             Verdict::Accept => {
-                self.receive_tlp(direction, tlp);
+                self.receive_tlp(direction, tlp.seq);
                 self.consume(direction, tlp);
                 if self.config.record {
                     self.outcome.delivered.push((direction, *tlp));
@@ -71,7 +73,10 @@ impl LinkSim {
     /// An Ack or Nak for the TLPs sent in `direction` arrived.
     pub(super) fn acknowledged(&mut self, direction: Direction, seq: u16, nak: bool) {
         let i = direction.index();
-        let purged = self.tx[i].retry.acknowledge(seq).entries;
+        let purged = match &mut self.flits {
+            Some(flits) => flits[i].buffer.acknowledge(seq).entries,
+            None => self.tx[i].retry.acknowledge(seq).entries,
+        };
         if nak {
             self.outcome.replay[i].naks += 1;
         }
@@ -80,7 +85,7 @@ impl LinkSim {
         }
         // Forward progress restarts the timer; an empty buffer stops it.
         self.tx[i].timer.deadline = None;
-        let empty = self.tx[i].retry.is_empty();
+        let empty = self.nothing_unacked(direction);
         if nak && !empty {
             self.initiate_replay(direction);
         } else if !empty {
@@ -89,6 +94,13 @@ impl LinkSim {
         }
         if purged > 0 {
             self.wake(direction);
+        }
+    }
+
+    fn nothing_unacked(&self, direction: Direction) -> bool {
+        match &self.flits {
+            Some(flits) => flits[direction.index()].buffer.is_empty(),
+            None => self.tx[direction.index()].retry.is_empty(),
         }
     }
 
@@ -153,7 +165,7 @@ impl LinkSim {
             Some(_) => {
                 self.outcome.replay[i].timer_expiries += 1;
                 self.tx[i].timer.deadline = None;
-                if !self.tx[i].retry.is_empty() {
+                if !self.nothing_unacked(direction) {
                     self.initiate_replay(direction);
                 }
             }
@@ -165,7 +177,11 @@ impl LinkSim {
         let i = direction.index();
         self.tx[i].timer.deadline = None;
         self.outcome.replay[i].replays += 1;
-        if self.tx[i].retry.start_replay() {
+        let rolled_over = match &mut self.flits {
+            Some(flits) => flits[i].buffer.start_replay(),
+            None => self.tx[i].retry.start_replay(),
+        };
+        if rolled_over {
             self.retrain(direction);
         }
         self.wake(direction);
