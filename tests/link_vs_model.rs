@@ -184,3 +184,27 @@ fn gen6_flit_mode_agrees_with_the_model_for_writes() {
     let worst = report(&large);
     assert!(worst.abs() <= TOLERANCE, "worst {:+.3} %", worst * 100.0);
 }
+
+/// Gen6 reads: the model stays an upper bound on throughput (never slower than the simulation
+/// by more than 0.5 %). The simulation is slower where whole flits matter: a request and its
+/// completions each wait for a flit boundary and arrive with the end of their flit, on top of
+/// the Gen1–5 read gaps described in docs/link-simulator.md.
+#[test]
+fn gen6_reads_never_beat_the_model() {
+    let mut rows = Vec::new();
+    for width in [1, 4, 16] {
+        for mps in [128, 512, 4096] {
+            for bytes in [64, 4096, 65_536, 1 << 20] {
+                let mut config = SimConfig::new(format!("gen6x{width}").parse().unwrap());
+                config.mps_bytes = mps;
+                config.record = false;
+                let case = format!("gen6 x{width} MPS {mps} MRRS {} {bytes} B read", config.mrrs_bytes);
+                rows.push((case, bytes, simulated_ns(&config, false, bytes), modelled_ns(&config, false, bytes)));
+            }
+        }
+    }
+    report(&rows);
+    for (case, _, sim, model) in &rows {
+        assert!(sim / model - 1.0 >= -TOLERANCE, "{case}: the model is slower than the simulation ({sim} ns against {model} ns)");
+    }
+}
