@@ -60,8 +60,8 @@ impl ReplayConfig {
 }
 
 /// The REPLAY_TIMER limit of the specification, in symbol times (§3.6.2.1, "REPLAY_TIMER
-/// Timeout"): ((Max_Payload_Size + TLPOverhead) × AckFactor / LinkWidth + InternalDelay) × 3
-/// + Rx_L0s_Adjustment, with TLPOverhead = 28 symbols, Rx_L0s_Adjustment = 0 (no L0s), and
+/// Timeout"): ((Max_Payload_Size + TLPOverhead) × AckFactor / LinkWidth + InternalDelay) × 3,
+/// plus Rx_L0s_Adjustment, with TLPOverhead = 28 symbols, Rx_L0s_Adjustment = 0 (no L0s), and
 /// InternalDelay 19 symbol times at 2.5 GT/s, 70 at 5 GT/s, 115 at 8 GT/s and above (the
 /// specification gives 115 for 8 GT/s; pcieperf keeps it for 16–64 GT/s, an assumption).
 pub fn spec_timeout_symbols(link: Link, mps_bytes: u64) -> f64 {
