@@ -18,8 +18,9 @@ use crate::report::view::{self, Document, Format, ViewOptions};
 Exit codes: 0 every point within 0.5 % or its gap explained, 1 a point outside unexplained,
 2 bad input.")]
 pub struct CrosscheckArgs {
-    /// Generations, e.g. 1,2,3 (Gen6 is skipped with a note while the simulator refuses it).
-    #[arg(long = "gen", value_delimiter = ',', default_values_t = [1, 2, 3, 4, 5, 6])]
+    /// Generations, e.g. 1,2,3 (6 is flit mode: asked for explicitly, its small transfers and
+    /// reads are not yet within 0.5 % of the model, see docs/link-simulator.md).
+    #[arg(long = "gen", value_delimiter = ',', default_values_t = [1, 2, 3, 4, 5])]
     pub generations: Vec<u32>,
     #[arg(long = "width", value_delimiter = ',', default_values_t = [1, 2, 4, 8, 16])]
     pub widths: Vec<u32>,

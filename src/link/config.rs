@@ -103,6 +103,10 @@ pub struct SimConfig {
     pub device_rx: Receiver,
     /// Keep the record of every packet that crossed the link.
     pub record: bool,
+    /// Replay buffer, REPLAY_TIMER and retrain time of both transmitters.
+    pub replay: crate::link::ReplayConfig,
+    /// Injected bit errors (none by default).
+    pub errors: crate::link::ErrorConfig,
 }
 
 impl SimConfig {
@@ -125,6 +129,8 @@ impl SimConfig {
             host_rx: Receiver::immediate(),
             device_rx: Receiver::immediate(),
             record: true,
+            replay: crate::link::ReplayConfig::default(),
+            errors: crate::link::ErrorConfig::default(),
         }
     }
 
@@ -137,9 +143,6 @@ impl SimConfig {
 
     /// Refuse what the simulator cannot run, naming the allowed values.
     pub fn validate(&self) -> Result<(), InvalidInput> {
-        if self.link.generation == Generation::Gen6 {
-            return Err(InvalidInput::new("the link simulator models Gen1–Gen5 only (Gen6 flit mode is not simulated)"));
-        }
         crate::model::link::check_width(self.link.width)?;
         for (what, bytes) in [("MaxPayload", self.mps_bytes), ("MaxReadRequest", self.mrrs_bytes)] {
             if !crate::model::PAYLOAD_SIZES.contains(&bytes) {
@@ -169,7 +172,18 @@ impl SimConfig {
         for (side, rx) in [("host", &self.host_rx), ("device", &self.device_rx)] {
             check_receiver(side, rx, self.mps_bytes.max(self.header.bytes()))?;
         }
-        Ok(())
+        self.replay.validate(self.largest_replay_entry_bytes())?;
+        self.errors.validate()
+    }
+
+    /// Link bytes of the largest TLP (or, in flit mode, one flit) a replay buffer holds.
+    pub fn largest_replay_entry_bytes(&self) -> u64 {
+        let phy = crate::link::phy::Phy::new(self.link);
+        if self.link.generation == Generation::Gen6 {
+            return crate::link::flit::FLIT_BYTES;
+        }
+        let ecrc = if self.ecrc { crate::link::phy::ECRC_BYTES } else { 0 };
+        phy.tlp_framing_bytes() + self.header.bytes() + self.mps_bytes + ecrc
     }
 }
 

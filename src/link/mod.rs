@@ -11,11 +11,14 @@
 pub mod agents;
 pub mod config;
 pub mod crc;
+pub mod errors;
+pub mod flit;
 pub mod flow;
 pub mod packet;
 pub mod phy;
 pub mod record;
 pub mod scenarios;
+pub mod replay;
 pub mod sim;
 pub mod symbols;
 pub mod transaction;
@@ -23,8 +26,10 @@ pub mod wire;
 
 pub use agents::Workload;
 pub use config::{AckPolicy, ClassCredits, Credits, FcPolicy, Receiver, SimConfig};
+pub use errors::{Corrupt, ErrorConfig};
 pub use packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind};
 pub use record::{dump, Crossing, DirectionStats};
+pub use replay::{ReplayConfig, ReplayStats};
 pub use sim::{LinkSim, Outcome};
 
 use crate::error::InvalidInput;

@@ -93,6 +93,9 @@ pub struct Tlp {
 pub enum Dllp {
     /// Acknowledges every TLP up to and including `seq`.
     Ack { seq: u16 },
+    /// A TLP arrived bad (or out of sequence): replay everything after `seq`, which it
+    /// acknowledges.
+    Nak { seq: u16 },
     /// Credits allocated so far for one class (cumulative, as the specification counts them).
     UpdateFc { class: FcClass, header: u64, data: u64 },
 }
@@ -104,6 +107,8 @@ pub enum Packet {
     Dllp(Dllp),
     /// A SKP ordered set (with the EDS token before it at 128b/130b).
     Skp,
+    /// A Gen6 flit (its TLPs and DLP contents are recorded beside it).
+    Flit(super::flit::FlitSummary),
 }
 
 /// 12-bit sequence numbers wrap at 4096.

@@ -50,6 +50,8 @@ impl Phy {
         let encoding = link.generation.encoding();
         let bits_per_symbol = match encoding {
             Encoding::B8b10b => 10.0,
+            // Flit mode: 1b/1b, the flit carries its own CRC and FEC.
+            Encoding::Flit1b1b => 8.0,
             // Sync headers: 2 bits per 16 symbols of 8 bits.
             _ => 8.0 * 130.0 / 128.0,
         };
@@ -61,6 +63,7 @@ impl Phy {
     pub fn tlp_framing_bytes(&self) -> u64 {
         match self.encoding {
             Encoding::B8b10b => FRAMING_8B10B_BYTES,
+            Encoding::Flit1b1b => 0,
             _ => FRAMING_128B130B_BYTES,
         }
     }
@@ -94,6 +97,12 @@ impl Phy {
             Encoding::B8b10b => {
                 let start = at.next_multiple_of(self.width);
                 (start, start + SKP_8B10B_SYMBOLS * self.width)
+            }
+            // Flit mode: between flits, one 16-symbol ordered set, no EDS (the model's
+            // assumption too: the 128b/130b-style schedule and length).
+            Encoding::Flit1b1b => {
+                let start = at.next_multiple_of(self.width);
+                (start, start + BLOCK_SYMBOLS * self.width)
             }
             _ => {
                 let block = BLOCK_SYMBOLS * self.width;

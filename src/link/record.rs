@@ -28,8 +28,19 @@ impl fmt::Display for Crossing {
                 t.data_bytes
             ),
             Packet::Dllp(Dllp::Ack { seq }) => write!(f, "Ack seq={seq}"),
+            Packet::Dllp(Dllp::Nak { seq }) => write!(f, "Nak seq={seq}"),
             Packet::Dllp(Dllp::UpdateFc { class, header, data }) => write!(f, "UpdateFC {class:?} hdr={header} data={data}"),
             Packet::Skp => write!(f, "SKP"),
+            Packet::Flit(flit) => {
+                match flit.seq {
+                    Some(seq) => write!(f, "Flit seq={seq} tlp_bytes={}", flit.tlp_bytes)?,
+                    None => write!(f, "Flit (no TLP bytes)")?,
+                }
+                if flit.replay {
+                    write!(f, " replay")?;
+                }
+                Ok(())
+            }
         }
     }
 }

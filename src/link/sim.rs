@@ -2,11 +2,17 @@
 //! timed events. Nothing here knows a throughput formula: the time of a transfer is when its
 //! last packet has crossed the link, symbol by symbol.
 
+mod flit_tx;
+mod retry;
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::agents::{Cpu, DmaEngine, Workload};
 use super::config::{AckPolicy, FcPolicy, Receiver, SimConfig};
+use super::errors::ErrorProcess;
+use super::flit::FLIT_SEQ_MODULO;
+use super::replay::{ReplayBuffer, ReplayStats, ReplayTimer, RxSequence};
 use super::flow::{RxCredits, TxCredits};
 use super::packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind, SEQ_MODULO};
 use super::phy::Phy;
@@ -23,6 +29,12 @@ pub struct Outcome {
     pub record: Vec<Crossing>,
     /// When the last payload byte of the workload arrived, in ns.
     pub done_ns: f64,
+    /// Data link layer retry, per direction of the TLPs ([`Direction::index`]).
+    pub replay: [ReplayStats; 2],
+    /// What each receiver passed to its transaction layer, in order (only with `record`).
+    pub delivered: Vec<(Direction, Tlp)>,
+    /// Packets that arrived with a bad CRC (only with `record`).
+    pub corrupted: Vec<Crossing>,
 }
 
 impl Outcome {
@@ -44,6 +56,12 @@ enum Event {
     AckTimer(Direction),
     /// The UpdateFC timer of the receiver of `Direction` ran out.
     FcTimer(Direction),
+    /// A packet reached the far end of `Direction` with a bad CRC.
+    ArriveCorrupted(Direction, Packet),
+    /// The REPLAY_TIMER of the transmitter of `Direction` may have run out.
+    ReplayTimer(Direction),
+    /// The receiver of `Direction` repeats its UpdateFCs (credits lost with a DLLP).
+    FcRefresh(Direction),
 }
 
 /// One direction's transmitter.
@@ -58,6 +76,8 @@ struct Transmitter {
     tlps: VecDeque<Tlp>,
     credits: TxCredits,
     next_seq: u16,
+    retry: ReplayBuffer<Tlp>,
+    timer: ReplayTimer,
 }
 
 /// One direction's receiver (the far end of it).
@@ -69,6 +89,7 @@ struct ReceiverState {
     last_seq: u16,
     ack_timer: bool,
     fc_timer: bool,
+    sequence: RxSequence,
 }
 
 /// The simulator of one link.
@@ -82,6 +103,9 @@ pub struct LinkSim {
     rx: [ReceiverState; 2],
     dma: Option<DmaEngine>,
     cpu: Option<Cpu>,
+    errors: ErrorProcess,
+    /// Gen6 flit mode: the flit transmitters (`None` for Gen1–5).
+    flits: Option<[flit_tx::FlitTx; 2]>,
     outcome: Outcome,
 }
 
@@ -90,6 +114,7 @@ impl LinkSim {
         config.validate()?;
         validate_workload(config, workload)?;
         let phy = Phy::new(config.link);
+        let flit_mode = phy.encoding == crate::model::Encoding::Flit1b1b;
         let skp_interval = phy.skp_interval_ticks(config.skp_interval);
         let first_skp = skp_interval - phy.skp_interval_ticks(config.skp_phase);
         // The receiver of each direction: downstream TLPs arrive at the device.
@@ -102,6 +127,8 @@ impl LinkSim {
             tlps: VecDeque::new(),
             credits: TxCredits::new(&rx.credits),
             next_seq: 0,
+            retry: ReplayBuffer::new(SEQ_MODULO),
+            timer: ReplayTimer::default(),
         };
         let receiver = |rx: &Receiver| ReceiverState {
             policy: *rx,
@@ -110,6 +137,7 @@ impl LinkSim {
             last_seq: 0,
             ack_timer: false,
             fc_timer: false,
+            sequence: RxSequence::new(if flit_mode { FLIT_SEQ_MODULO } else { SEQ_MODULO }),
         };
         let dma = DmaEngine::new(config, workload);
         let cpu = Cpu::new(workload, |ns| phy.ticks(ns));
@@ -123,7 +151,16 @@ impl LinkSim {
             rx: receivers.map(|r| receiver(&r)),
             dma,
             cpu,
-            outcome: Outcome { stats: Default::default(), record: Vec::new(), done_ns: 0.0 },
+            errors: ErrorProcess::new(&config.errors, phy.encoding),
+            flits: flit_mode.then(|| [flit_tx::FlitTx::new(), flit_tx::FlitTx::new()]),
+            outcome: Outcome {
+                stats: Default::default(),
+                record: Vec::new(),
+                done_ns: 0.0,
+                replay: Default::default(),
+                delivered: Vec::new(),
+                corrupted: Vec::new(),
+            },
         };
         if sim.cpu.is_some() {
             sim.schedule(0, Event::CpuIssue);
@@ -136,12 +173,18 @@ impl LinkSim {
     /// Run until nothing is left to send, then hand back what crossed the link.
     pub fn run(mut self) -> Outcome {
         loop {
-            while let Some(Reverse((time, _, event))) = self.events.pop() {
+            while let Some(&Reverse((time, _, event))) = self.events.peek() {
+                // Held-back Acks go before a REPLAY_TIMER runs out (the AckNak latency timer
+                // is shorter than the replay timer).
+                if self.replay_timer_runs_out(time, event) && self.flush_receivers() {
+                    continue;
+                }
+                self.events.pop();
                 self.now = time;
                 self.handle(event);
             }
             // Partial Ack or UpdateFC groups would wait for a timer forever: flush them.
-            if !self.flush_receivers() {
+            if !self.flush_receivers() && !self.refresh_credits() {
                 break;
             }
         }
@@ -172,6 +215,9 @@ impl LinkSim {
                     self.send_update_fc(direction, class);
                 }
             }
+            Event::ArriveCorrupted(direction, packet) => self.arrive_corrupted(direction, packet),
+            Event::ReplayTimer(direction) => self.replay_timer_event(direction),
+            Event::FcRefresh(direction) => self.repeat_update_fcs(direction),
         }
     }
 
@@ -193,9 +239,19 @@ impl LinkSim {
             self.wake(direction);
             return;
         }
+        if self.flits.is_some() {
+            self.transmit_flit(direction);
+            return;
+        }
         if let Some(dllp) = self.tx[i].dllps.pop_front() {
             let bytes = self.phy.dllp_bytes();
             self.put_on_lanes(direction, Packet::Dllp(dllp), bytes);
+            return;
+        }
+        if let Some((tlp, bytes)) = self.next_replay_tlp(direction) {
+            self.put_on_lanes(direction, Packet::Tlp(tlp), bytes);
+            self.replayed(direction, &tlp, bytes);
+            self.start_replay_timer(direction);
             return;
         }
         if let Some(tlp) = self.next_tlp(direction) {
@@ -205,7 +261,9 @@ impl LinkSim {
             tx.next_seq = (tx.next_seq + 1) % SEQ_MODULO;
             tx.credits.consume(&tlp);
             let bytes = transaction::wire_bytes(&self.config, &self.phy, &tlp);
+            tx.retry.push(tlp.seq, tlp, bytes);
             self.put_on_lanes(direction, Packet::Tlp(tlp), bytes);
+            self.start_replay_timer(direction);
         }
         // Otherwise idle until something is queued or credits return.
     }
@@ -234,8 +292,12 @@ impl LinkSim {
                 self.tx[i].tlps.push_back(tlp);
             }
         }
-        let head = self.tx[i].tlps.front()?;
-        if !self.tx[i].credits.allows(head) {
+        let head = *self.tx[i].tlps.front()?;
+        if !self.tx[i].credits.allows(&head) {
+            return None;
+        }
+        if !self.tx[i].retry.has_room(transaction::wire_bytes(&self.config, &self.phy, &head), &self.config.replay) {
+            self.outcome.replay[i].buffer_full_waits += 1;
             return None;
         }
         self.tx[i].tlps.pop_front()
@@ -250,7 +312,12 @@ impl LinkSim {
         self.note(direction, start, end, packet);
         self.count(direction, start, end, &packet, bytes);
         let arrival = end + self.phy.ticks(self.config.wire_delay_ns);
-        self.schedule(arrival, Event::Arrive(direction, packet));
+        let event = if self.corrupts(direction, start, end, &packet, bytes) {
+            Event::ArriveCorrupted(direction, packet)
+        } else {
+            Event::Arrive(direction, packet)
+        };
+        self.schedule(arrival, event);
         self.wake(direction);
     }
 
@@ -281,9 +348,10 @@ impl LinkSim {
                 match dllp {
                     Dllp::Ack { .. } => stats.acks += 1,
                     Dllp::UpdateFc { .. } => stats.update_fcs += 1,
+                    Dllp::Nak { .. } => {}
                 }
             }
-            Packet::Skp => {}
+            Packet::Skp | Packet::Flit(_) => {}
         }
     }
 }
@@ -316,24 +384,24 @@ fn validate_workload(config: &SimConfig, workload: &Workload) -> Result<(), Inva
 impl LinkSim {
     fn arrive(&mut self, direction: Direction, packet: Packet) {
         match packet {
-            Packet::Tlp(tlp) => {
-                self.receive_tlp(direction, &tlp);
-                self.consume(direction, &tlp);
-            }
+            Packet::Tlp(tlp) => self.receive_checked(direction, &tlp, false),
+            Packet::Dllp(Dllp::Ack { seq }) => self.acknowledged(direction.opposite(), seq, false),
+            Packet::Dllp(Dllp::Nak { seq }) => self.acknowledged(direction.opposite(), seq, true),
             Packet::Dllp(Dllp::UpdateFc { class, header, data }) => {
                 // An UpdateFC travelling in `direction` returns credits to the opposite transmitter.
                 self.tx[direction.opposite().index()].credits.update(class, header, data);
                 self.wake(direction.opposite());
             }
-            Packet::Dllp(Dllp::Ack { .. }) | Packet::Skp => {}
+            Packet::Flit(_) => self.flit_arrived(direction, false),
+            Packet::Skp => {}
         }
     }
 
     /// Data link layer: acknowledge by the receiver's policy.
-    fn receive_tlp(&mut self, direction: Direction, tlp: &Tlp) {
+    fn receive_tlp(&mut self, direction: Direction, seq: u16) {
         let rx = &mut self.rx[direction.index()];
         rx.unacked += 1;
-        rx.last_seq = tlp.seq;
+        rx.last_seq = seq;
         match rx.policy.ack {
             AckPolicy::Immediate => self.send_ack(direction),
             AckPolicy::EveryTlps(n) => {

@@ -84,6 +84,8 @@ impl Encoder {
             }
             Packet::Dllp(dllp) => self.frame_dllp(&dllp_bytes(dllp)),
             Packet::Skp => self.skp_lane(),
+            // Flit mode (Gen6) has no per-packet framing to show; traces refuse Gen6 links.
+            Packet::Flit(_) => Vec::new(),
         }
     }
 
@@ -238,6 +240,7 @@ pub fn payload(addr: u64, len: u64) -> Vec<u8> {
 pub fn dllp_bytes(dllp: &Dllp) -> [u8; 6] {
     let content = match *dllp {
         Dllp::Ack { seq } => [0x00, 0x00, (seq >> 8) as u8 & 0x0F, seq as u8],
+        Dllp::Nak { seq } => [0x10, 0x00, (seq >> 8) as u8 & 0x0F, seq as u8],
         Dllp::UpdateFc { class, header, data } => {
             // Credit counters are modulo 2^8 (header) and 2^12 (data) on the wire.
             let (header, data) = ((header % 256) as u8, (data % 4096) as u16);

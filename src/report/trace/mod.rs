@@ -48,12 +48,14 @@ pub fn kind_name(packet: &Packet) -> &'static str {
     match packet {
         Packet::Tlp(tlp) => tlp.kind.name(),
         Packet::Dllp(Dllp::Ack { .. }) => "Ack",
+        Packet::Dllp(Dllp::Nak { .. }) => "Nak",
         Packet::Dllp(Dllp::UpdateFc { class, .. }) => match class {
             FcClass::Posted => "UpdateFC-P",
             FcClass::NonPosted => "UpdateFC-NP",
             FcClass::Completion => "UpdateFC-Cpl",
         },
         Packet::Skp => "SKP",
+        Packet::Flit(_) => "Flit",
     }
 }
 
@@ -73,12 +75,12 @@ pub fn fields(packet: &Packet) -> Vec<String> {
             format!("addr {:#x}", tlp.addr),
             format!("len {} B", tlp.len_bytes),
         ]),
-        Packet::Dllp(Dllp::Ack { seq }) => lines.push(format!("seq {seq}")),
+        Packet::Dllp(Dllp::Ack { seq } | Dllp::Nak { seq }) => lines.push(format!("seq {seq}")),
         Packet::Dllp(Dllp::UpdateFc { header, data, .. }) => {
             let (header, data) = wire_credits(header, data);
             lines.extend([format!("HdrFC {header}"), format!("DataFC {data}")]);
         }
-        Packet::Skp => {}
+        Packet::Skp | Packet::Flit(_) => {}
     }
     lines
 }
@@ -111,6 +113,11 @@ pub fn shortened(config: &SimConfig, workload: Workload, packets: u64) -> Worklo
 pub fn simulate_first(config: &SimConfig, workload: Workload, packets: u64) -> Result<Vec<Crossing>, InvalidInput> {
     if !(1..=MAX_PACKETS).contains(&packets) {
         return Err(InvalidInput::new(format!("invalid trace length {packets} packets: allowed 1 to {MAX_PACKETS}")));
+    }
+    if config.link.generation == crate::model::Generation::Gen6 {
+        // Flits have no per-packet framing or symbols to show; the simulator's Gen6 record is
+        // one entry per flit, which none of these formats lays out yet.
+        return Err(InvalidInput::new("invalid trace link Gen6: flit mode has no trace yet; trace Gen1–Gen5 links"));
     }
     let mut config = config.clone();
     config.record = true;

@@ -87,6 +87,7 @@ pub fn header(trace: &Trace, crossing: &Crossing) -> [u8; HEADER_BYTES] {
         Packet::Tlp(_) => 1,
         Packet::Dllp(_) => 2,
         Packet::Skp => 3,
+        Packet::Flit(_) => 4,
     };
     let encoding = if trace.phy().encoding == Encoding::B8b10b { 0 } else { 1 };
     let direction = (crossing.direction == Direction::Upstream) as u8;

@@ -25,12 +25,14 @@ pub fn kind_code(packet: &Packet) -> &'static [u8; 4] {
             crate::link::TlpKind::CompletionData => b"CplD",
         },
         Packet::Dllp(Dllp::Ack { .. }) => b"Ack ",
+        Packet::Dllp(Dllp::Nak { .. }) => b"Nak ",
         Packet::Dllp(Dllp::UpdateFc { class, .. }) => match class {
             FcClass::Posted => b"FC-P",
             FcClass::NonPosted => b"FCNP",
             FcClass::Completion => b"FCCp",
         },
         Packet::Skp => b"SKP ",
+        Packet::Flit(_) => b"Flit",
     }
 }
 
@@ -40,12 +42,12 @@ pub fn packet_values(packet: Option<&Packet>) -> [u64; 7] {
     let kind = u32::from_be_bytes(*kind_code(packet)) as u64;
     match *packet {
         Packet::Tlp(t) => [kind, t.seq as u64, t.tag as u64, t.addr, t.len_bytes, 0, 0],
-        Packet::Dllp(Dllp::Ack { seq }) => [kind, seq as u64, 0, 0, 0, 0, 0],
+        Packet::Dllp(Dllp::Ack { seq } | Dllp::Nak { seq }) => [kind, seq as u64, 0, 0, 0, 0, 0],
         Packet::Dllp(Dllp::UpdateFc { header, data, .. }) => {
             let (header, data) = wire_credits(header, data);
             [kind, 0, 0, 0, 0, header, data]
         }
-        Packet::Skp => [kind, 0, 0, 0, 0, 0, 0],
+        Packet::Skp | Packet::Flit(_) => [kind, 0, 0, 0, 0, 0, 0],
     }
 }
 
