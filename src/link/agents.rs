@@ -12,6 +12,9 @@ pub enum Workload {
     DmaWrite { addr: u64, bytes: u64 },
     /// Device DMA reads `bytes` of host memory from `addr` (h2d): MRd upstream, CplD back.
     DmaRead { addr: u64, bytes: u64 },
+    /// Both at once, as two DMA channels sharing the device's transmit queue: writes of
+    /// `write_bytes` from `write_addr` and reads of `read_bytes` from `read_addr`.
+    DmaBoth { write_addr: u64, write_bytes: u64, read_addr: u64, read_bytes: u64 },
     /// The CPU writes `count` times `bytes` to device registers, one write every `spacing_ns`
     /// (0: all at once, as fast as the link takes them).
     CpuWrites { addr: u64, bytes: u64, count: u32, spacing_ns: f64 },
@@ -20,11 +23,40 @@ pub enum Workload {
     CpuReads { addr: u64, bytes: u64, count: u32, gap_ns: f64 },
 }
 
-/// The device's DMA engine.
+/// One DMA channel: a transfer cut into TLPs of one kind.
+#[derive(Debug, Clone)]
+pub struct Channel {
+    pub kind: TlpKind,
+    splitter: Splitter,
+    start: u64,
+    /// Largest TLP (MaxPayload or MaxReadRequest): the unit the transfer is cut at.
+    pub chunk_bytes: u64,
+}
+
+impl Channel {
+    fn new(kind: TlpKind, addr: u64, bytes: u64, chunk_bytes: u64) -> Self {
+        Channel { kind, splitter: Splitter::new(addr, bytes, chunk_bytes), start: addr, chunk_bytes }
+    }
+
+    /// Bytes handed out as TLPs so far.
+    pub fn issued_bytes(&self) -> u64 {
+        self.splitter.position() - self.start
+    }
+
+    /// Bytes not yet handed out.
+    pub fn left_bytes(&self) -> u64 {
+        self.splitter.remaining()
+    }
+}
+
+/// The device's DMA engine: a write channel, a read channel, or both taking turns at the
+/// transmit queue (when both have a TLP ready, they alternate).
 #[derive(Debug, Clone)]
 pub struct DmaEngine {
-    kind: TlpKind,
-    splitter: Splitter,
+    /// Index 0 writes, 1 reads (either may be absent).
+    pub channels: [Option<Channel>; 2],
+    /// The channel that sent last, so the other goes first next time.
+    last: usize,
     free_tags: Vec<u16>,
     /// Bytes still expected per tag.
     outstanding: Vec<u64>,
@@ -33,34 +65,47 @@ pub struct DmaEngine {
 
 impl DmaEngine {
     pub fn new(config: &SimConfig, workload: &Workload) -> Option<Self> {
-        let (kind, addr, bytes, chunk) = match *workload {
-            Workload::DmaWrite { addr, bytes } => (TlpKind::MemWrite, addr, bytes, config.mps_bytes),
-            Workload::DmaRead { addr, bytes } => (TlpKind::MemRead, addr, bytes, config.mrrs_bytes),
+        let write = |addr, bytes| Some(Channel::new(TlpKind::MemWrite, addr, bytes, config.mps_bytes));
+        let read = |addr, bytes| Some(Channel::new(TlpKind::MemRead, addr, bytes, config.mrrs_bytes));
+        let (channels, bytes_left) = match *workload {
+            Workload::DmaWrite { addr, bytes } => ([write(addr, bytes), None], bytes),
+            Workload::DmaRead { addr, bytes } => ([None, read(addr, bytes)], bytes),
+            Workload::DmaBoth { write_addr, write_bytes, read_addr, read_bytes } => {
+                ([write(write_addr, write_bytes), read(read_addr, read_bytes)], write_bytes + read_bytes)
+            }
             _ => return None,
         };
         Some(DmaEngine {
-            kind,
-            splitter: Splitter::new(addr, bytes, chunk),
+            channels,
+            last: 1,
             free_tags: (0..config.tags as u16).rev().collect(),
             outstanding: vec![0; config.tags as usize],
-            bytes_left: bytes,
+            bytes_left,
         })
     }
 
-    /// The next TLP the engine would send, if it has one and (for reads) a free tag.
+    /// Whether channel `index` has a TLP to send now (reads need a free tag).
+    fn ready(&self, index: usize) -> bool {
+        self.channels[index].as_ref().is_some_and(|c| !c.splitter.is_done()) && (index == 0 || !self.free_tags.is_empty())
+    }
+
+    /// The next TLP the engine would send, if a channel has one ready.
     pub fn next_tlp(&mut self) -> Option<Tlp> {
-        if self.splitter.is_done() {
-            return None;
-        }
-        let tag = if self.kind == TlpKind::MemRead { *self.free_tags.last()? } else { 0 };
-        let (addr, len) = self.splitter.next_piece()?;
-        if self.kind == TlpKind::MemRead {
-            self.free_tags.pop();
+        let other = 1 - self.last;
+        let index = if self.ready(other) { other } else if self.ready(self.last) { self.last } else { return None };
+        self.last = index;
+        let channel = self.channels[index].as_mut()?;
+        let (addr, len) = channel.splitter.next_piece()?;
+        let kind = channel.kind;
+        let tag = if kind == TlpKind::MemRead {
+            let tag = self.free_tags.pop()?;
             self.outstanding[tag as usize] = len;
+            tag
         } else {
             self.bytes_left -= len;
-        }
-        Some(transaction::tlp(self.kind, addr, len, tag))
+            0
+        };
+        Some(transaction::tlp(kind, addr, len, tag))
     }
 
     /// A completion arrived: returns true when it freed a tag (the engine may send again).
@@ -73,6 +118,22 @@ impl DmaEngine {
             return true;
         }
         false
+    }
+
+    /// Bytes issued so far per channel (writes, reads).
+    pub fn issued_bytes(&self) -> [u64; 2] {
+        self.channels.each_ref().map(|c| c.as_ref().map_or(0, Channel::issued_bytes))
+    }
+
+    /// Leave out `bytes[i]` of channel i, as if they had been sent and answered (the steady-state
+    /// fast-forward): the channels move on, nothing in flight changes.
+    pub fn skip(&mut self, bytes: [u64; 2]) {
+        for (channel, skipped) in self.channels.iter_mut().zip(bytes) {
+            if let Some(channel) = channel {
+                channel.splitter.skip(skipped);
+                self.bytes_left -= skipped;
+            }
+        }
     }
 }
 

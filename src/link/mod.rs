@@ -15,6 +15,7 @@ pub mod packet;
 pub mod phy;
 pub mod record;
 pub mod sim;
+pub mod steady;
 pub mod transaction;
 
 pub use agents::Workload;
@@ -22,6 +23,7 @@ pub use config::{AckPolicy, ClassCredits, Credits, FcPolicy, Receiver, SimConfig
 pub use packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind};
 pub use record::{dump, Crossing, DirectionStats};
 pub use sim::{LinkSim, Outcome};
+pub use steady::{fast_forward, simulate_steady, Steady, SteadyOptions};
 
 use crate::error::InvalidInput;
 

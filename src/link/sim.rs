@@ -15,7 +15,7 @@ use super::transaction;
 use crate::error::InvalidInput;
 
 /// What a run produced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {
     /// Totals per direction, indexed by [`Direction::index`].
     pub stats: [DirectionStats; 2],
@@ -23,6 +23,9 @@ pub struct Outcome {
     pub record: Vec<Crossing>,
     /// When the last payload byte of the workload arrived, in ns.
     pub done_ns: f64,
+    /// When the last payload byte travelling in each direction arrived (indexed by
+    /// [`Direction::index`]; 0 if none): a DMA write's end upstream, a DMA read's downstream.
+    pub arrived_ns: [f64; 2],
 }
 
 impl Outcome {
@@ -80,9 +83,9 @@ pub struct LinkSim {
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
     tx: [Transmitter; 2],
     rx: [ReceiverState; 2],
-    dma: Option<DmaEngine>,
+    pub(super) dma: Option<DmaEngine>,
     cpu: Option<Cpu>,
-    outcome: Outcome,
+    pub(super) outcome: Outcome,
 }
 
 impl LinkSim {
@@ -123,7 +126,7 @@ impl LinkSim {
             rx: receivers.map(|r| receiver(&r)),
             dma,
             cpu,
-            outcome: Outcome { stats: Default::default(), record: Vec::new(), done_ns: 0.0 },
+            outcome: Outcome { stats: Default::default(), record: Vec::new(), done_ns: 0.0, arrived_ns: [0.0; 2] },
         };
         if sim.cpu.is_some() {
             sim.schedule(0, Event::CpuIssue);
@@ -135,17 +138,40 @@ impl LinkSim {
 
     /// Run until nothing is left to send, then hand back what crossed the link.
     pub fn run(mut self) -> Outcome {
-        loop {
-            while let Some(Reverse((time, _, event))) = self.events.pop() {
-                self.now = time;
-                self.handle(event);
-            }
-            // Partial Ack or UpdateFC groups would wait for a timer forever: flush them.
-            if !self.flush_receivers() {
-                break;
-            }
-        }
+        while self.step() {}
         self.outcome
+    }
+
+    /// Handle the next event; false when the run is over.
+    pub(super) fn step(&mut self) -> bool {
+        if let Some(Reverse((time, _, event))) = self.events.pop() {
+            self.now = time;
+            self.handle(event);
+            return true;
+        }
+        // Partial Ack or UpdateFC groups would wait for a timer forever: flush them.
+        self.flush_receivers()
+    }
+
+    /// Now, in ticks.
+    pub(super) fn now_ticks(&self) -> u64 {
+        self.now
+    }
+
+    pub(super) fn phy(&self) -> &Phy {
+        &self.phy
+    }
+
+    /// Move every pending time `ticks` later (the steady-state fast-forward leaves out whole
+    /// periods of the schedule): the clock, the queued events, the transmitters' schedules.
+    pub(super) fn advance_clock(&mut self, ticks: u64) {
+        self.now += ticks;
+        let events = std::mem::take(&mut self.events).into_vec();
+        self.events = events.into_iter().map(|Reverse((time, order, event))| Reverse((time + ticks, order, event))).collect();
+        for tx in &mut self.tx {
+            tx.free_at += ticks;
+            tx.next_skp += ticks;
+        }
     }
 
     fn schedule(&mut self, time: u64, event: Event) {
@@ -292,6 +318,9 @@ impl LinkSim {
 fn validate_workload(config: &SimConfig, workload: &Workload) -> Result<(), InvalidInput> {
     let (bytes, limit, what) = match *workload {
         Workload::DmaWrite { bytes, .. } | Workload::DmaRead { bytes, .. } => (bytes, u64::MAX, "DMA transfer"),
+        Workload::DmaBoth { write_bytes, read_bytes, .. } => {
+            (write_bytes.min(read_bytes), u64::MAX, "DMA transfer (both directions: each)")
+        }
         Workload::CpuWrites { bytes, spacing_ns: gap, .. } | Workload::CpuReads { bytes, gap_ns: gap, .. } => {
             if !(gap >= 0.0 && gap.is_finite()) {
                 return Err(InvalidInput::new(format!("invalid CPU issue gap {gap} ns: must be 0 or more")));
@@ -392,7 +421,7 @@ impl LinkSim {
             }
         }
         match tlp.kind {
-            TlpKind::MemWrite => self.data_arrived(tlp.len_bytes),
+            TlpKind::MemWrite => self.data_arrived(direction),
             TlpKind::MemRead => {
                 let latency_ns = match direction {
                     Direction::Upstream => self.config.host_completion_latency_ns,
@@ -405,13 +434,14 @@ impl LinkSim {
         }
     }
 
-    fn data_arrived(&mut self, _bytes: u64) {
+    fn data_arrived(&mut self, direction: Direction) {
         self.outcome.done_ns = self.phy.ns(self.now);
+        self.outcome.arrived_ns[direction.index()] = self.outcome.done_ns;
     }
 
     /// A completion reached its requester: the DMA engine (upstream requests) or the CPU.
     fn completion_arrived(&mut self, direction: Direction, cpl: &Tlp) {
-        self.data_arrived(cpl.len_bytes);
+        self.data_arrived(direction);
         if direction == Direction::Downstream {
             if self.dma.as_mut().is_some_and(|dma| dma.complete(cpl)) {
                 self.wake(Direction::Upstream);
