@@ -63,6 +63,7 @@ fn cases() -> Vec<Case> {
         Case { name: "gen5x16 MPS 256 MRRS 512 read, timers", config: with_timers(config("gen5x16", 256, 512), 25.0), workload: read(48 * MIB) },
         Case { name: "gen1x4 both, 4 tags, 1825 ns", config: latency_bound, workload: both(12 * MIB, 12 * MIB) },
         Case { name: "gen3x8 both", config: config("gen3x8", 256, 512), workload: both(16 * MIB, 24 * MIB) },
+        Case { name: "gen2x4 both, writes end long before reads", config: config("gen2x4", 128, 512), workload: both(2 * MIB, 48 * MIB) },
         Case { name: "gen4x16 both, timers", config: with_timers(config("gen4x16", 256, 512), 40.0), workload: both(48 * MIB, 32 * MIB) },
     ]
 }
