@@ -10,6 +10,7 @@
 
 pub mod agents;
 pub mod config;
+pub mod events;
 pub mod flow;
 pub mod packet;
 pub mod phy;

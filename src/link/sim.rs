@@ -2,11 +2,11 @@
 //! timed events. Nothing here knows a throughput formula: the time of a transfer is when its
 //! last packet has crossed the link, symbol by symbol.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::agents::{Cpu, DmaEngine, Workload};
 use super::config::{AckPolicy, FcPolicy, Receiver, SimConfig};
+use super::events::{Event, EventQueue};
 use super::flow::{RxCredits, TxCredits};
 use super::packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind, SEQ_MODULO};
 use super::phy::Phy;
@@ -32,21 +32,6 @@ impl Outcome {
     pub fn direction(&self, direction: Direction) -> &DirectionStats {
         &self.stats[direction.index()]
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Event {
-    /// A transmitter may start its next packet.
-    TxFree(Direction),
-    /// A packet's last byte reached the far end of `Direction`.
-    Arrive(Direction, Packet),
-    /// A completer has the data of a read request ready; completions go in `Direction`.
-    CompletionReady(Direction, Tlp),
-    CpuIssue,
-    /// The Ack timer of the receiver of `Direction` ran out.
-    AckTimer(Direction),
-    /// The UpdateFC timer of the receiver of `Direction` ran out.
-    FcTimer(Direction),
 }
 
 /// One direction's transmitter.
@@ -79,8 +64,11 @@ pub struct LinkSim {
     config: SimConfig,
     phy: Phy,
     now: u64,
-    sequence: u64,
-    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    events: EventQueue,
+    /// Packets on the lanes of each direction, oldest first (they arrive in that order).
+    on_lanes: [VecDeque<Packet>; 2],
+    /// Read requests waiting for their completer, per direction the completions will take.
+    requests: [VecDeque<Tlp>; 2],
     tx: [Transmitter; 2],
     rx: [ReceiverState; 2],
     pub(super) dma: Option<DmaEngine>,
@@ -120,8 +108,9 @@ impl LinkSim {
             config: config.clone(),
             phy,
             now: 0,
-            sequence: 0,
-            events: BinaryHeap::new(),
+            events: EventQueue::default(),
+            on_lanes: Default::default(),
+            requests: Default::default(),
             tx: receivers.map(|r| transmitter(&r)),
             rx: receivers.map(|r| receiver(&r)),
             dma,
@@ -144,7 +133,7 @@ impl LinkSim {
 
     /// Handle the next event; false when the run is over.
     pub(super) fn step(&mut self) -> bool {
-        if let Some(Reverse((time, _, event))) = self.events.pop() {
+        if let Some((time, event)) = self.events.pop() {
             self.now = time;
             self.handle(event);
             return true;
@@ -166,8 +155,7 @@ impl LinkSim {
     /// periods of the schedule): the clock, the queued events, the transmitters' schedules.
     pub(super) fn advance_clock(&mut self, ticks: u64) {
         self.now += ticks;
-        let events = std::mem::take(&mut self.events).into_vec();
-        self.events = events.into_iter().map(|Reverse((time, order, event))| Reverse((time + ticks, order, event))).collect();
+        self.events.delay_all(ticks);
         for tx in &mut self.tx {
             tx.free_at += ticks;
             tx.next_skp += ticks;
@@ -175,8 +163,7 @@ impl LinkSim {
     }
 
     fn schedule(&mut self, time: u64, event: Event) {
-        self.sequence += 1;
-        self.events.push(Reverse((time, self.sequence, event)));
+        self.events.push(time, event);
     }
 
     fn handle(&mut self, event: Event) {
@@ -185,8 +172,16 @@ impl LinkSim {
                 self.tx[direction.index()].woken = false;
                 self.transmit(direction);
             }
-            Event::Arrive(direction, packet) => self.arrive(direction, packet),
-            Event::CompletionReady(direction, request) => self.complete_request(direction, &request),
+            Event::Arrive(direction) => {
+                if let Some(packet) = self.on_lanes[direction.index()].pop_front() {
+                    self.arrive(direction, packet);
+                }
+            }
+            Event::CompletionReady(direction) => {
+                if let Some(request) = self.requests[direction.index()].pop_front() {
+                    self.complete_request(direction, &request);
+                }
+            }
             Event::CpuIssue => self.cpu_issue(),
             Event::AckTimer(direction) => {
                 self.rx[direction.index()].ack_timer = false;
@@ -276,7 +271,8 @@ impl LinkSim {
         self.note(direction, start, end, packet);
         self.count(direction, start, end, &packet, bytes);
         let arrival = end + self.phy.ticks(self.config.wire_delay_ns);
-        self.schedule(arrival, Event::Arrive(direction, packet));
+        self.on_lanes[direction.index()].push_back(packet);
+        self.schedule(arrival, Event::Arrive(direction));
         self.wake(direction);
     }
 
@@ -428,7 +424,8 @@ impl LinkSim {
                     Direction::Downstream => self.config.device_completion_latency_ns,
                 };
                 let at = self.now + self.phy.ticks(latency_ns);
-                self.schedule(at, Event::CompletionReady(direction.opposite(), *tlp));
+                self.requests[direction.opposite().index()].push_back(*tlp);
+                self.schedule(at, Event::CompletionReady(direction.opposite()));
             }
             TlpKind::CompletionData => self.completion_arrived(direction, tlp),
         }
