@@ -213,3 +213,29 @@ fn bad_input_is_invalid_input() {
     assert!(matches!(engine.read32(7, 0).unwrap_err(), EngineError::InvalidInput(_)));
     assert!(matches!(engine.read32(0, 2).unwrap_err(), EngineError::InvalidInput(_)));
 }
+
+#[test]
+fn data_time_is_the_link_simulators() {
+    use pcieperf::link::{self, Direction as Lanes, Workload};
+    // Without drawn stalls, a transfer's device time is the link simulator's time for the same
+    // workload in whole cycles of the 250 MHz device clock: nothing else decides it.
+    let mut engine = sim("sim:gen3x8,stalls_per_s=0", 1);
+    let config = pcieperf::engine::sim::link_time::link_config(&engine.config().params).unwrap();
+    let cycles = |ns: f64| (ns / 4.0).ceil() * 4.0;
+    let (up, down) = (Lanes::Upstream.index(), Lanes::Downstream.index());
+    for size in [4096usize, 1 << 20, 16 << 20] {
+        let mut buf = vec![0u8; size];
+        let bytes = size as u64;
+        let d2h = engine.transfer(Io::D2h(&mut buf), 0, LONG).unwrap();
+        let h2d = engine.transfer(Io::H2d(&buf), 0, LONG).unwrap();
+        let write = link::simulate_steady(&config, &Workload::DmaWrite { addr: 0, bytes }).unwrap();
+        let read = link::simulate_steady(&config, &Workload::DmaRead { addr: 0, bytes }).unwrap();
+        assert_eq!(d2h.device.device_ns.unwrap(), cycles(write.arrived_ns[up]), "{size} d2h");
+        assert_eq!(h2d.device.device_ns.unwrap(), cycles(read.arrived_ns[down]), "{size} h2d");
+        let (both_h2d, both_d2h) = engine.transfer_both(&buf.clone(), &mut buf, 0, LONG).unwrap();
+        let both = link::simulate_steady(&config, &Workload::DmaBoth { write_addr: 0, write_bytes: bytes, read_addr: 0, read_bytes: bytes }).unwrap();
+        assert_eq!(both_d2h.device.device_ns.unwrap(), cycles(both.arrived_ns[up]), "{size} both, d2h");
+        assert_eq!(both_h2d.device.device_ns.unwrap(), cycles(both.arrived_ns[down]), "{size} both, h2d");
+        assert!(both.arrived_ns[up] > write.arrived_ns[up], "{size}: writes share the link with the reads' requests");
+    }
+}
