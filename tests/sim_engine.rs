@@ -3,10 +3,30 @@
 use std::time::Duration;
 
 use pcieperf::engine::pattern::{crc32, Pattern};
-use pcieperf::engine::sim::{timing, SimEngine};
+use pcieperf::engine::sim::SimEngine;
 use pcieperf::engine::{open, DataModel, Direction, Engine, EngineError, Io, Mmio, OpenOptions, Transfer};
 
 const LONG: Duration = Duration::from_secs(3600);
+
+/// The data time comes from the link simulator, the ceiling from the model, so the simulated
+/// figure may beat the model where the model is pessimistic: for writes by up to 0.34 % (single
+/// small writes: the model charges DLLPs and SKPs the simulated TLP does not meet), for reads by
+/// up to 1.2 % (doc000: 4 tags of 128 bytes at Gen1 x1; every other preset within 0.1 %).
+/// See docs/simulator.md.
+fn model_agreement(direction: Direction) -> f64 {
+    match direction {
+        Direction::D2h => 0.005,
+        Direction::H2d => 0.015,
+    }
+}
+
+/// The model's figure for one direction alone: the ceiling the simulated link is compared with.
+fn model_ceiling(params: &pcieperf::model::LinkParams, direction: pcieperf::engine::Direction, bytes: u64) -> pcieperf::model::Throughput {
+    match direction {
+        pcieperf::engine::Direction::D2h => pcieperf::model::write_throughput(params, bytes),
+        pcieperf::engine::Direction::H2d => pcieperf::model::read_throughput(params, bytes),
+    }
+}
 
 fn sim(target: &str, seed: u64) -> SimEngine {
     SimEngine::open(target, &OpenOptions { seed, ..OpenOptions::default() }).unwrap()
@@ -35,7 +55,7 @@ fn same_seed_same_results_other_seed_other_results() {
 }
 
 #[test]
-fn throughput_never_exceeds_the_model_ceiling() {
+fn throughput_stays_at_the_model_ceiling() {
     for preset in ["doc000", "doc001", "doc003", "gen3x8", "gen4x16", "gen5x16"] {
         let mut engine = sim(&format!("sim:{preset}"), 1);
         let params = engine.config().params.clone();
@@ -47,16 +67,17 @@ fn throughput_never_exceeds_the_model_ceiling() {
                     Direction::D2h => engine.transfer(Io::D2h(&mut buf[..size]), 0, LONG).unwrap(),
                     Direction::H2d => engine.transfer(Io::H2d(&buf[..size]), 0, LONG).unwrap(),
                 };
-                let ceiling = timing::one_way(&params, direction, size as u64).mbps;
+                let ceiling = model_ceiling(&params, direction, size as u64).mbps;
                 let host = pcieperf::units::mbps(size as f64, t.host_ns());
                 let device = pcieperf::units::mbps(size as f64, t.device.device_ns.unwrap());
-                assert!(host < ceiling && device <= ceiling * (1.0 + 1e-12), "{preset} {size} {direction:?}: {host} / {device} > {ceiling}");
+                let bound = ceiling * (1.0 + model_agreement(direction));
+                assert!(host < bound && device <= bound, "{preset} {size} {direction:?}: {host} / {device} > {ceiling}");
                 assert!(t.host_ns() > t.device.device_ns.unwrap(), "host time includes setup and the interrupt");
             }
             let (h2d, d2h) = engine.transfer_both(&buf[..size].to_vec(), &mut buf[..size], 0, LONG).unwrap();
             for t in [h2d, d2h] {
-                let ceiling = timing::one_way(&params, t.direction, size as u64).mbps;
-                assert!(pcieperf::units::mbps(size as f64, t.host_ns()) < ceiling);
+                let ceiling = model_ceiling(&params, t.direction, size as u64).mbps;
+                assert!(pcieperf::units::mbps(size as f64, t.host_ns()) < ceiling * (1.0 + model_agreement(t.direction)));
             }
         }
     }
@@ -191,4 +212,30 @@ fn bad_input_is_invalid_input() {
     }
     assert!(matches!(engine.read32(7, 0).unwrap_err(), EngineError::InvalidInput(_)));
     assert!(matches!(engine.read32(0, 2).unwrap_err(), EngineError::InvalidInput(_)));
+}
+
+#[test]
+fn data_time_is_the_link_simulators() {
+    use pcieperf::link::{self, Direction as Lanes, Workload};
+    // Without drawn stalls, a transfer's device time is the link simulator's time for the same
+    // workload in whole cycles of the 250 MHz device clock: nothing else decides it.
+    let mut engine = sim("sim:gen3x8,stalls_per_s=0", 1);
+    let config = pcieperf::engine::sim::link_time::link_config(&engine.config().params).unwrap();
+    let cycles = |ns: f64| (ns / 4.0).ceil() * 4.0;
+    let (up, down) = (Lanes::Upstream.index(), Lanes::Downstream.index());
+    for size in [4096usize, 1 << 20, 16 << 20] {
+        let mut buf = vec![0u8; size];
+        let bytes = size as u64;
+        let d2h = engine.transfer(Io::D2h(&mut buf), 0, LONG).unwrap();
+        let h2d = engine.transfer(Io::H2d(&buf), 0, LONG).unwrap();
+        let write = link::simulate_steady(&config, &Workload::DmaWrite { addr: 0, bytes }).unwrap();
+        let read = link::simulate_steady(&config, &Workload::DmaRead { addr: 0, bytes }).unwrap();
+        assert_eq!(d2h.device.device_ns.unwrap(), cycles(write.arrived_ns[up]), "{size} d2h");
+        assert_eq!(h2d.device.device_ns.unwrap(), cycles(read.arrived_ns[down]), "{size} h2d");
+        let (both_h2d, both_d2h) = engine.transfer_both(&buf.clone(), &mut buf, 0, LONG).unwrap();
+        let both = link::simulate_steady(&config, &Workload::DmaBoth { write_addr: 0, write_bytes: bytes, read_addr: 0, read_bytes: bytes }).unwrap();
+        assert_eq!(both_d2h.device.device_ns.unwrap(), cycles(both.arrived_ns[up]), "{size} both, d2h");
+        assert_eq!(both_h2d.device.device_ns.unwrap(), cycles(both.arrived_ns[down]), "{size} both, h2d");
+        assert!(both.arrived_ns[up] > write.arrived_ns[up], "{size}: writes share the link with the reads' requests");
+    }
 }

@@ -401,7 +401,7 @@ pub fn simulated_ns(config: &SimConfig, kind: Kind, size_bytes: u64) -> Result<V
         Kind::Read => Workload::DmaRead { addr: 0, bytes: size_bytes },
         Kind::Both => {
             let config = SimConfig { record: true, ..config.clone() };
-            let outcome = link::simulate(&config, &Workload::DmaBoth { write_addr: 0, read_addr: 0, bytes: size_bytes })?;
+            let outcome = link::simulate(&config, &Workload::DmaBoth { write_addr: 0, write_bytes: size_bytes, read_addr: 0, read_bytes: size_bytes })?;
             return Ok(steady_both_ns(&outcome.record, size_bytes).to_vec());
         }
     };

@@ -12,9 +12,9 @@ pub enum Workload {
     DmaWrite { addr: u64, bytes: u64 },
     /// Device DMA reads `bytes` of host memory from `addr` (h2d): MRd upstream, CplD back.
     DmaRead { addr: u64, bytes: u64 },
-    /// Both at once: the device writes `bytes` from `write_addr` and reads `bytes` from
-    /// `read_addr` (read requests first whenever a tag is free).
-    DmaBoth { write_addr: u64, read_addr: u64, bytes: u64 },
+    /// Both at once, as two DMA channels sharing the device's transmit queue: writes of
+    /// `write_bytes` from `write_addr` and reads of `read_bytes` from `read_addr`.
+    DmaBoth { write_addr: u64, write_bytes: u64, read_addr: u64, read_bytes: u64 },
     /// The CPU writes `count` times `bytes` to device registers, one write every `spacing_ns`
     /// (0: all at once, as fast as the link takes them).
     CpuWrites { addr: u64, bytes: u64, count: u32, spacing_ns: f64 },
@@ -23,14 +23,40 @@ pub enum Workload {
     CpuReads { addr: u64, bytes: u64, count: u32, gap_ns: f64 },
 }
 
-/// The device's DMA engine: reads, writes, or both at once. With both, a read request goes out
-/// whenever a tag is free and a write TLP otherwise, so writes fill what the reads leave.
+/// One DMA channel: a transfer cut into TLPs of one kind.
+#[derive(Debug, Clone)]
+pub struct Channel {
+    pub kind: TlpKind,
+    splitter: Splitter,
+    start: u64,
+    /// Largest TLP (MaxPayload or MaxReadRequest): the unit the transfer is cut at.
+    pub chunk_bytes: u64,
+}
+
+impl Channel {
+    fn new(kind: TlpKind, addr: u64, bytes: u64, chunk_bytes: u64) -> Self {
+        Channel { kind, splitter: Splitter::new(addr, bytes, chunk_bytes), start: addr, chunk_bytes }
+    }
+
+    /// Bytes handed out as TLPs so far.
+    pub fn issued_bytes(&self) -> u64 {
+        self.splitter.position() - self.start
+    }
+
+    /// Bytes not yet handed out.
+    pub fn left_bytes(&self) -> u64 {
+        self.splitter.remaining()
+    }
+}
+
+/// The device's DMA engine: a write channel, a read channel, or both sharing the transmit
+/// queue. With both, a read request goes out whenever a tag is free and a write TLP otherwise,
+/// so writes fill what the reads leave (a request is small; holding it back behind writes would
+/// idle the completions' direction).
 #[derive(Debug, Clone)]
 pub struct DmaEngine {
-    /// Read requests still to send (cut at MaxReadRequest).
-    reads: Option<Splitter>,
-    /// Write TLPs still to send (cut at MaxPayload).
-    writes: Option<Splitter>,
+    /// Index 0 writes, 1 reads (either may be absent).
+    pub channels: [Option<Channel>; 2],
     free_tags: Vec<u16>,
     /// Bytes still expected per tag.
     outstanding: Vec<u64>,
@@ -39,33 +65,44 @@ pub struct DmaEngine {
 
 impl DmaEngine {
     pub fn new(config: &SimConfig, workload: &Workload) -> Option<Self> {
-        let (reads, writes, bytes) = match *workload {
-            Workload::DmaWrite { addr, bytes } => (None, Some((addr, bytes)), bytes),
-            Workload::DmaRead { addr, bytes } => (Some((addr, bytes)), None, bytes),
-            Workload::DmaBoth { write_addr, read_addr, bytes } => (Some((read_addr, bytes)), Some((write_addr, bytes)), 2 * bytes),
+        let write = |addr, bytes| Some(Channel::new(TlpKind::MemWrite, addr, bytes, config.mps_bytes));
+        let read = |addr, bytes| Some(Channel::new(TlpKind::MemRead, addr, bytes, config.mrrs_bytes));
+        let (channels, bytes_left) = match *workload {
+            Workload::DmaWrite { addr, bytes } => ([write(addr, bytes), None], bytes),
+            Workload::DmaRead { addr, bytes } => ([None, read(addr, bytes)], bytes),
+            Workload::DmaBoth { write_addr, write_bytes, read_addr, read_bytes } => {
+                ([write(write_addr, write_bytes), read(read_addr, read_bytes)], write_bytes + read_bytes)
+            }
             _ => return None,
         };
         Some(DmaEngine {
-            reads: reads.map(|(addr, bytes)| Splitter::new(addr, bytes, config.mrrs_bytes)),
-            writes: writes.map(|(addr, bytes)| Splitter::new(addr, bytes, config.mps_bytes)),
+            channels,
             free_tags: (0..config.tags as u16).rev().collect(),
             outstanding: vec![0; config.tags as usize],
-            bytes_left: bytes,
+            bytes_left,
         })
     }
 
-    /// The next TLP the engine would send, if it has one (a read needs a free tag).
+    /// Whether channel `index` has a TLP to send now (reads need a free tag).
+    fn ready(&self, index: usize) -> bool {
+        self.channels[index].as_ref().is_some_and(|c| !c.splitter.is_done()) && (index == 0 || !self.free_tags.is_empty())
+    }
+
+    /// The next TLP the engine would send, if a channel has one ready.
     pub fn next_tlp(&mut self) -> Option<Tlp> {
-        if let (Some(reads), Some(&tag)) = (self.reads.as_mut(), self.free_tags.last()) {
-            if let Some((addr, len)) = reads.next_piece() {
-                self.free_tags.pop();
-                self.outstanding[tag as usize] = len;
-                return Some(transaction::tlp(TlpKind::MemRead, addr, len, tag));
-            }
-        }
-        let (addr, len) = self.writes.as_mut()?.next_piece()?;
-        self.bytes_left -= len;
-        Some(transaction::tlp(TlpKind::MemWrite, addr, len, 0))
+        let index = if self.ready(1) { 1 } else if self.ready(0) { 0 } else { return None };
+        let channel = self.channels[index].as_mut()?;
+        let (addr, len) = channel.splitter.next_piece()?;
+        let kind = channel.kind;
+        let tag = if kind == TlpKind::MemRead {
+            let tag = self.free_tags.pop()?;
+            self.outstanding[tag as usize] = len;
+            tag
+        } else {
+            self.bytes_left -= len;
+            0
+        };
+        Some(transaction::tlp(kind, addr, len, tag))
     }
 
     /// A completion arrived: returns true when it freed a tag (the engine may send again).
@@ -78,6 +115,22 @@ impl DmaEngine {
             return true;
         }
         false
+    }
+
+    /// Bytes issued so far per channel (writes, reads).
+    pub fn issued_bytes(&self) -> [u64; 2] {
+        self.channels.each_ref().map(|c| c.as_ref().map_or(0, Channel::issued_bytes))
+    }
+
+    /// Leave out `bytes[i]` of channel i, as if they had been sent and answered (the steady-state
+    /// fast-forward): the channels move on, nothing in flight changes.
+    pub fn skip(&mut self, bytes: [u64; 2]) {
+        for (channel, skipped) in self.channels.iter_mut().zip(bytes) {
+            if let Some(channel) = channel {
+                channel.splitter.skip(skipped);
+                self.bytes_left -= skipped;
+            }
+        }
     }
 }
 

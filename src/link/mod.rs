@@ -13,6 +13,7 @@ pub mod config;
 pub mod crc;
 pub mod errors;
 pub mod flit;
+pub mod events;
 pub mod flow;
 pub mod packet;
 pub mod phy;
@@ -21,6 +22,7 @@ pub mod scenarios;
 pub mod replay;
 pub mod sim;
 pub mod symbols;
+pub mod steady;
 pub mod transaction;
 pub mod wire;
 
@@ -31,6 +33,7 @@ pub use packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind};
 pub use record::{dump, Crossing, DirectionStats};
 pub use replay::{ReplayConfig, ReplayStats};
 pub use sim::{LinkSim, Outcome};
+pub use steady::{fast_forward, simulate_steady, Steady, SteadyOptions};
 
 use crate::error::InvalidInput;
 

@@ -5,12 +5,12 @@
 mod flit_tx;
 mod retry;
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::agents::{Cpu, DmaEngine, Workload};
 use super::config::{AckPolicy, FcPolicy, Receiver, SimConfig};
 use super::errors::ErrorProcess;
+use super::events::{Event, EventQueue};
 use super::flit::FLIT_SEQ_MODULO;
 use super::replay::{ReplayBuffer, ReplayStats, ReplayTimer, RxSequence};
 use super::flow::{RxCredits, TxCredits};
@@ -21,7 +21,7 @@ use super::transaction;
 use crate::error::InvalidInput;
 
 /// What a run produced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {
     /// Totals per direction, indexed by [`Direction::index`].
     pub stats: [DirectionStats; 2],
@@ -35,33 +35,15 @@ pub struct Outcome {
     pub delivered: Vec<(Direction, Tlp)>,
     /// Packets that arrived with a bad CRC (only with `record`).
     pub corrupted: Vec<Crossing>,
+    /// When the last payload byte travelling in each direction arrived (indexed by
+    /// [`Direction::index`]; 0 if none): a DMA write's end upstream, a DMA read's downstream.
+    pub arrived_ns: [f64; 2],
 }
 
 impl Outcome {
     pub fn direction(&self, direction: Direction) -> &DirectionStats {
         &self.stats[direction.index()]
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Event {
-    /// A transmitter may start its next packet.
-    TxFree(Direction),
-    /// A packet's last byte reached the far end of `Direction`.
-    Arrive(Direction, Packet),
-    /// A completer has the data of a read request ready; completions go in `Direction`.
-    CompletionReady(Direction, Tlp),
-    CpuIssue,
-    /// The Ack timer of the receiver of `Direction` ran out.
-    AckTimer(Direction),
-    /// The UpdateFC timer of the receiver of `Direction` ran out.
-    FcTimer(Direction),
-    /// A packet reached the far end of `Direction` with a bad CRC.
-    ArriveCorrupted(Direction, Packet),
-    /// The REPLAY_TIMER of the transmitter of `Direction` may have run out.
-    ReplayTimer(Direction),
-    /// The receiver of `Direction` repeats its UpdateFCs (credits lost with a DLLP).
-    FcRefresh(Direction),
 }
 
 /// One direction's transmitter.
@@ -97,16 +79,20 @@ pub struct LinkSim {
     config: SimConfig,
     phy: Phy,
     now: u64,
-    sequence: u64,
-    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    events: EventQueue,
+    /// Packets on the lanes of each direction, oldest first (they arrive in that order), each
+    /// with whether it will arrive with a bad CRC.
+    on_lanes: [VecDeque<(Packet, bool)>; 2],
+    /// Read requests waiting for their completer, per direction the completions will take.
+    requests: [VecDeque<Tlp>; 2],
     tx: [Transmitter; 2],
     rx: [ReceiverState; 2],
-    dma: Option<DmaEngine>,
+    pub(super) dma: Option<DmaEngine>,
     cpu: Option<Cpu>,
     errors: ErrorProcess,
     /// Gen6 flit mode: the flit transmitters (`None` for Gen1–5).
     flits: Option<[flit_tx::FlitTx; 2]>,
-    outcome: Outcome,
+    pub(super) outcome: Outcome,
 }
 
 impl LinkSim {
@@ -145,8 +131,9 @@ impl LinkSim {
             config: config.clone(),
             phy,
             now: 0,
-            sequence: 0,
-            events: BinaryHeap::new(),
+            events: EventQueue::default(),
+            on_lanes: Default::default(),
+            requests: Default::default(),
             tx: receivers.map(|r| transmitter(&r)),
             rx: receivers.map(|r| receiver(&r)),
             dma,
@@ -160,6 +147,7 @@ impl LinkSim {
                 replay: Default::default(),
                 delivered: Vec::new(),
                 corrupted: Vec::new(),
+                arrived_ns: [0.0; 2],
             },
         };
         if sim.cpu.is_some() {
@@ -172,28 +160,51 @@ impl LinkSim {
 
     /// Run until nothing is left to send, then hand back what crossed the link.
     pub fn run(mut self) -> Outcome {
-        loop {
-            while let Some(&Reverse((time, _, event))) = self.events.peek() {
-                // Held-back Acks go before a REPLAY_TIMER runs out (the AckNak latency timer
-                // is shorter than the replay timer).
-                if self.replay_timer_runs_out(time, event) && self.flush_receivers() {
-                    continue;
-                }
-                self.events.pop();
-                self.now = time;
-                self.handle(event);
-            }
-            // Partial Ack or UpdateFC groups would wait for a timer forever: flush them.
-            if !self.flush_receivers() && !self.refresh_credits() {
-                break;
-            }
-        }
+        while self.step() {}
         self.outcome
     }
 
+    /// Handle the next event; false when the run is over.
+    pub(super) fn step(&mut self) -> bool {
+        if let Some((time, event)) = self.events.peek() {
+            // Held-back Acks go before a REPLAY_TIMER runs out (the AckNak latency timer is
+            // shorter than the replay timer).
+            if self.replay_timer_runs_out(time, event) && self.flush_receivers() {
+                return true;
+            }
+            self.events.pop();
+            self.now = time;
+            self.handle(event);
+            return true;
+        }
+        // Partial Ack or UpdateFC groups would wait for a timer forever: flush them.
+        self.flush_receivers() || self.refresh_credits()
+    }
+
+    /// Now, in ticks.
+    pub(super) fn now_ticks(&self) -> u64 {
+        self.now
+    }
+
+    pub(super) fn phy(&self) -> &Phy {
+        &self.phy
+    }
+
+    /// Move every pending time `ticks` later (the steady-state fast-forward leaves out whole
+    /// periods of the schedule): the clock, the queued events, the transmitters' schedules.
+    pub(super) fn advance_clock(&mut self, ticks: u64) {
+        self.now += ticks;
+        self.events.delay_all(ticks);
+        for tx in &mut self.tx {
+            tx.free_at += ticks;
+            tx.next_skp += ticks;
+            tx.timer.deadline = tx.timer.deadline.map(|at| at + ticks);
+            tx.timer.event_at = tx.timer.event_at.map(|at| at + ticks);
+        }
+    }
+
     fn schedule(&mut self, time: u64, event: Event) {
-        self.sequence += 1;
-        self.events.push(Reverse((time, self.sequence, event)));
+        self.events.push(time, event);
     }
 
     fn handle(&mut self, event: Event) {
@@ -202,8 +213,16 @@ impl LinkSim {
                 self.tx[direction.index()].woken = false;
                 self.transmit(direction);
             }
-            Event::Arrive(direction, packet) => self.arrive(direction, packet),
-            Event::CompletionReady(direction, request) => self.complete_request(direction, &request),
+            Event::Arrive(direction) => match self.on_lanes[direction.index()].pop_front() {
+                Some((packet, false)) => self.arrive(direction, packet),
+                Some((packet, true)) => self.arrive_corrupted(direction, packet),
+                None => {}
+            },
+            Event::CompletionReady(direction) => {
+                if let Some(request) = self.requests[direction.index()].pop_front() {
+                    self.complete_request(direction, &request);
+                }
+            }
             Event::CpuIssue => self.cpu_issue(),
             Event::AckTimer(direction) => {
                 self.rx[direction.index()].ack_timer = false;
@@ -215,7 +234,6 @@ impl LinkSim {
                     self.send_update_fc(direction, class);
                 }
             }
-            Event::ArriveCorrupted(direction, packet) => self.arrive_corrupted(direction, packet),
             Event::ReplayTimer(direction) => self.replay_timer_event(direction),
             Event::FcRefresh(direction) => self.repeat_update_fcs(direction),
         }
@@ -312,12 +330,9 @@ impl LinkSim {
         self.note(direction, start, end, packet);
         self.count(direction, start, end, &packet, bytes);
         let arrival = end + self.phy.ticks(self.config.wire_delay_ns);
-        let event = if self.corrupts(direction, start, end, &packet, bytes) {
-            Event::ArriveCorrupted(direction, packet)
-        } else {
-            Event::Arrive(direction, packet)
-        };
-        self.schedule(arrival, event);
+        let corrupted = self.corrupts(direction, start, end, &packet, bytes);
+        self.on_lanes[direction.index()].push_back((packet, corrupted));
+        self.schedule(arrival, Event::Arrive(direction));
         self.wake(direction);
     }
 
@@ -359,8 +374,9 @@ impl LinkSim {
 /// Refuse workloads the agents cannot issue.
 fn validate_workload(config: &SimConfig, workload: &Workload) -> Result<(), InvalidInput> {
     let (bytes, limit, what) = match *workload {
-        Workload::DmaWrite { bytes, .. } | Workload::DmaRead { bytes, .. } | Workload::DmaBoth { bytes, .. } => {
-            (bytes, u64::MAX, "DMA transfer")
+        Workload::DmaWrite { bytes, .. } | Workload::DmaRead { bytes, .. } => (bytes, u64::MAX, "DMA transfer"),
+        Workload::DmaBoth { write_bytes, read_bytes, .. } => {
+            (write_bytes.min(read_bytes), u64::MAX, "DMA transfer (both directions: each)")
         }
         Workload::CpuWrites { bytes, spacing_ns: gap, .. } | Workload::CpuReads { bytes, gap_ns: gap, .. } => {
             if !(gap >= 0.0 && gap.is_finite()) {
@@ -462,26 +478,28 @@ impl LinkSim {
             }
         }
         match tlp.kind {
-            TlpKind::MemWrite => self.data_arrived(tlp.len_bytes),
+            TlpKind::MemWrite => self.data_arrived(direction),
             TlpKind::MemRead => {
                 let latency_ns = match direction {
                     Direction::Upstream => self.config.host_completion_latency_ns,
                     Direction::Downstream => self.config.device_completion_latency_ns,
                 };
                 let at = self.now + self.phy.ticks(latency_ns);
-                self.schedule(at, Event::CompletionReady(direction.opposite(), *tlp));
+                self.requests[direction.opposite().index()].push_back(*tlp);
+                self.schedule(at, Event::CompletionReady(direction.opposite()));
             }
             TlpKind::CompletionData => self.completion_arrived(direction, tlp),
         }
     }
 
-    fn data_arrived(&mut self, _bytes: u64) {
+    fn data_arrived(&mut self, direction: Direction) {
         self.outcome.done_ns = self.phy.ns(self.now);
+        self.outcome.arrived_ns[direction.index()] = self.outcome.done_ns;
     }
 
     /// A completion reached its requester: the DMA engine (upstream requests) or the CPU.
     fn completion_arrived(&mut self, direction: Direction, cpl: &Tlp) {
-        self.data_arrived(cpl.len_bytes);
+        self.data_arrived(direction);
         if direction == Direction::Downstream {
             if self.dma.as_mut().is_some_and(|dma| dma.complete(cpl)) {
                 self.wake(Direction::Upstream);

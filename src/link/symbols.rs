@@ -204,6 +204,7 @@ mod tests {
                         Packet::Tlp(_) => k::STP,
                         Packet::Dllp(_) => k::SDP,
                         Packet::Skp => k::COM,
+                        Packet::Flit(_) => panic!("no flit at Gen1"),
                     };
                     assert_eq!(side.lanes[0], Symbol::control(expected), "row {row}");
                     if record[index].packet == Packet::Skp {

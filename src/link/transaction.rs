@@ -28,6 +28,20 @@ impl Splitter {
         self.next >= self.end
     }
 
+    /// Address of the next piece.
+    pub fn position(&self) -> u64 {
+        self.next
+    }
+
+    pub fn remaining(&self) -> u64 {
+        self.end.saturating_sub(self.next)
+    }
+
+    /// Move on by `bytes` without handing them out (at most what remains).
+    pub fn skip(&mut self, bytes: u64) {
+        self.next = (self.next + bytes).min(self.end);
+    }
+
     /// The next piece as (address, length).
     pub fn next_piece(&mut self) -> Option<(u64, u64)> {
         if self.is_done() {

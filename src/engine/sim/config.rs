@@ -203,6 +203,8 @@ impl SimConfig {
             config.set(item)?;
         }
         config.params.validate()?;
+        // The link simulator refuses what it cannot simulate (Gen6 flit mode, tags beyond 1024).
+        super::link_time::link_config(&config.params)?;
         Ok(config)
     }
 

@@ -3,13 +3,14 @@
 //! Document 000 §4 traces CPU accesses to an FPGA RAM: posted 32-bit writes leave the CPU about
 //! 110 ns apart, a 32-bit read takes about 1520 ns (the link's request + 500 ns latency +
 //! completion, plus the host's own part), and every few milliseconds a timer interrupt holds the
-//! CPU for microseconds. The simulator charges the same per access on its virtual clock, so a
-//! procedure that times accesses with `now_ns()` sees the document's behaviour.
+//! CPU for microseconds. The simulator charges the same per access on its virtual clock (the
+//! link's part simulated by the link's CPU agent), so a procedure that times accesses with
+//! `now_ns()` sees the document's behaviour.
 
-use crate::engine::Direction;
+use crate::error::InvalidInput;
 
 use super::config::SimConfig;
-use super::timing::{ns_for, one_way};
+use super::link_time::LinkTimes;
 
 /// A periodic host timer interrupt with a seeded phase; each occurrence lasts between half and
 /// one and a half times `irq_ns` (drawn from the seed and its index), as the handler's work varies.
@@ -49,23 +50,27 @@ impl HostTimer {
     }
 }
 
-/// CPU time for one MMIO read of `bytes`: the link's round trip plus the host's part (the same
-/// for every width: document 000 Test 15 sees about 1540 ns for 1, 2, 4 and 8 bytes).
-pub fn mmio_read_ns(config: &SimConfig, bytes: u64) -> f64 {
-    ns_for(bytes, one_way(&config.params, Direction::H2d, bytes).mbps) + config.mmio_read_host_ns
+/// CPU time for one MMIO read of `bytes`: the simulated link's round trip plus the host's part
+/// (the same for every width: document 000 Test 15 sees about 1540 ns for 1, 2, 4 and 8 bytes).
+pub fn mmio_read_ns(config: &SimConfig, link: &mut LinkTimes, bytes: u64) -> Result<f64, InvalidInput> {
+    Ok(link.cpu_read_ns(bytes)? + config.mmio_read_host_ns)
 }
 
 /// CPU time between two posted MMIO writes of `bytes`: the host's spacing, never faster than the
-/// link carries one write TLP of that size.
-pub fn mmio_write_ns(config: &SimConfig, bytes: u64) -> f64 {
-    config.mmio_write_ns.max(ns_for(bytes, one_way(&config.params, Direction::D2h, bytes).mbps))
+/// simulated link carries one write TLP of that size.
+pub fn mmio_write_ns(config: &SimConfig, link: &mut LinkTimes, bytes: u64) -> Result<f64, InvalidInput> {
+    Ok(config.mmio_write_ns.max(link.cpu_write_ns(bytes)?))
 }
 
 /// CPU time for `bytes` sequential byte stores at `offset` through write-combining buffers and a
 /// store fence: each TLP the buffers leave as (`model::write_combining::tlps`) costs what a
 /// single write of its size does.
-pub fn wc_write_ns(config: &SimConfig, offset: u64, bytes: u64) -> f64 {
-    crate::model::write_combining::tlps(offset, bytes).iter().map(|tlp| tlp.count as f64 * mmio_write_ns(config, tlp.len)).sum()
+pub fn wc_write_ns(config: &SimConfig, link: &mut LinkTimes, offset: u64, bytes: u64) -> Result<f64, InvalidInput> {
+    let mut total_ns = 0.0;
+    for tlp in crate::model::write_combining::tlps(offset, bytes) {
+        total_ns += tlp.count as f64 * mmio_write_ns(config, link, tlp.len)?;
+    }
+    Ok(total_ns)
 }
 
 #[cfg(test)]
@@ -75,8 +80,10 @@ mod tests {
     #[test]
     fn doc000_cpu_accesses_match_tests_1_and_2() {
         let config = SimConfig::preset("doc000").unwrap();
-        assert!((mmio_read_ns(&config, 4) - 1520.0).abs() < 1.0, "{}", mmio_read_ns(&config, 4));
-        assert_eq!(mmio_write_ns(&config, 4), 110.0);
+        let mut link = LinkTimes::new(&config.params);
+        let read_ns = mmio_read_ns(&config, &mut link, 4).unwrap();
+        assert!((read_ns - 1520.0).abs() < 1.0, "{read_ns}");
+        assert_eq!(mmio_write_ns(&config, &mut link, 4).unwrap(), 110.0);
         let timer = HostTimer { period_ns: 1000.0, irq_ns: 10.0, phase_ns: 0.0, seed: 1 };
         let busy = timer.duration_ns(1);
         assert!((5.0..15.0).contains(&busy));

@@ -2,7 +2,9 @@
 //!
 //! - [`config`]: presets (`doc000`, `doc001`, `doc003`, `gen3x8`, `gen4x16`, `gen5x16`) and
 //!   free-form `genNxW,key=value,...` targets.
-//! - [`timing`]: a transfer's duration from the model, plus seeded stalls drawn as aggregates.
+//! - [`link_time`]: a transfer's data time from the link simulator ([`crate::link`], with its
+//!   steady-state fast-forward), and CPU register accesses from the link's CPU agent.
+//! - [`timing`]: seeded stalls on top of it, drawn as aggregates.
 //! - [`host`]: host timer interrupts and CPU-initiated MMIO timing (document 000 §4).
 //! - [`regs`]: the register file of the performance-demo endpoint (document 001 §4).
 //!
@@ -13,6 +15,7 @@
 
 pub mod config;
 pub mod host;
+pub mod link_time;
 pub mod regs;
 pub mod rng;
 pub mod timing;
@@ -32,6 +35,7 @@ pub use config::{SimConfig, DEFAULT_PRESET, PRESETS};
 pub use crate::device::regmap as demo_registers;
 
 use host::HostTimer;
+use link_time::LinkTimes;
 use regs::{DemoRegisters, PendingResult};
 use rng::SimRng;
 use timing::StreamOutcome;
@@ -83,6 +87,8 @@ pub struct SimEngine {
     timer: HostTimer,
     regs: DemoRegisters,
     log: Vec<MmioAccess>,
+    /// The simulated link and the transfer times it gave so far.
+    link: LinkTimes,
 }
 
 impl SimEngine {
@@ -129,6 +135,7 @@ impl SimEngine {
             timer,
             regs: DemoRegisters::default(),
             log: Vec::new(),
+            link: LinkTimes::new(&config.params),
             config,
         }
     }
@@ -174,11 +181,12 @@ impl SimEngine {
         }
     }
 
-    /// Simulate one direction's data movement of `bytes` at `mbps`, starting after `l1_ns`.
-    fn stream(&mut self, bytes: u64, mbps: f64, l1_ns: f64, salt: u64) -> StreamOutcome {
+    /// Add the stalls to one direction's data movement of `bytes` (`data_ns` on the simulated
+    /// link), starting after `l1_ns`.
+    fn stream(&mut self, bytes: u64, data_ns: f64, l1_ns: f64, salt: u64) -> StreamOutcome {
         let mut rng = self.rng.fork(salt);
         let threshold_ns = self.regs.threshold_ns();
-        let mut out = timing::stream(&self.config, &mut rng, timing::ns_for(bytes, mbps), bytes, threshold_ns);
+        let mut out = timing::stream(&self.config, &mut rng, data_ns, bytes, threshold_ns);
         if l1_ns > 0.0 {
             out.busy_ns += l1_ns;
             out.max_stall_ns = out.max_stall_ns.max(l1_ns);
@@ -233,19 +241,13 @@ impl SimEngine {
     }
 
     /// Start a demo run (document 001 §4 step 6): compute both results now, reveal them later.
-    fn start_demo(&mut self, command: u32) {
+    fn start_demo(&mut self, command: u32) -> Result<(), EngineError> {
         let (read, write) = (command & 1 != 0, command & 2 != 0);
         if !(read || write) || !self.regs.ready() {
-            return; // a real device ignores a start it cannot run: results stay 0
+            return Ok(()); // a real device ignores a start it cannot run: results stay 0
         }
         let bytes = self.regs.bytes();
-        let params = self.config.params.clone();
-        let (write_mbps, read_mbps) = if read && write {
-            let (w, r) = timing::both_directions(&self.config, bytes);
-            (w.mbps, r.mbps)
-        } else {
-            (timing::one_way(&params, Direction::D2h, bytes).mbps, timing::one_way(&params, Direction::H2d, bytes).mbps)
-        };
+        let times = self.link.dma(if write { bytes } else { 0 }, if read { bytes } else { 0 })?;
         let l1_ns = self.l1_exit_ns(self.now_ns);
         let start_ns = self.now_ns;
         let tenths = |busy_ns: f64| ((busy_ns / 1e8).round() as u32).max(1);
@@ -253,14 +255,14 @@ impl SimEngine {
         self.regs.tx = None;
         self.regs.rx = None;
         if write {
-            let out = self.stream(bytes, write_mbps, l1_ns, 0x7e);
+            let out = self.stream(bytes, times.d2h_ns, l1_ns, 0x7e);
             let busy = self.device_ns(out.busy_ns);
             self.regs.tx = Some(PendingResult { done_at_ns: start_ns + busy, tenths: tenths(busy) });
             self.regs.tx_bit_errors = out.errors as u32;
             (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over.saturating_add(out.stalls_over_threshold), end_ns.max(start_ns + busy));
         }
         if read {
-            let out = self.stream(bytes, read_mbps, l1_ns, 0x4e);
+            let out = self.stream(bytes, times.h2d_ns, l1_ns, 0x4e);
             let busy = self.device_ns(out.busy_ns);
             self.regs.rx = Some(PendingResult { done_at_ns: start_ns + busy, tenths: tenths(busy) });
             self.regs.rx_bit_errors = out.errors as u32;
@@ -270,6 +272,7 @@ impl SimEngine {
         self.regs.stall_count = over.min(u32::MAX as u64) as u32;
         self.regs.counters_at_ns = end_ns;
         self.idle_since_ns = end_ns;
+        Ok(())
     }
 
     fn register(&self, bar: u8, offset: u64) -> Result<u32, EngineError> {
@@ -295,7 +298,7 @@ impl SimEngine {
         })
     }
 
-    fn set_register(&mut self, bar: u8, offset: u64, value: u32) {
+    fn set_register(&mut self, bar: u8, offset: u64, value: u32) -> Result<(), EngineError> {
         use demo_registers as m;
         match (bar, offset) {
             m::BUFFER1 => self.regs.buffer1 = value,
@@ -303,10 +306,11 @@ impl SimEngine {
             m::FIXED => self.regs.fixed = value,
             m::BLOCK_AMOUNT => self.regs.block_amount = value,
             m::THRESHOLD => self.regs.threshold = value,
-            m::START => self.start_demo(value),
+            m::START => return self.start_demo(value),
             (m::RAM_BAR, o) => self.regs.ram[o as usize..o as usize + 4].copy_from_slice(&value.to_le_bytes()),
             _ => {} // read-only or unimplemented: writes are ignored, as hardware does
         }
+        Ok(())
     }
 
     /// BAR0–BAR2 hold 32-bit registers (4 KiB each); BAR3 is RAM any width may reach.
@@ -361,8 +365,11 @@ impl Engine for SimEngine {
         let start_ns = self.now_ns;
         let data_start_ns = start_ns + self.config.setup_ns;
         let l1_ns = self.l1_exit_ns(data_start_ns);
-        let mbps = timing::one_way(&self.config.params, direction, bytes).mbps;
-        let out = self.stream(bytes, mbps, l1_ns, direction as u64);
+        let times = match direction {
+            Direction::D2h => self.link.dma(bytes, 0)?,
+            Direction::H2d => self.link.dma(0, bytes)?,
+        };
+        let out = self.stream(bytes, times.d2h_ns.max(times.h2d_ns), l1_ns, direction as u64);
         let mut transfer = self.finish(direction, bytes, start_ns, data_start_ns, out);
         self.within(start_ns, transfer.end_ns, deadline, &format!("{} transfer of {bytes} bytes", direction.name()))?;
         match &mut io {
@@ -388,12 +395,11 @@ impl Engine for SimEngine {
         // Two descriptors and doorbells before data moves.
         let data_start_ns = start_ns + 2.0 * self.config.setup_ns;
         let l1_ns = self.l1_exit_ns(data_start_ns);
-        // Each direction is charged for the other's overhead at the larger of the two sizes
-        // (the smaller transfer finishes inside the shared period).
-        let shared = h2d.len().max(d2h.len()) as u64;
-        let (write, read) = timing::both_directions(&self.config, shared);
-        let out_h2d = self.stream(h2d.len() as u64, read.mbps, l1_ns, 0x4e);
-        let out_d2h = self.stream(d2h.len() as u64, write.mbps, l1_ns, 0x7e);
+        // Both DMA channels at once on the simulated link: each direction's time includes the
+        // other's TLPs and DLLPs sharing its lanes.
+        let times = self.link.dma(d2h.len() as u64, h2d.len() as u64)?;
+        let out_h2d = self.stream(h2d.len() as u64, times.h2d_ns, l1_ns, 0x4e);
+        let out_d2h = self.stream(d2h.len() as u64, times.d2h_ns, l1_ns, 0x7e);
         let mut to_device = self.finish(Direction::H2d, h2d.len() as u64, start_ns, data_start_ns, out_h2d);
         let from_device = self.finish(Direction::D2h, d2h.len() as u64, start_ns, data_start_ns, out_d2h);
         let end_ns = to_device.end_ns.max(from_device.end_ns);
@@ -432,7 +438,8 @@ impl Mmio for SimEngine {
     fn read(&mut self, bar: u8, offset: u64, width: Width) -> Result<u64, EngineError> {
         let bytes = width.bytes();
         self.check_register(bar, offset, bytes)?;
-        self.charge(host::mmio_read_ns(&self.config, bytes));
+        let cost_ns = host::mmio_read_ns(&self.config, &mut self.link, bytes)?;
+        self.charge(cost_ns);
         let value = if bar == demo_registers::RAM_BAR {
             let mut word = [0u8; 8];
             word[..bytes as usize].copy_from_slice(self.ram_slice(offset, bytes));
@@ -447,13 +454,14 @@ impl Mmio for SimEngine {
     fn write(&mut self, bar: u8, offset: u64, width: Width, value: u64) -> Result<(), EngineError> {
         let bytes = width.bytes();
         self.check_register(bar, offset, bytes)?;
-        self.charge(host::mmio_write_ns(&self.config, bytes));
+        let cost_ns = host::mmio_write_ns(&self.config, &mut self.link, bytes)?;
+        self.charge(cost_ns);
         let value = value & width.mask();
         self.record(AccessKind::Write, bar, offset, width, value);
         if bar == demo_registers::RAM_BAR {
             self.ram_slice(offset, bytes).copy_from_slice(&value.to_le_bytes()[..bytes as usize]);
         } else {
-            self.set_register(bar, offset, self.bus(value as u32));
+            self.set_register(bar, offset, self.bus(value as u32))?;
         }
         Ok(())
     }
@@ -463,7 +471,8 @@ impl Mmio for SimEngine {
             return Err(EngineError::Unsupported(format!("BAR{bar} of the simulated endpoint holds registers; write combining reaches its RAM (BAR{})", demo_registers::RAM_BAR)));
         }
         crate::engine::check_access(bar, offset, data.len() as u64, demo_registers::RAM_BYTES)?;
-        self.charge(host::wc_write_ns(&self.config, offset, data.len() as u64));
+        let cost_ns = host::wc_write_ns(&self.config, &mut self.link, offset, data.len() as u64)?;
+        self.charge(cost_ns);
         let mut first = [0u8; 8];
         let head = data.len().min(8);
         first[..head].copy_from_slice(&data[..head]);

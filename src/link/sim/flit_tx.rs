@@ -145,8 +145,8 @@ impl LinkSim {
         let payload = content.summary.seq.is_some();
         self.flit_tx(direction).in_flight.push_back(content);
         let arrival = end + self.phy.ticks(self.config.wire_delay_ns);
-        let event = if corrupted { Event::ArriveCorrupted(direction, packet) } else { Event::Arrive(direction, packet) };
-        self.schedule(arrival, event);
+        self.on_lanes[i].push_back((packet, corrupted));
+        self.schedule(arrival, Event::Arrive(direction));
         if payload {
             self.start_replay_timer(direction);
         }

@@ -100,9 +100,12 @@ pub fn shortened(config: &SimConfig, workload: Workload, packets: u64) -> Worklo
     match workload {
         Workload::DmaWrite { addr, bytes } => Workload::DmaWrite { addr, bytes: bytes.min(tlps.saturating_mul(config.mps_bytes)) },
         Workload::DmaRead { addr, bytes } => Workload::DmaRead { addr, bytes: bytes.min(tlps.saturating_mul(config.mrrs_bytes)) },
-        Workload::DmaBoth { write_addr, read_addr, bytes } => {
-            Workload::DmaBoth { write_addr, read_addr, bytes: bytes.min(tlps.saturating_mul(config.mps_bytes.max(config.mrrs_bytes))) }
-        }
+        Workload::DmaBoth { write_addr, write_bytes, read_addr, read_bytes } => Workload::DmaBoth {
+            write_addr,
+            write_bytes: write_bytes.min(tlps.saturating_mul(config.mps_bytes)),
+            read_addr,
+            read_bytes: read_bytes.min(tlps.saturating_mul(config.mrrs_bytes)),
+        },
         Workload::CpuWrites { addr, bytes, count: n, spacing_ns } => Workload::CpuWrites { addr, bytes, count: count(n), spacing_ns },
         Workload::CpuReads { addr, bytes, count: n, gap_ns } => Workload::CpuReads { addr, bytes, count: count(n), gap_ns },
     }
