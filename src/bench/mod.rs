@@ -21,4 +21,5 @@ pub mod results;
 pub mod run;
 pub mod stalls;
 pub mod stats;
+pub mod trace;
 pub mod verify;

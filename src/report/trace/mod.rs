@@ -14,6 +14,51 @@ use crate::link::wire::Encoder;
 use crate::error::InvalidInput;
 use crate::link::{Crossing, Dllp, FcClass, Packet, SimConfig, Workload};
 
+/// The trace formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Vcd,
+    Pcapng,
+}
+
+impl crate::named::Named for Format {
+    const ALL: &'static [Self] = &[Format::Text, Format::Vcd, Format::Pcapng];
+
+    fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Vcd => "vcd",
+            Format::Pcapng => "pcapng",
+        }
+    }
+}
+
+/// Packets written when neither a packet count nor a symbol count is given.
+pub const DEFAULT_PACKETS: u64 = 200;
+
+/// The first `count` packets (or those starting in the first `symbols` symbol times) of
+/// `workload` on the link of `config`, simulated and written in `format`.
+pub fn render(config: &SimConfig, workload: Workload, format: Format, count: Option<u64>, symbols: Option<u64>) -> Result<Vec<u8>, InvalidInput> {
+    let phy = Phy::new(config.link);
+    if let Some(symbols) = symbols {
+        rows(&[], &phy, Some(symbols))?;
+    }
+    // Enough packets to fill the symbol times when only those are given (a packet is 4 ticks
+    // or more).
+    let from_symbols = symbols.map(|s| s.saturating_mul(phy.width) / 4 + 2).map(|p| p.min(MAX_PACKETS));
+    let packets = count.or(from_symbols).unwrap_or(DEFAULT_PACKETS);
+    let record = simulate_first(config, workload, packets)?;
+    let first = &record[..record.len().min(packets as usize)];
+    if format == Format::Pcapng {
+        let shown = symbols.map_or(first, |symbols| within_rows(first, &phy, symbols));
+        return Ok(pcapng::render(&Trace { config, record: shown, rows: 0 }));
+    }
+    let rows = rows(first, &phy, symbols)?;
+    let trace = Trace { config, record: within_rows(&record, &phy, rows), rows };
+    Ok(if format == Format::Vcd { vcd::render(&trace) } else { text::render(&trace) }.into_bytes())
+}
+
 /// What a trace shows: the simulated link and the packets, in order of their start.
 pub struct Trace<'a> {
     pub config: &'a SimConfig,
