@@ -4,28 +4,13 @@
 //! Two independent derivations agreeing is the check; neither side feeds the other.
 
 use pcieperf::link::{self, Direction, Packet, SimConfig, TlpKind, Workload};
-use pcieperf::model::{self, Accounting, HeaderFormat, Link, LinkParams, Span};
+use pcieperf::model::{self, HeaderFormat, Link, LinkParams, Span};
 
 const TOLERANCE: f64 = 0.005;
 
+/// The model's parameters for the simulator's configuration (the mapping `crosscheck` uses).
 fn model_params(config: &SimConfig) -> LinkParams {
-    LinkParams {
-        link: config.link,
-        mps_bytes: config.mps_bytes,
-        mrrs_bytes: config.mrrs_bytes,
-        rcb_bytes: config.rcb_bytes,
-        header: HeaderFormat::Dw3,
-        ecrc: config.ecrc,
-        accounting: Accounting::WireAccurate,
-        read_latency_ns: config.host_completion_latency_ns,
-        tags: config.tags,
-        include_skp: true,
-        include_dllp: true,
-        start_addr: 0,
-        dllp_every_tlps: Some(1),
-        completion_bytes: None,
-        in_flight: 1,
-    }
+    pcieperf::bench::crosscheck::model_params(config)
 }
 
 /// First TLP start to last TLP end of the transfer, from the simulator's record.

@@ -8,8 +8,8 @@ use std::collections::VecDeque;
 
 use super::{Event, LinkSim};
 use crate::link::flit::{take_dlp, FlitContent, FlitSummary, FLIT_BYTES, FLIT_DLP_BYTES, FLIT_SEQ_MODULO, FLIT_TLP_BYTES};
-use crate::link::packet::{Direction, Dllp, Packet, Tlp};
-use crate::link::replay::{ReplayBuffer, Verdict};
+use crate::link::packet::{Direction, Packet, Tlp};
+use crate::link::replay::ReplayBuffer;
 use crate::link::transaction;
 
 /// One direction's flit transmitter.
@@ -171,19 +171,6 @@ impl LinkSim {
             (None, true) => 0,
             (None, false) => return,
         };
-        match self.rx[i].sequence.check(seq, corrupted) {
-            Verdict::Accept => {
-                self.receive_tlp(direction, seq);
-                for tlp in &content.ends {
-                    self.consume(direction, tlp);
-                    if self.config.record {
-                        self.outcome.delivered.push((direction, *tlp));
-                    }
-                }
-            }
-            Verdict::Duplicate { ack } => self.queue_dllp(direction.opposite(), Dllp::Ack { seq: ack }),
-            Verdict::Nak { seq } => self.queue_dllp(direction.opposite(), Dllp::Nak { seq }),
-            Verdict::Discard => {}
-        }
+        self.check_sequence(direction, seq, corrupted, &content.ends);
     }
 }

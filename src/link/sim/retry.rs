@@ -51,12 +51,20 @@ impl LinkSim {
         if corrupted {
             self.outcome.replay[direction.index()].corrupted += 1;
         }
-        match self.rx[direction.index()].sequence.check(tlp.seq, corrupted) {
+        self.check_sequence(direction, tlp.seq, corrupted, std::slice::from_ref(tlp));
+    }
+
+    /// The receiver's verdict on sequence number `seq` (a TLP's, or a flit's carrying `tlps`):
+    /// pass the TLPs on when it is the expected one, Ack a duplicate, Nak a bad one.
+    pub(super) fn check_sequence(&mut self, direction: Direction, seq: u16, corrupted: bool, tlps: &[Tlp]) {
+        match self.rx[direction.index()].sequence.check(seq, corrupted) {
             Verdict::Accept => {
-                self.receive_tlp(direction, tlp.seq);
-                self.consume(direction, tlp);
-                if self.config.record {
-                    self.outcome.delivered.push((direction, *tlp));
+                self.receive_tlp(direction, seq);
+                for tlp in tlps {
+                    self.consume(direction, tlp);
+                    if self.config.record {
+                        self.outcome.delivered.push((direction, *tlp));
+                    }
                 }
             }
             Verdict::Duplicate { ack } => self.queue_dllp(direction.opposite(), Dllp::Ack { seq: ack }),
