@@ -3,17 +3,7 @@
 //! Exit codes: 0 success, 1 a failure (or warnings with `--strict`), 2 bad input,
 //! 130 interrupted by SIGINT, SIGTERM or SIGHUP (partial results are still written).
 
-mod crosscheck;
-mod demo;
-mod dma;
 mod engine_flags;
-mod inspect;
-mod model;
-mod pio;
-mod report;
-mod run;
-mod serve;
-mod trace;
 mod values;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -125,8 +115,28 @@ fn generate(what: Generate) -> std::io::Result<()> {
     Ok(())
 }
 
-#[derive(Debug, Subcommand)]
-pub enum Command {
+/// Every subcommand, one line each: its variant, its module (`cli/<module>.rs`: the flags and
+/// a `run` that maps them to a procedure, its options and formats) and its help line. The enum
+/// clap parses and the dispatch are generated from this list, so a new procedure is its bench
+/// file, its views, its module here and one line below.
+macro_rules! commands {
+    ($($(#[doc = $doc:literal])* $variant:ident($module:ident::$args:ident),)*) => {
+        $(mod $module;)*
+
+        #[derive(Debug, Subcommand)]
+        pub enum Command {
+            $($(#[doc = $doc])* $variant($module::$args),)*
+        }
+
+        fn dispatch(command: Command) -> anyhow::Result<i32> {
+            match command {
+                $(Command::$variant(args) => $module::run(args),)*
+            }
+        }
+    };
+}
+
+commands! {
     /// Theoretical throughput of a link: tables, breakdown, fits, MMIO and status word.
     Model(model::ModelArgs),
     /// Every PCI device's link, limits and theoretical ceiling (sysfs or an lspci dump).
@@ -173,22 +183,11 @@ pub fn main() -> i32 {
             }
         };
     }
-    let result = match cli.command {
-        Some(Command::Model(args)) => model::run(args),
-        Some(Command::Inspect(args)) => inspect::run(args),
-        Some(Command::Dma(args)) => dma::run(args),
-        Some(Command::Demo(args)) => demo::run(args),
-        Some(Command::Pio(args)) => pio::run(args),
-        Some(Command::Run(args)) => run::run(args),
-        Some(Command::Report(args)) => report::run(args),
-        Some(Command::Serve(args)) => serve::run(args),
-        Some(Command::Crosscheck(args)) => crosscheck::run(args),
-        Some(Command::Trace(args)) => trace::run(args),
-        None => {
-            let _ = Cli::command().print_help();
-            return 2;
-        }
+    let Some(command) = cli.command else {
+        let _ = Cli::command().print_help();
+        return 2;
     };
+    let result = dispatch(command);
     match result {
         // A command that finished says how it ended (its results know whether a signal stopped
         // them); a signal that lands after the results were written does not change that.
