@@ -70,6 +70,16 @@ fn quiet_leaves_only_results_and_errors() {
     pcieperf().args(["inspect", "-n", "-F", example]).assert().success().stderr(predicate::str::contains("note:"));
     pcieperf().args(["--quiet", "inspect", "-n", "-F", example]).assert().success().stderr("").stdout(predicate::str::contains("8086:1572"));
     pcieperf().args(["-q", "inspect", "-F", "/nonexistent"]).assert().code(2).stderr(predicate::str::contains("cannot read dump"));
+    // Files written: no "written to" line with -q, one without.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.json");
+    let dma = ["dma", "--target", "sim:doc001", "--sizes", "64KiB", "--duration", "20ms", "--out"];
+    pcieperf().args(dma).arg(&run).assert().success().stderr(predicate::str::contains("written to"));
+    pcieperf().arg("-q").args(dma).arg(&run).assert().success().stderr("");
+    let html = dir.path().join("run.html");
+    pcieperf().args(["-q", "report"]).arg(&run).arg("--html").arg(&html).assert().success().stderr("");
+    pcieperf().args(["-q", "report"]).arg(&run).arg(&run).arg("--html").arg(&html).assert().success().stderr("");
+    pcieperf().args(["report"]).arg(&run).arg("--html").arg(&html).assert().success().stderr(predicate::str::contains("written to"));
 }
 
 #[test]

@@ -6,7 +6,6 @@
 mod engine_flags;
 mod values;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -91,11 +90,9 @@ fn man_page(page: &str) -> Option<clap::Command> {
     find(&built_command(), &wanted)
 }
 
-static QUIET: AtomicBool = AtomicBool::new(false);
-
 /// Whether `--quiet` was given.
 pub fn quiet() -> bool {
-    QUIET.load(Ordering::Relaxed)
+    crate::report::output::quiet()
 }
 
 /// A note on standard error (`pcieperf: note: …`), unless `--quiet`.
@@ -173,7 +170,7 @@ pub fn main() -> i32 {
             return if error.use_stderr() { 2 } else { 0 };
         }
     };
-    QUIET.store(cli.quiet, Ordering::Relaxed);
+    crate::report::output::set_quiet(cli.quiet);
     if let Some(what) = cli.generate {
         return match generate(what) {
             Ok(()) => 0,

@@ -98,7 +98,7 @@ pub fn run(args: PioArgs) -> anyhow::Result<i32> {
     }
     if let Some(path) = &args.html {
         output::write(path, &view::render(&document, Format::Html, &options)?)?;
-        eprintln!("HTML report written to {}", path.display());
+        output::written("HTML report", path);
     }
     let format = if args.json { Format::Json } else if args.csv { Format::Csv } else { Format::Text };
     view::print(&document, format, &options)?;

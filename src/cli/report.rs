@@ -63,11 +63,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let mut failed = false;
     for (path, what, text) in files {
         match output::write_or_keep(path, &text, what) {
-            Ok(()) if !output::is_stdout(path) => match document.label() {
-                Some(label) => eprintln!("{what} ({label}) written to {}", path.display()),
-                None => eprintln!("{what} written to {}", path.display()),
-            },
-            Ok(()) => {}
+            Ok(()) => output::written(&document.label().map_or(what.to_string(), |label| format!("{what} ({label})")), path),
             Err(message) => {
                 eprintln!("pcieperf: {message}");
                 failed = true;
@@ -87,9 +83,7 @@ fn compare(args: &ReportArgs, a: &Document, b: &Document, names: (&str, &str)) -
     }
     if let Some(path) = &args.html {
         output::write_or_keep(path, &view::compare(a, b, Format::Html, names)?, "comparison page").map_err(crate::error::InvalidInput::new)?;
-        if !super::quiet() {
-            eprintln!("comparison page written to {}", path.display());
-        }
+        output::written("comparison page", path);
     }
     if args.json || args.html.is_none() {
         let text = view::compare(a, b, if args.json { Format::Json } else { Format::Text }, names)?;

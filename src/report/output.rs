@@ -317,11 +317,31 @@ pub fn emit(results: Results, outputs: &Outputs) -> anyhow::Result<i32> {
     Ok(if code == 0 && !failures.is_empty() { 1 } else { code })
 }
 
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--quiet`: from now on only results and errors are printed.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `--quiet` was given.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// "`what` written to `path`" on standard error, unless `--quiet` or the path is standard
+/// output.
+pub fn written(what: &str, path: &Path) {
+    if !quiet() && !is_stdout(path) {
+        eprintln!("{what} written to {}", path.display());
+    }
+}
+
 /// The lines after a run's summary: where its results went, what could not be written, and
 /// why it stopped early or failed verification.
 fn report_end(results: &Results, shown: Option<&Path>, failures: &[String]) {
     if let Some(path) = shown {
-        eprintln!("results ({}) written to {}", results.label(), path.display());
+        written(&format!("results ({})", results.label()), path);
     }
     for failure in failures {
         eprintln!("pcieperf: {failure}");
