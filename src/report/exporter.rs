@@ -3,7 +3,7 @@
 //! document per target from a directory of runs. Encoded by the `prometheus-client` crate
 //! (OpenMetrics text); the families are the ones `--metrics` files hold (docs/metrics.md).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,7 +43,9 @@ struct Indexed {
 /// The results directory as last read: one entry per `*.json` file.
 #[derive(Debug, Default)]
 pub struct ResultsIndex {
-    files: BTreeMap<PathBuf, Indexed>,
+    /// By path; hashed, as comparing paths component by component is the scrape's cost at
+    /// thousands of runs.
+    files: HashMap<PathBuf, Indexed>,
     /// Files parsed so far (what the index saves shows in tests).
     pub parses: u64,
 }
@@ -51,7 +53,7 @@ pub struct ResultsIndex {
 impl ResultsIndex {
     /// Bring the index up to date with `dir`: new and changed files read, vanished ones dropped.
     fn refresh(&mut self, dir: &Path) {
-        let mut seen = BTreeSet::new();
+        let mut seen = HashSet::new();
         let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
         for path in entries.map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")) {
             let Ok(meta) = std::fs::metadata(&path) else { continue };
