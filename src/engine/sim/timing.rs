@@ -22,14 +22,10 @@ pub fn one_way(params: &LinkParams, direction: Direction, bytes: u64) -> Through
 }
 
 /// Both directions at once as the simulated device sees them: the link's bidirectional figures,
-/// with each read request queued behind the write TLP already on the device→host lanes (the
-/// device has one transmit queue): on average half a TLP more completion latency.
+/// which charge each read request's wait behind the write TLP already on the device→host lanes
+/// (the device has one transmit queue) as completion latency (`model::bidir`).
 pub fn both_directions(config: &SimConfig, bytes: u64) -> (Throughput, Throughput) {
-    let p = &config.params;
-    let lane_ns = p.link.byte_time_ns() / p.link.width as f64;
-    let write_tlp_ns = (p.mps_bytes + p.header.bytes() + p.framing_bytes()) as f64 * lane_ns;
-    let queued = LinkParams { read_latency_ns: p.read_latency_ns + write_tlp_ns / 2.0, ..p.clone() };
-    crate::model::bidirectional_throughput(&queued, bytes)
+    crate::model::bidirectional_throughput(&config.params, bytes)
 }
 
 /// Nanoseconds to move `bytes` at `mbps` (10^6 B/s).
