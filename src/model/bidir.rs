@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::load::bytes_ns;
-use super::{read, skp, write, Flow, Limit, LinkParams, Span, Throughput};
+use super::{dllp, read, skp, write, Flow, Limit, LinkParams, Span, Throughput};
 
 /// Write and read throughput when both run at once.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -39,7 +39,7 @@ impl Bidirectional {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RequestWait {
     /// The model's default: the rest of the write TLP in progress when the tag frees (see
-    /// `phase_wait_ns`) times the share of the lanes the writes hold.
+    /// `Phase::wait_ns`) times the share of the lanes the writes hold.
     Average,
     /// A given wait per request, in ns (0 and one whole write TLP bound what a fixed schedule
     /// can do).
@@ -60,17 +60,29 @@ pub fn bidirectional(params: &LinkParams, size_bytes: u64) -> Bidirectional {
 /// As [`bidirectional`], with a chosen wait of each read request behind a write TLP.
 pub fn bidirectional_waiting(params: &LinkParams, size_bytes: u64, wait: RequestWait) -> Bidirectional {
     let alone = Shares::of(params, size_bytes);
-    let first = alone.solve();
-    let extra_ns = behind_writes_ns(params, size_bytes, &alone, first.write_bytes_per_ns, wait);
-    if extra_ns <= 0.0 || first.write_bytes_per_ns <= 0.0 {
-        return first.both(params, &alone);
+    let mut rates = alone.solve();
+    if rates.write_bytes_per_ns <= 0.0 {
+        return rates.both(params, &alone);
     }
-    // The writes' rate from the first solution sets the reads' longer tag holding time; one
-    // step is enough, as the writes change little when the reads slow down.
-    let slowed = LinkParams { read_latency_ns: params.read_latency_ns + extra_ns, ..params.clone() };
-    let shares = Shares::of(&slowed, size_bytes);
-    shares.solve().both(&slowed, &shares)
+    // The reads' longer tag holding time depends on the writes' share of the lanes, which grows
+    // as the reads slow down: iterate to the fixed point (a few steps; the share is bounded).
+    let (mut slowed, mut shares) = (params.clone(), alone);
+    for _ in 0..FIXED_POINT_STEPS {
+        let extra_ns = behind_writes_ns(params, size_bytes, &shares, rates.write_bytes_per_ns, wait);
+        let next = LinkParams { read_latency_ns: params.read_latency_ns + extra_ns, ..params.clone() };
+        let converged = (next.read_latency_ns - slowed.read_latency_ns).abs() <= 1e-6 * next.read_latency_ns.max(1.0);
+        shares = Shares::of(&next, size_bytes);
+        rates = shares.solve();
+        slowed = next;
+        if converged {
+            break;
+        }
+    }
+    rates.both(&slowed, &shares)
 }
+
+/// Most steps of the fixed point of the reads' extra latency (it settles in a handful).
+const FIXED_POINT_STEPS: usize = 16;
 
 /// As [`bidirectional`], with the two one-way flows sharing only the link's bytes: what the
 /// streams would get if read requests never waited behind write TLPs and completions never
@@ -96,26 +108,47 @@ fn behind_writes_ns(params: &LinkParams, size_bytes: u64, shares: &Shares, write
         RequestWait::Average => {
             // From the end of the request (where the next write starts) to its tag freeing.
             let after_request_ns = params.read_latency_ns + set_ns + stretch_ns;
-            upstream_share * phase_wait_ns(after_request_ns, write_tlp_ns(params, size_bytes), params.tags)
+            let request_ns = bytes_ns(link, shares.reads.opposite.tlp_bytes() / shares.reads.opposite.tlps.max(1.0));
+            let ack_ns = if params.include_dllp { bytes_ns(link, dllp::bytes(link, 1.0)) } else { 0.0 };
+            let phase = Phase { after_request_ns, write_tlp_ns: write_tlp_ns(params, size_bytes), request_ns, ack_ns };
+            upstream_share * phase.wait_ns(params.tags)
         }
         RequestWait::Ns(ns) => ns,
     };
     request_wait_ns + stretch_ns
 }
 
-/// The wait of a request for the write TLP in progress when its tag frees, with writes filling
-/// the lanes. A request that waited went out as a write TLP ended, and the next write started
-/// as it ended; its tag frees `after_request_ns` later. With one tag, or a write TLP longer than
-/// that, the phase is fixed: the wait is the rest of the write TLP then in progress. Otherwise
-/// (several tags whose rounds drift against the writes) it is on average half a write TLP.
-fn phase_wait_ns(after_request_ns: f64, write_tlp_ns: f64, tags: u32) -> f64 {
-    if write_tlp_ns <= 0.0 {
-        return 0.0;
-    }
-    if tags <= 1 || after_request_ns < write_tlp_ns {
-        (after_request_ns / write_tlp_ns).ceil() * write_tlp_ns - after_request_ns
-    } else {
-        write_tlp_ns / 2.0
+/// Where a read request's tag frees among the write TLPs, with writes filling the lanes (ns).
+struct Phase {
+    /// From the end of a request (where the next write TLP starts) to its tag freeing.
+    after_request_ns: f64,
+    write_tlp_ns: f64,
+    request_ns: f64,
+    /// The requester's Ack for the completions, which goes out ahead of the request.
+    ack_ns: f64,
+}
+
+impl Phase {
+    /// The wait of a request for the write TLP in progress when its tag frees (and for the
+    /// Acks and requests queued with it). A request that waited went out as a write TLP ended,
+    /// and the next write started behind it. With one tag the phase is fixed: the wait is the
+    /// rest of the write TLP then in progress. With several tags whose tags all free inside one
+    /// write TLP, all go out together after it, one after another: every tag's round is one
+    /// write TLP plus the burst. Otherwise the rounds drift against the writes: on average
+    /// half a write TLP.
+    fn wait_ns(&self, tags: u32) -> f64 {
+        let Phase { after_request_ns: after, write_tlp_ns: write, request_ns, ack_ns } = *self;
+        if write <= 0.0 {
+            return 0.0;
+        }
+        let burst_ns = tags as f64 * (request_ns + ack_ns);
+        if tags <= 1 {
+            (after / write).ceil() * write - after + ack_ns
+        } else if after + burst_ns <= write {
+            write + burst_ns - request_ns - after
+        } else {
+            write / 2.0
+        }
     }
 }
 
