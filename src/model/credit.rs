@@ -8,7 +8,8 @@
 //! cover fewer TLPs than fit in that loop the stream is credit-limited: the model's time is the
 //! larger of the link-limited time and the credit-limited schedule computed here TLP by TLP
 //! (with one UpdateFC per `update_fc_every_tlps` TLPs, the credits of a group come back
-//! together, after its last TLP).
+//! together, after its last TLP; a group the stalled transmitter cannot complete comes back
+//! after the last TLP sent).
 
 use serde::{Deserialize, Serialize};
 
@@ -115,9 +116,11 @@ fn schedule_ns(tlps: &[(f64, u64)], class: ClassCredits, credits: &CreditLoop, r
     for (j, &(ns, data)) in tlps.iter().enumerate() {
         let used_data = consumed_data[j];
         while j as u64 + 1 > class.header + returned_tlps as u64 || used_data + data > class.data + returned_data {
-            // The next UpdateFC covers the group ending at TLP `last`; it must have been sent.
-            let last = returned_tlps + every - 1;
-            if last >= j {
+            // The next UpdateFC covers the group ending at TLP `last`. A group the stalled
+            // transmitter cannot complete is sent short (the receiver's UpdateFC timer; the link
+            // simulator flushes it when the link falls idle) after the last TLP sent.
+            let last = (returned_tlps + every - 1).min(j.wrapping_sub(1));
+            if j == returned_tlps {
                 return f64::INFINITY;
             }
             credit_at_ns = credit_at_ns.max(ends[last] + return_ns);
