@@ -8,7 +8,7 @@
 //! stream that is latency bound stays latency bound and leaves room for the writes).
 //!
 //! A read that holds its tags for a round trip is slowed by the writes beside it in two ways
-//! the one-way flows do not see (found in the link simulator's record, `pcieperf crosscheck
+//! the one-way flows do not see (found against the link simulator, `pcieperf crosscheck
 //! --kind both`): a request cannot start inside a write TLP, so it waits for the one in progress
 //! on the requester's lanes (the rest of the write TLP in progress when its tag frees: fixed by
 //! the phase of the schedule with one tag or rounds shorter than a write TLP, otherwise half a
