@@ -133,3 +133,34 @@ fn schedule_ns(tlps: &[(f64, u64)], class: ClassCredits, credits: &CreditLoop, r
     }
     end_ns
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gen1x1_mps128() -> LinkParams {
+        LinkParams { mps_bytes: 128, ..LinkParams::typical("gen1x1".parse().unwrap()) }
+    }
+
+    #[test]
+    fn the_third_write_waits_for_the_first_ones_credits() {
+        // As the link simulator shows it (tests/link_policies.rs): 2 posted credits and a 1 µs
+        // wire each way at Gen1 x1, MPS 128: the third TLP starts at 592 (TLP) + 1000 (wire) +
+        // 32 (Ack) + 32 (UpdateFC) + 1000 (wire) = 2656 ns and ends one TLP (592 ns) later.
+        let credits = CreditLoop { posted: Some(ClassCredits { header: 2, data: 16 }), non_posted: None, wire_delay_ns: 1000.0, update_fc_every_tlps: 1 };
+        let ns = write_ns(&gen1x1_mps128(), &credits, 3 * 128);
+        assert!((ns - (2656.0 + 592.0)).abs() < 1e-6, "{ns}");
+    }
+
+    #[test]
+    fn credits_that_cover_the_loop_leave_the_link_limited_time_and_too_few_never_finish() {
+        let params = gen1x1_mps128();
+        let link_ns = write::write_flow(&params, 64 << 10, Span::Steady).duration_ns;
+        let plenty = CreditLoop { posted: Some(ClassCredits { header: 1000, data: 100_000 }), non_posted: None, wire_delay_ns: 100.0, update_fc_every_tlps: 4 };
+        assert_eq!(write_ns(&params, &plenty, 64 << 10), link_ns);
+        let none = CreditLoop { posted: None, ..plenty };
+        assert_eq!(write_ns(&params, &none, 64 << 10), link_ns);
+        let too_few = CreditLoop { posted: Some(ClassCredits { header: 1, data: 4 }), ..plenty };
+        assert_eq!(write_ns(&params, &too_few, 64 << 10), f64::INFINITY);
+    }
+}
