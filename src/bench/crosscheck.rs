@@ -404,10 +404,9 @@ fn bidirectional_waiting_ns(params: &LinkParams, size_bytes: u64, wait: RequestW
 }
 
 /// Both at once: a read request (and the Ack before it) cannot start inside a write TLP. The
-/// model charges the average wait (half a write TLP where the writes fill the lanes); with few
-/// tags the schedule is fixed, so each request waits a fixed share of a write TLP set by the
-/// phase of its completions. The point is explained when the simulation lies between the model
-/// with no wait and with every request delayed by a whole write TLP.
+/// model charges the wait by the schedule's phase (`model::bidir`); where its phase rule does
+/// not hold exactly, the point is explained when the simulation lies between the model with no
+/// wait and with every request delayed by a whole write TLP.
 fn explain_both(config: &SimConfig, stream: Kind, size_bytes: u64, sim_ns: f64) -> Option<String> {
     let params = model_params(config);
     let write_tlp_ns = model::bidir::write_tlp_ns(&params, size_bytes);
