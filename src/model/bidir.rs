@@ -12,7 +12,7 @@
 //! --kind both`): a request cannot start inside a write TLP, so it waits for the one in progress
 //! on the requester's lanes (the rest of the write TLP in progress when its tag frees: fixed by
 //! the phase of the schedule with one tag or rounds shorter than a write TLP, otherwise half a
-//! write TLP on average; times the share of the lanes the writes hold), and the Ack/UpdateFC DLLPs for the writes go ahead of completions on the
+//! write TLP on average; times the share of time those lanes are busy), and the Ack/UpdateFC DLLPs for the writes go ahead of completions on the
 //! completer's lanes, stretching each request's completions by the share of time they take.
 //! Both lengthen the time a tag is held, so they are charged as completion latency.
 
@@ -39,7 +39,7 @@ impl Bidirectional {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RequestWait {
     /// The model's default: the rest of the write TLP in progress when the tag frees (see
-    /// `Phase::wait_ns`) times the share of the lanes the writes hold.
+    /// `Phase::wait_ns`) times the share of time the requester's lanes are busy.
     Average,
     /// A given wait per request, in ns (0 and one whole write TLP bound what a fixed schedule
     /// can do).
@@ -68,7 +68,7 @@ pub fn bidirectional_waiting(params: &LinkParams, size_bytes: u64, wait: Request
     // as the reads slow down: iterate to the fixed point (a few steps; the share is bounded).
     let (mut slowed, mut shares) = (params.clone(), alone);
     for _ in 0..FIXED_POINT_STEPS {
-        let extra_ns = behind_writes_ns(params, size_bytes, &shares, rates.write_bytes_per_ns, wait);
+        let extra_ns = behind_writes_ns(params, size_bytes, &shares, &rates, wait);
         let next = LinkParams { read_latency_ns: params.read_latency_ns + extra_ns, ..params.clone() };
         let converged = (next.read_latency_ns - slowed.read_latency_ns).abs() <= 1e-6 * next.read_latency_ns.max(1.0);
         shares = Shares::of(&next, size_bytes);
@@ -94,12 +94,15 @@ pub fn bidirectional_without_interference(params: &LinkParams, size_bytes: u64) 
 
 /// Time a read request holds its tag longer because writes run beside it, in ns: its wait for
 /// the write TLP in progress, and its completions stretched by the writes' DLLPs going first.
-fn behind_writes_ns(params: &LinkParams, size_bytes: u64, shares: &Shares, write_bytes_per_ns: f64, wait: RequestWait) -> f64 {
+fn behind_writes_ns(params: &LinkParams, size_bytes: u64, shares: &Shares, rates: &Rates, wait: RequestWait) -> f64 {
+    let (write_bytes_per_ns, read_bytes_per_ns) = (rates.write_bytes_per_ns, rates.read_bytes_per_ns);
     if write_bytes_per_ns <= 0.0 {
         return 0.0;
     }
     let link = params.link;
-    let upstream_share = (shares.a * write_bytes_per_ns / shares.capacity).min(1.0);
+    // The phase rules assume the writes keep the requester's lanes busy between requests; the
+    // wait shrinks by the share of time those lanes are idle.
+    let upstream_share = ((shares.a * write_bytes_per_ns + shares.b * read_bytes_per_ns) / shares.capacity).min(1.0);
     let downstream_share = (shares.c * write_bytes_per_ns / shares.capacity).min(0.99);
     let request_bytes = params.mrrs_bytes.min(size_bytes) as f64;
     let set_ns = bytes_ns(link, shares.reads.data.tlp_bytes() * request_bytes / size_bytes as f64);
