@@ -236,6 +236,7 @@ fn demo_through_a_bar_reads_the_version_before_writing_anything() {
         capable: None,
         source: "test".into(),
         assumed: Vec::new(),
+        credits: None,
     };
     std::fs::write(device.dev.join("resource0"), vec![0xAB; 4096]).unwrap();
     let err = run_demo(engine.mmio().unwrap(), &conditions, &DemoOptions::default()).unwrap_err().to_string();

@@ -403,7 +403,7 @@ mod tests {
     fn theory_for_document_001_link() {
         let mut params = crate::model::LinkParams::typical("gen1x4".parse().unwrap());
         (params.mps_bytes, params.mrrs_bytes) = (128, 512);
-        let conditions = Conditions { params, capable: None, source: "test".into(), assumed: vec![] };
+        let conditions = Conditions { params, capable: None, source: "test".into(), assumed: vec![], credits: None };
         let write = theory_mbps(&conditions, Mode::D2h, 21_913_010_176);
         // 864.86 MB/s after TLP overhead (reference case 6), less when the model charges SKPs/DLLPs.
         assert!(write <= 864.87 && write > 850.0, "{write}");

@@ -1,7 +1,7 @@
 //! Why the gap: name what limits a run's result, most important first (DESIGN.md question 3).
 
 use crate::bench::results::{Cause, Finding, Fit, Mode, Point, Results, Stopped};
-use crate::model::Limit;
+use crate::model::{self, Limit};
 use crate::pci::health::AerChange;
 use crate::units::format_size;
 
@@ -54,6 +54,8 @@ pub const RULES: &[Rule] = &[
     stalls_over_threshold,
     copy_to_user_dominates,
     read_bound_by_latency,
+    reads_behind_writes,
+    credit_limited,
     fit_findings,
     spread_and_above_ceiling,
     gap_to_ceiling,
@@ -175,6 +177,68 @@ pub fn read_bound_by_latency(results: &Results, _earlier: &[Finding]) -> Vec<Fin
     vec![finding(Cause::ReadLatency, message)]
 }
 
+/// Share of a rate that reads behind writes or finite credits must take for their rules to name
+/// them (below it, within the model's agreement with the link simulator), in percent.
+pub const NAMED_COST_PERCENT: f64 = 0.5;
+
+/// Both at once, at the largest size: a result near the model's ceiling where that ceiling is
+/// set by reads waiting behind the writes (model::bidir), not by the link's bytes.
+pub fn reads_behind_writes(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let Some(conditions) = &results.conditions.link else { return Vec::new() };
+    let Some(point) = largest(results, Mode::Both) else { return Vec::new() };
+    let Some(reached) = point.ceiling.as_ref().and_then(|c| c.percent_reached) else { return Vec::new() };
+    let params = &conditions.params;
+    let slowed = crate::model::bidir::bidirectional(params, point.size_bytes).read.mbps;
+    let free = crate::model::bidir::bidirectional_without_interference(params, point.size_bytes).read.mbps;
+    let cost = (1.0 - slowed / free) * 100.0;
+    if !(cost > NAMED_COST_PERCENT && reached >= NEAR_CEILING_PERCENT) {
+        return Vec::new();
+    }
+    let message = format!(
+        "both at {}: reads wait behind the writes — a read request cannot start inside a write TLP and the writes' Ack/UpdateFC DLLPs go ahead of completions — \
+         so the model gives the reads {slowed:.1} MB/s instead of {free:.1} MB/s ({cost:.1} % less); the result reaches {reached:.1} % of that level: \
+         more tags or shorter write TLPs would help, a faster link less",
+        format_size(point.size_bytes)
+    );
+    vec![finding(Cause::ReadsBehindWrites, message)]
+}
+
+/// Per direction, at the largest size: a result near a ceiling that the receiver's finite
+/// credits set (the engine stated them in its conditions), below what the link's bytes allow.
+pub fn credit_limited(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let Some(conditions) = &results.conditions.link else { return Vec::new() };
+    let Some(credits) = &conditions.credits else { return Vec::new() };
+    let params = &conditions.params;
+    let mut out = Vec::new();
+    for mode in [Mode::D2h, Mode::H2d] {
+        let Some(point) = largest(results, mode) else { continue };
+        let Some(reached) = point.ceiling.as_ref().and_then(|c| c.percent_reached) else { continue };
+        let size = point.size_bytes;
+        let (credited, free, class) = match mode {
+            Mode::D2h => (model::credit::write_throughput(params, credits, size), model::write_throughput(params, size), credits.posted),
+            _ => (model::credit::read_throughput(params, credits, size), model::read_throughput(params, size), credits.non_posted),
+        };
+        let cost = (1.0 - credited.mbps / free.mbps) * 100.0;
+        if !(cost > NAMED_COST_PERCENT && reached >= NEAR_CEILING_PERCENT) {
+            continue;
+        }
+        let advertised = class.map_or("infinite credits".to_string(), |c| format!("{} header and {} data credits", c.header, c.data));
+        let message = format!(
+            "{} at {}: credit-limited — the receiver advertises {advertised} and a credit comes back {:.0} ns after its TLP \
+             (wire {} ns each way, Ack and UpdateFC); the model gives {:.1} MB/s with them, {:.1} MB/s with credits that never limit ({cost:.1} % less); \
+             the result reaches {reached:.1} % of the credit-limited level: more credits or a shorter loop would help, a faster link would not",
+            mode.name(),
+            format_size(size),
+            credits.return_ns(params),
+            credits.wire_delay_ns,
+            credited.mbps,
+            free.mbps
+        );
+        out.push(finding(Cause::CreditLimited, message));
+    }
+    out
+}
+
 /// Per mode: a fit that does not describe the measurements, or small transfers below N½.
 pub fn fit_findings(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
     results.fits.iter().filter_map(|fit| fit_finding(results, fit)).collect()
@@ -239,6 +303,7 @@ fn ceiling_finding(results: &Results, mode: Mode, explained: &[&Cause]) -> Optio
     let message = format!("{at} reaches {:.1} MB/s, {percent:.1} % of the model's ceiling ({:.1} MB/s)", summary.median_mbps, ceiling.mbps);
     let is_explained = explained.iter().any(|c| match c {
         Cause::ReadLatency => mode != Mode::D2h,
+        Cause::ReadsBehindWrites => mode == Mode::Both,
         Cause::PerTransferOverhead => fits_explain(results, mode, point.bytes_per_step),
         _ => true,
     });
@@ -410,6 +475,84 @@ mod tests {
         results.conditions.emulated_by = Some("virtio".into());
         assert!(gap_to_ceiling(&results, &[]).is_empty());
         assert_eq!(causes(&emulated_device(&results, &[])), [&Cause::Emulated]);
+    }
+
+    /// The simulated run's point as both at once at 1 MiB, `reached` % of its ceiling, on Gen1 x1
+    /// with MaxPayload and MaxReadRequest 512 and `tags` tags.
+    fn both_at_once(tags: u32, reached: f64) -> Results {
+        let mut results = simulated_run();
+        let conditions = results.conditions.link.as_mut().expect("the simulator states its link");
+        conditions.params = crate::model::LinkParams {
+            mps_bytes: 512,
+            mrrs_bytes: 512,
+            tags,
+            ..crate::model::LinkParams::typical("gen1x1".parse().unwrap())
+        };
+        let point = &mut results.points[0];
+        point.mode = Mode::Both;
+        point.size_bytes = 1 << 20;
+        point.ceiling.as_mut().unwrap().percent_reached = Some(reached);
+        results
+    }
+
+    #[test]
+    fn reads_behind_writes_fires_near_a_ceiling_the_writes_hold_down() {
+        let found = reads_behind_writes(&both_at_once(1, 97.0), &[]);
+        assert_eq!(causes(&found), [&Cause::ReadsBehindWrites]);
+        assert!(found[0].message.starts_with("both at 1MiB: reads wait behind the writes"), "{}", found[0].message);
+        assert!(found[0].message.contains("reaches 97.0 % of that level"), "{}", found[0].message);
+        // It explains a gap of both at once, never of one direction.
+        let both = both_at_once(1, 50.0);
+        assert_eq!(causes(&gap_to_ceiling(&both, &found)), [&Cause::BelowCeiling]);
+        let mut one_way = both;
+        one_way.points[0].mode = Mode::D2h;
+        assert_eq!(causes(&gap_to_ceiling(&one_way, &found)), [&Cause::Unexplained]);
+    }
+
+    #[test]
+    fn reads_behind_writes_is_silent_far_below_the_ceiling_with_many_tags_and_for_one_direction() {
+        assert!(reads_behind_writes(&both_at_once(1, 50.0), &[]).is_empty(), "far below: something else limits it");
+        assert!(reads_behind_writes(&both_at_once(256, 97.0), &[]).is_empty(), "256 tags: the link's bytes limit the reads");
+        let mut one_way = both_at_once(1, 97.0);
+        one_way.points[0].mode = Mode::D2h;
+        assert!(reads_behind_writes(&one_way, &[]).is_empty());
+        one_way.conditions.link = None;
+        assert!(reads_behind_writes(&one_way, &[]).is_empty());
+    }
+
+    /// The simulated run's d2h point at 1 MiB, `reached` % of its ceiling, on Gen3 x8 with
+    /// MaxPayload 256 and the given credits.
+    fn with_credits(credits: Option<model::credit::CreditLoop>, reached: f64) -> Results {
+        let mut results = simulated_run();
+        let conditions = results.conditions.link.as_mut().unwrap();
+        conditions.params = model::LinkParams { mps_bytes: 256, ..model::LinkParams::typical("gen3x8".parse().unwrap()) };
+        conditions.credits = credits;
+        let point = &mut results.points[0];
+        point.size_bytes = 1 << 20;
+        point.ceiling.as_mut().unwrap().percent_reached = Some(reached);
+        results
+    }
+
+    fn credit_loop(header: u64, data: u64, wire_delay_ns: f64) -> Option<model::credit::CreditLoop> {
+        let class = Some(model::credit::ClassCredits { header, data });
+        Some(model::credit::CreditLoop { posted: class, non_posted: class, wire_delay_ns, update_fc_every_tlps: 1 })
+    }
+
+    #[test]
+    fn credit_limited_fires_when_the_credits_cover_less_than_the_loop() {
+        // 2 TLPs of 256 B per 1 µs loop: about 512 MB/s against the link's 7 GB/s.
+        let found = credit_limited(&with_credits(credit_loop(2, 32, 500.0), 96.0), &[]);
+        assert_eq!(causes(&found), [&Cause::CreditLimited]);
+        let message = &found[0].message;
+        assert!(message.starts_with("d2h at 1MiB: credit-limited — the receiver advertises 2 header and 32 data credits"), "{message}");
+        assert!(message.contains("wire 500 ns each way") && message.contains("reaches 96.0 % of the credit-limited level"), "{message}");
+    }
+
+    #[test]
+    fn credit_limited_is_silent_with_enough_credits_without_them_and_far_below() {
+        assert!(credit_limited(&with_credits(credit_loop(1000, 100_000, 500.0), 96.0), &[]).is_empty(), "credits cover the loop");
+        assert!(credit_limited(&with_credits(None, 96.0), &[]).is_empty(), "no credits stated");
+        assert!(credit_limited(&with_credits(credit_loop(2, 32, 500.0), 40.0), &[]).is_empty(), "far below: something else limits it");
     }
 
     #[test]

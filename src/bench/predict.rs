@@ -81,7 +81,7 @@ mod tests {
     fn ceilings_follow_the_model_per_direction() {
         let mut params = model::LinkParams::typical("gen1x4".parse().unwrap());
         (params.mps_bytes, params.mrrs_bytes) = (128, 512);
-        let state = Conditions { params, capable: None, source: "test".into(), assumed: vec![] };
+        let state = Conditions { params, capable: None, source: "test".into(), assumed: vec![], credits: None };
         let d2h = ceiling(&state, Mode::D2h, 1 << 20);
         // Reference case 6: Gen1 x4, MPS 128, 3DW → 864.86 MB/s from TLP overhead alone; a model
         // that also charges DLLPs or SKPs may only go lower.

@@ -307,6 +307,12 @@ pub enum Cause {
     LinkErrors,
     /// The device is emulated by a hypervisor: its link is nominal, the rates the emulator's.
     Emulated,
+    /// Both at once: the reads' share is held down by the writes beside them (requests wait
+    /// behind write TLPs, completions behind the writes' DLLPs), not by the link's bytes.
+    ReadsBehindWrites,
+    /// The receiver's flow-control credits cover less than the credit loop: the rate is set by
+    /// credits returning, not by the link's bytes.
+    CreditLimited,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

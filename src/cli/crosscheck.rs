@@ -13,7 +13,7 @@ use crate::report::view::{self, Document, Format, ViewOptions};
   pcieperf crosscheck                         the whole grid (1,200 points of Gen1–5)
   pcieperf crosscheck --gen 3 --width 8 --kind read --outside
   pcieperf crosscheck --kind both --outside   writes and reads at once against model::bidir
-  pcieperf crosscheck --credits 16 --wire-delay-ns 500 --kind write   a credit-limited loop, explained
+  pcieperf crosscheck --mps 256 --credits 32 --wire-delay-ns 500 --kind write   a credit-limited loop, told to the model
 
 Exit codes: 0 every point within 0.5 % or its gap explained, 1 a point outside unexplained,
 2 bad input.")]

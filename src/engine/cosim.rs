@@ -429,6 +429,7 @@ impl Engine for CosimEngine {
             capable: self.params.as_ref().map(|p| p.link),
             source: "co-simulated testbench (cocotbext-pcie root complex and link model)".into(),
             assumed: vec![format!("completion latency {COMPLETION_LATENCY_NS} ns (the root complex model answers at once)")],
+            credits: None,
         })
     }
 

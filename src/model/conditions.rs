@@ -25,6 +25,11 @@ pub struct Conditions {
     /// space cannot tell), each with its value.
     #[serde(default)]
     pub assumed: Vec<String>,
+    /// Finite flow-control credits and the credit loop, when the engine knows them (a simulated
+    /// link does; config space does not tell): the ceiling is then the smaller of the
+    /// link-limited and the credit-limited rate ([`super::credit`]). `None`: credits never limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credits: Option<super::credit::CreditLoop>,
 }
 
 impl Conditions {
@@ -80,10 +85,12 @@ pub struct Ceiling {
 pub fn ceiling(conditions: &Conditions, mode: Mode, size_bytes: u64) -> Ceiling {
     let params = &conditions.params;
     let one = |t: super::Throughput| Ceiling { mbps: t.mbps, limit: t.limit, write_mbps: None, read_mbps: None };
-    match mode {
-        Mode::D2h => one(write_throughput(params, size_bytes)),
-        Mode::H2d => one(read_throughput(params, size_bytes)),
-        Mode::Both => {
+    match (mode, &conditions.credits) {
+        (Mode::D2h, Some(credits)) => one(super::credit::write_throughput(params, credits, size_bytes)),
+        (Mode::H2d, Some(credits)) => one(super::credit::read_throughput(params, credits, size_bytes)),
+        (Mode::D2h, None) => one(write_throughput(params, size_bytes)),
+        (Mode::H2d, None) => one(read_throughput(params, size_bytes)),
+        (Mode::Both, _) => {
             // Each direction carries one stream's data and the other's requests and DLLPs.
             let (write, read) = bidirectional_throughput(params, size_bytes);
             let limit = if read.efficiency < write.efficiency { read.limit } else { write.limit };
@@ -98,7 +105,7 @@ mod tests {
     use crate::model::HeaderFormat;
 
     fn conditions(link: &str) -> Conditions {
-        Conditions { params: LinkParams::typical(link.parse().unwrap()), capable: None, source: "test".into(), assumed: vec![] }
+        Conditions { params: LinkParams::typical(link.parse().unwrap()), capable: None, source: "test".into(), assumed: vec![], credits: None }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod bidir;
 pub mod conditions;
+pub mod credit;
 pub mod direction;
 pub mod dllp;
 pub mod document;

@@ -76,6 +76,7 @@ pub fn from_path(device: &Device, upstream: &[&Device], bandwidth: &Bandwidth, o
         capable,
         source: format!("PCI {} and its path to the root port ({origin})", device.bdf),
         assumed,
+        credits: None,
     })
 }
 

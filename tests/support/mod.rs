@@ -54,7 +54,7 @@ pub struct TestEngine {
 /// Conditions of a modelled link: typical values with this MaxPayload and MRRS 512.
 pub fn link(text: &str, mps: u64) -> Conditions {
     let params = LinkParams { mps_bytes: mps, mrrs_bytes: 512, ..LinkParams::typical(text.parse().unwrap()) };
-    Conditions { params, capable: None, source: "test engine".into(), assumed: vec![] }
+    Conditions { params, capable: None, source: "test engine".into(), assumed: vec![], credits: None }
 }
 
 impl TestEngine {

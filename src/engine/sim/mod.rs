@@ -356,6 +356,7 @@ impl Engine for SimEngine {
             capable: Some(self.config.params.link),
             source: format!("simulated endpoint '{}' (its configuration)", self.config.preset),
             assumed: Vec::new(),
+            credits: None,
         })
     }
 
