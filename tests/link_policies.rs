@@ -1,7 +1,7 @@
 //! Data link and flow-control behaviour of the link simulator: Ack and UpdateFC policies,
 //! sequence numbers, and throughput that becomes credit-limited when the loop is long.
 
-use pcieperf::link::{self, AckPolicy, ClassCredits, Credits, Direction, Dllp, FcPolicy, Packet, SimConfig, TlpKind, Workload};
+use pcieperf::link::{self, AckPolicy, ClassCredits, Credits, Direction, FcPolicy, Packet, SimConfig, TlpKind, Workload};
 
 fn write_outcome(config: &SimConfig, bytes: u64) -> link::Outcome {
     link::simulate(config, &Workload::DmaWrite { addr: 0, bytes }).unwrap()
@@ -15,14 +15,7 @@ fn ack_policies_coalesce() {
     let down = outcome.direction(Direction::Downstream);
     // 10 TLPs: Acks after the 4th and 8th, the last two flushed at the end.
     assert_eq!(down.acks, 3);
-    let acked: Vec<u16> = outcome
-        .record
-        .iter()
-        .filter_map(|c| match c.packet {
-            Packet::Dllp(Dllp::Ack { seq }) => Some(seq),
-            _ => None,
-        })
-        .collect();
+    let acked: Vec<u16> = outcome.ack_sequences();
     assert_eq!(acked, vec![3, 7, 9]);
 
     config.host_rx.ack = AckPolicy::Timer { delay_ns: 1000.0 };

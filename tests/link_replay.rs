@@ -96,14 +96,7 @@ fn a_lost_last_ack_expires_the_replay_timer() {
     assert_eq!((tlps[3].0, replay_seq), (3, 3));
     assert!((replay_start - ack2_arrival - timeout_ns).abs() <= 4.0, "{}", replay_start - ack2_arrival);
     assert_delivered_once_in_order(&outcome, 4);
-    let acks: Vec<u16> = outcome
-        .record
-        .iter()
-        .filter_map(|c| match c.packet {
-            Packet::Dllp(Dllp::Ack { seq }) => Some(seq),
-            _ => None,
-        })
-        .collect();
+    let acks: Vec<u16> = outcome.ack_sequences();
     assert_eq!(acks, vec![0, 1, 2, 3, 3], "the duplicate is acknowledged again");
 }
 

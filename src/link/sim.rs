@@ -44,6 +44,17 @@ impl Outcome {
     pub fn direction(&self, direction: Direction) -> &DirectionStats {
         &self.stats[direction.index()]
     }
+
+    /// The sequence numbers of the Acks in the record, in the order they went out.
+    pub fn ack_sequences(&self) -> Vec<u16> {
+        self.record
+            .iter()
+            .filter_map(|c| match c.packet {
+                Packet::Dllp(Dllp::Ack { seq }) => Some(seq),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// One direction's transmitter.
