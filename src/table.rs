@@ -37,27 +37,40 @@ impl Table {
 
     /// Render with two spaces between columns and a rule under the header.
     pub fn render(&self) -> String {
-        let widths: Vec<usize> = (0..self.headers.len())
-            .map(|c| {
-                std::iter::once(&self.headers[c])
-                    .chain(self.rows.iter().map(|r| &r[c]))
-                    .map(|s| s.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
+        self.render_columns(&(0..self.headers.len()).collect::<Vec<_>>())
+    }
+
+    /// Render within `width` characters: columns are left out, the highest `rank` first (one
+    /// rank per column, 0 = most useful), until the table fits or two columns remain. Returns the
+    /// text and how many columns were left out.
+    pub fn render_fitting(&self, width: usize, rank: &[usize]) -> (String, usize) {
+        let widths = self.widths();
+        let mut shown: Vec<usize> = (0..self.headers.len()).collect();
+        let total = |shown: &[usize]| shown.iter().map(|&c| widths[c]).sum::<usize>() + 2 * shown.len().saturating_sub(1);
+        while total(&shown) > width && shown.len() > 2 {
+            let Some(drop) = shown.iter().copied().max_by_key(|&c| rank.get(c).copied().unwrap_or(usize::MAX)) else { break };
+            shown.retain(|&c| c != drop);
+        }
+        (self.render_columns(&shown), self.headers.len() - shown.len())
+    }
+
+    /// The widest cell of each column, header included.
+    fn widths(&self) -> Vec<usize> {
+        (0..self.headers.len())
+            .map(|c| std::iter::once(&self.headers[c]).chain(self.rows.iter().map(|r| &r[c])).map(|s| s.chars().count()).max().unwrap_or(0))
+            .collect()
+    }
+
+    /// The table of only the columns `shown`, in their order.
+    fn render_columns(&self, shown: &[usize]) -> String {
+        let widths = self.widths();
         let line = |cells: &[String]| {
-            let padded: Vec<String> = cells
-                .iter()
-                .zip(&widths)
-                .zip(&self.aligns)
-                .map(|((cell, &w), align)| padded(cell, w, *align))
-                .collect();
+            let padded: Vec<String> = shown.iter().map(|&c| padded(&cells[c], widths[c], self.aligns[c])).collect();
             padded.join("  ").trim_end().to_string()
         };
         let mut out = line(&self.headers);
         out.push('\n');
-        out.push_str(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
+        out.push_str(&shown.iter().map(|&c| "-".repeat(widths[c])).collect::<Vec<_>>().join("  "));
         out.push('\n');
         for row in &self.rows {
             out.push_str(&line(row));
@@ -87,6 +100,19 @@ mod tests {
         table.row(vec!["4096".into(), "link".into()]);
         table.row(vec!["64".into(), "latency".into()]);
         assert_eq!(table.render(), "size  limit\n----  -------\n4096  link\n  64  latency\n");
+    }
+
+    #[test]
+    fn columns_ranked_least_useful_go_first_until_the_table_fits() {
+        let mut table = Table::new(&[("mode", Align::Left), ("size", Align::Right), ("detail", Align::Left), ("rate", Align::Right)]);
+        table.row(vec!["d2h".into(), "4096".into(), "a long explanation".into(), "812.5".into()]);
+        let (all, left_out) = table.render_fitting(200, &[0, 1, 3, 2]);
+        assert_eq!((all, left_out), (table.render(), 0));
+        let (narrow, left_out) = table.render_fitting(20, &[0, 1, 3, 2]);
+        assert_eq!(left_out, 1);
+        assert_eq!(narrow, "mode  size   rate\n----  ----  -----\nd2h   4096  812.5\n");
+        let (narrowest, left_out) = table.render_fitting(1, &[0, 1, 3, 2]);
+        assert_eq!(left_out, 2, "two columns always stay: {narrowest}");
     }
 
     #[test]

@@ -113,7 +113,7 @@ fn the_document_is_written_atomically_and_other_schemas_are_refused() {
 fn every_human_view_says_simulated_when_it_is() {
     let sim = sample_run(true, 1000.0);
     assert!(text::render(&sim).contains("SIMULATED"));
-    assert!(text::points_table(&sim).contains("MB/s (simulated)"));
+    assert!(text::points_table(&sim, None).contains("MB/s (simulated)"));
     let page = html::render(&sim);
     assert!(page.contains("<title>pcieperf results (simulated)"));
     assert!(page.contains("<svg") && !page.contains("<script"));
@@ -162,6 +162,27 @@ fn the_text_summary_shows_ceiling_fit_clocks_and_findings() {
     for needle in ["% of model", "T(N) = N/(B·f) + m", "Clocks", "Verification", "What limits the result", "4KiB", "1MiB", "Summary (best median per mode)", "f 0.500, m 10.0 µs"] {
         assert!(out.contains(needle), "missing {needle}:\n{out}");
     }
+}
+
+/// On a terminal the per-point table fits its width, the least useful columns left out and
+/// said so; piped (no width), every column.
+#[test]
+fn the_point_table_fits_a_terminal_and_keeps_every_column_when_piped() {
+    let r = sample_run(true, 1000.0);
+    let table_lines = |text: &str| -> Vec<String> {
+        text.lines().skip_while(|l| !l.starts_with("mode ")).take_while(|l| !l.is_empty() && !l.starts_with('(')).map(str::to_string).collect()
+    };
+    let full = text::render_within(&r, None);
+    assert!(table_lines(&full)[0].contains("max stall") && table_lines(&full)[0].contains("spread"), "{full}");
+    assert!(table_lines(&full).iter().any(|l| l.chars().count() > 100));
+    let narrow = text::render_within(&r, Some(100));
+    let lines = table_lines(&narrow);
+    assert!(lines.iter().all(|l| l.chars().count() <= 100), "{narrow}");
+    for kept in ["mode", "size", "MB/s (simulated)", "model MB/s", "% of model"] {
+        assert!(lines[0].contains(kept), "{kept}: {}", lines[0]);
+    }
+    assert!(narrow.contains("columns left out to fit 100 columns: --wide, or a pipe, shows all"), "{narrow}");
+    assert_eq!(text::render(&r), full);
 }
 
 #[test]

@@ -29,6 +29,9 @@ pub struct Cli {
     /// Print only results and errors: no notes, progress or "written to" lines on standard error.
     #[arg(short = 'q', long, global = true)]
     pub quiet: bool,
+    /// Tables with every column even on a narrow terminal (a pipe or a file always gets all).
+    #[arg(long, global = true)]
+    pub wide: bool,
     /// Print shell completions or a man page to standard output and exit: complete-bash,
     /// complete-zsh, complete-fish, man (pcieperf(1)), or man-COMMAND for a subcommand's page
     /// (man-dma is pcieperf-dma(1), man-model-fit is pcieperf-model-fit(1)).
@@ -171,6 +174,7 @@ pub fn main() -> i32 {
         }
     };
     crate::report::output::set_quiet(cli.quiet);
+    crate::report::output::set_wide(cli.wide);
     if let Some(what) = cli.generate {
         return match generate(what) {
             Ok(()) => 0,

@@ -329,6 +329,32 @@ pub fn quiet() -> bool {
     QUIET.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+static WIDE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--wide`: tables show every column, whatever the terminal's width.
+pub fn set_wide(wide: bool) {
+    WIDE.store(wide, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Characters a wide table may take on standard output: the terminal's width (its `COLUMNS`,
+/// else the window size, else 100) when standard output is a terminal and `--wide` was not
+/// given; `None` (every column) when it is a pipe or a file, as lspci and ripgrep do.
+pub fn table_width() -> Option<usize> {
+    // SAFETY: isatty only inspects the descriptor.
+    if WIDE.load(std::sync::atomic::Ordering::Relaxed) || unsafe { libc::isatty(1) } != 1 {
+        return None;
+    }
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok());
+    Some(columns.or_else(window_columns).unwrap_or(100).max(40))
+}
+
+fn window_columns() -> Option<usize> {
+    let mut size = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes one winsize into the struct we pass.
+    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
 /// "`what` written to `path`" on standard error, unless `--quiet` or the path is standard
 /// output.
 pub fn written(what: &str, path: &Path) {

@@ -60,8 +60,13 @@ pub fn conditions(results: &Results) -> String {
     out
 }
 
-/// The per-point table: measured beside the model's ceiling.
-pub fn points_table(results: &Results) -> String {
+/// Usefulness of the per-point table's columns (0 = most), for a terminal too narrow for all
+/// of them: the rate, the model beside it and its limit stay longest.
+const POINT_COLUMN_RANK: [usize; 15] = [0, 1, 2, 6, 9, 13, 4, 3, 5, 10, 11, 14, 8, 12, 7];
+
+/// The per-point table: measured beside the model's ceiling; within `width` characters when
+/// given (columns left out are said under it), else every column.
+pub fn points_table(results: &Results, width: Option<usize>) -> String {
     let rate_header = format!("MB/s ({})", results.label());
     let mut table = Table::new(&[
         ("mode", Align::Left),
@@ -113,7 +118,13 @@ pub fn points_table(results: &Results) -> String {
             },
         ]);
     }
-    table.render()
+    match width {
+        None => table.render(),
+        Some(width) => match table.render_fitting(width, &POINT_COLUMN_RANK) {
+            (text, 0) => text,
+            (text, left_out) => format!("{text}({left_out} columns left out to fit {width} columns: --wide, or a pipe, shows all)\n"),
+        },
+    }
 }
 
 fn clocks_table(results: &Results) -> Option<String> {
@@ -258,6 +269,11 @@ pub fn headline(results: &Results) -> String {
 
 /// The whole summary.
 pub fn render(results: &Results) -> String {
+    render_within(results, None)
+}
+
+/// [`render`] with the per-point table within `width` characters (a terminal's).
+pub fn render_within(results: &Results, width: Option<usize>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(results));
     out.push_str(&conditions(results));
@@ -266,7 +282,7 @@ pub fn render(results: &Results) -> String {
     } else {
         "measured figures".into()
     });
-    out.push_str(&points_table(results));
+    out.push_str(&points_table(results, width));
     if let Some(copy) = copy_table(results) {
         let _ = writeln!(out, "\nCopy to user space (host clock; document 002 saw 1000 → 250 MB/s):");
         out.push_str(&copy);

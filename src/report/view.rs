@@ -74,11 +74,13 @@ pub struct ViewOptions {
     pub detail: Detail,
     /// Only the points outside the tolerance (crosscheck's text).
     pub outside_only: bool,
+    /// Characters a wide table may take (a terminal's width); `None`: every column.
+    pub width: Option<usize>,
 }
 
 impl Default for ViewOptions {
     fn default() -> Self {
-        ViewOptions { unit: RateUnit::MBps, written: SystemTime::now(), detail: Detail::default(), outside_only: false }
+        ViewOptions { unit: RateUnit::MBps, written: SystemTime::now(), detail: Detail::default(), outside_only: false, width: super::output::table_width() }
     }
 }
 
@@ -141,7 +143,7 @@ pub static VIEWS: &[View] = &[
     view!("pio", Json, Pio(r), _o => pio::json(r)),
     view!("pio", Csv, Pio(r), _o => pio::csv(r)),
     view!("pio", Html, Pio(r), _o => pio::html(r)),
-    view!("results", Text, Run(r), _o => text::render(r)),
+    view!("results", Text, Run(r), o => text::render_within(r, o.width)),
     view!(try "results", Json, Run(r), _o => json::to_string(r)),
     view!("results", Csv, Run(r), _o => csv::render(r)),
     view!("results", Html, Run(r), _o => html::render(r)),
