@@ -162,7 +162,7 @@ pub struct EngineArgs {
     #[arg(long, default_value_t = 0, hide_default_value = true)]
     pub queue_depth: usize,
     /// Bytes per I/O a transfer is split into on `block:` targets [default: 128KiB].
-    #[arg(long, value_parser = parse_size_arg)]
+    #[arg(long, value_parser = super::values::size)]
     pub io_size: Option<u64>,
     /// Flags the engines declare for themselves (`xdma`: --card-addr, --channels, --device-clock).
     #[command(flatten)]
@@ -181,10 +181,6 @@ impl EngineArgs {
             sysfs_root: None,
         }
     }
-}
-
-fn parse_size_arg(text: &str) -> Result<u64, String> {
-    units::parse_size(text).map_err(|e| e.0)
 }
 
 /// Percent on the command line, fraction in the options.

@@ -36,7 +36,7 @@ pub struct TraceArgs {
     #[arg(long)]
     pub target: Option<String>,
     /// Bytes the DMA transfer moves (write and read scenarios).
-    #[arg(long, value_parser = parse_size, default_value = "4KiB")]
+    #[arg(long, value_parser = super::values::size, default_value = "4KiB")]
     pub bytes: u64,
     /// Start address of the DMA transfer (hex with 0x).
     #[arg(long, value_parser = parse_addr, default_value = "0x10000000")]
@@ -67,10 +67,6 @@ pub struct TraceArgs {
     /// Output file, or - for standard output.
     #[arg(long, default_value = "-")]
     pub out: PathBuf,
-}
-
-fn parse_size(text: &str) -> Result<u64, String> {
-    crate::units::parse_size(text).map_err(|e| e.0)
 }
 
 fn parse_addr(text: &str) -> Result<u64, String> {

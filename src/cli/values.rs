@@ -1,8 +1,13 @@
-//! Parsers for values of the lower layers' [`Named`] sets: the only place they meet clap.
+//! Parsers for values users type (the lower layers' [`Named`] sets, sizes): the only place they meet clap.
 
 use clap::builder::{PossibleValue, TypedValueParser};
 
 use crate::named::Named;
+
+/// A size as users type it (`4KiB`, `1MB`, `128`), for clap.
+pub fn size(text: &str) -> Result<u64, String> {
+    crate::units::parse_size(text).map_err(|e| e.0)
+}
 
 /// A clap value parser for any [`Named`] set, listing its names in help and errors.
 #[derive(Clone)]
