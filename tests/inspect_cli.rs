@@ -139,3 +139,22 @@ fn a_masked_aer_error_is_not_a_warning() {
     write(&nic);
     pcieperf().args(["inspect", "-v", "--dump"]).arg(&path).assert().success().stdout(predicate::str::contains("AER correctable").not());
 }
+
+/// The "partly decoded" note names only what the dump lacks: a 256-byte dump has MaxPayload and
+/// ASPM but not AER; a 64-byte one lacks MaxPayload and ASPM (and cannot tell about AER).
+#[test]
+fn the_partly_decoded_note_names_what_is_missing() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/gen3x8-nic-at-x4.lspci");
+    let stderr = |path: &str| String::from_utf8(pcieperf().args(["inspect", "-F", path]).assert().success().get_output().stderr.clone()).unwrap();
+    let full = stderr(example);
+    assert!(full.contains("a 4096-byte dump (lspci -xxxx as root) is needed for AER") && !full.contains("MaxPayload"), "{full}");
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short.lspci");
+    let text = std::fs::read_to_string(example).unwrap();
+    // Rows past 0x3f dropped: a 64-byte (`lspci -x`) dump.
+    let row_offset = |l: &str| l.split_once(": ").and_then(|(offset, _)| u32::from_str_radix(offset, 16).ok());
+    let header: String = text.lines().filter(|l| row_offset(l).is_none_or(|offset| offset < 0x40)).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&short, header).unwrap();
+    let partial = stderr(short.to_str().unwrap());
+    assert!(partial.contains("a longer dump (lspci -xxx or -xxxx as root) is needed for MaxPayload and ASPM"), "{partial}");
+}

@@ -34,6 +34,27 @@ impl InspectDocument {
         self.inspection.devices.iter().filter(|d| !d.unavailable.is_empty()).count()
     }
 
+    /// What the partly decoded devices lack and what would show it, in one line (`None` when
+    /// every device was read whole). Names only what is missing: a 256-byte dump lacks the
+    /// extended capabilities (AER) but has MaxPayload and ASPM.
+    pub fn partly_decoded_note(&self, from_dump: bool) -> Option<String> {
+        let limited = self.partly_decoded();
+        let lacking = |prefix: &str| self.inspection.devices.iter().any(|d| d.unavailable.iter().any(|u| u.starts_with(prefix)));
+        let (capabilities, extended) = (lacking("capabilities"), lacking("extended capabilities"));
+        let what = match (capabilities, extended) {
+            (true, true) => "MaxPayload, ASPM and AER",
+            (true, false) => "MaxPayload and ASPM",
+            (false, true) => "AER (the extended capabilities)",
+            (false, false) => "some registers",
+        };
+        let fix = match (from_dump, capabilities) {
+            (false, _) => "root",
+            (true, true) => "a longer dump (lspci -xxx or -xxxx as root)",
+            (true, false) => "a 4096-byte dump (lspci -xxxx as root)",
+        };
+        (limited > 0).then(|| format!("{limited} device(s) only partly decoded; {fix} is needed for {what} (-v lists what is missing)"))
+    }
+
     /// Whether any device has a warning (what `--strict` fails on).
     pub fn warned(&self) -> bool {
         self.inspection.devices.iter().any(|d| !d.warnings.is_empty())

@@ -99,16 +99,15 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
         super::note("no PCI device matches -s/-d");
         return Ok(0);
     }
-    let (limited, warned) = (document.partly_decoded(), document.warned());
+    let (partly_decoded, warned) = (document.partly_decoded_note(args.dump.is_some()), document.warned());
     let document = Document::Inspect(document);
     if let Some(path) = &args.metrics {
         output::write_or_keep(path, &view::render(&document, Format::Metrics, &view_options)?, "metrics").map_err(InvalidInput::new)?;
     } else {
         view::print(&document, if args.json { Format::Json } else { Format::Text }, &view_options)?;
     }
-    if limited > 0 && !args.json && args.hex == 0 {
-        let fix = if args.dump.is_some() { "a longer dump (lspci -xxxx as root)" } else { "root" };
-        super::note(format!("{limited} device(s) only partly decoded; {fix} is needed for MaxPayload, ASPM and AER (-v lists what is missing)"));
+    if let Some(note) = partly_decoded.filter(|_| !args.json && args.hex == 0) {
+        super::note(note);
     }
     Ok(if args.strict && warned { 1 } else { 0 })
 }
