@@ -36,6 +36,7 @@ fn completions_and_man_page() {
     pcieperf().args(["--generate", "man"]).assert().success().stdout(predicate::str::starts_with(".ie").and(predicate::str::contains(".TH pcieperf 1")).and(predicate::str::contains("inspect")));
     pcieperf().args(["--generate", "bogus"]).assert().code(2);
     pcieperf().args(["--generate", "man-bogus"]).assert().code(2);
+    pcieperf().args(["--generate", "man-"]).assert().code(2);
 }
 
 /// Every page a man page refers to (`pcieperf\-dma(1)`) can be generated, and is that page.

@@ -29,6 +29,7 @@ fn text_layout_of_example_1_matches_the_record() {
     let (config, workload) = scenarios::example_1();
     let (record, rows) = record_of(&config, workload, 1000);
     let text = text::render(&Trace { config: &config, record: &record, rows });
+    assert!(text.starts_with("# simulated link Gen1 x1;"), "labelled simulated: {}", text.lines().next().unwrap());
     let lines: Vec<&str> = text.lines().skip(2).collect();
     assert_eq!(lines.len() as u64, rows);
     // The record's 100 writes end at 9648 ns, symbol time 2411 (its END); the last DLLPs after.

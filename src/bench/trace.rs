@@ -86,12 +86,7 @@ fn dma_config(dma: &DmaOptions) -> Result<SimConfig, InvalidInput> {
             let Some(argument) = target.strip_prefix("sim:").or((target == "sim").then_some("")) else {
                 return Err(InvalidInput::new(format!("invalid trace target '{target}': only simulator targets (sim:PRESET) describe a link to trace")));
             };
-            let params = crate::engine::sim::config::SimConfig::parse(argument)?.params;
-            let mut config = SimConfig::new(params.link);
-            (config.mps_bytes, config.mrrs_bytes, config.rcb_bytes, config.header, config.ecrc) =
-                (params.mps_bytes, params.mrrs_bytes, params.rcb_bytes, params.header, params.ecrc);
-            (config.tags, config.host_completion_latency_ns) = (params.tags, params.read_latency_ns);
-            config
+            SimConfig::from_params(&crate::engine::sim::config::SimConfig::parse(argument)?.params)
         }
         None => SimConfig::new(dma.link.as_deref().unwrap_or("gen1x1").parse()?),
     };

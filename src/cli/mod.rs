@@ -55,7 +55,7 @@ fn parse_generate(text: &str) -> Result<Generate, String> {
         "complete-fish" => Ok(Generate::Completions(Shell::Fish)),
         "man" => Ok(Generate::Man(String::new())),
         _ => match text.strip_prefix("man-") {
-            Some(page) if man_page(page).is_some() => Ok(Generate::Man(page.to_string())),
+            Some(page) if !page.is_empty() && man_page(page).is_some() => Ok(Generate::Man(page.to_string())),
             _ => Err(format!("one of complete-bash, complete-zsh, complete-fish, man, man-COMMAND (pages: {})", man_pages().join(", "))),
         },
     }

@@ -134,6 +134,23 @@ impl SimConfig {
         }
     }
 
+    /// The link the model's parameters describe: MPS, MRRS, RCB, headers, ECRC, tags, and the
+    /// read latency as the completion latency of host memory and of the device's registers.
+    /// Only the parameters are taken; nothing of the model's timing.
+    pub fn from_params(params: &crate::model::LinkParams) -> Self {
+        SimConfig {
+            mps_bytes: params.mps_bytes,
+            mrrs_bytes: params.mrrs_bytes,
+            rcb_bytes: params.rcb_bytes,
+            header: params.header,
+            ecrc: params.ecrc,
+            tags: params.tags,
+            host_completion_latency_ns: params.read_latency_ns,
+            device_completion_latency_ns: params.read_latency_ns,
+            ..SimConfig::new(params.link)
+        }
+    }
+
     /// A configuration for a link named like `gen1x1` (an unknown generation is an error).
     pub fn for_link(name: &str) -> Result<Self, InvalidInput> {
         let config = SimConfig::new(name.parse()?);

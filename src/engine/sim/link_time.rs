@@ -100,15 +100,7 @@ pub fn link_config(params: &LinkParams) -> Result<link::SimConfig, InvalidInput>
         // across their boundaries), and the engine's streams last seconds.
         return Err(InvalidInput::new(format!("invalid simulated link {}: the sim engine runs Gen1–Gen5 (Gen6 flit mode has no fast-forward yet)", params.link)));
     }
-    let mut config = link::SimConfig::new(params.link);
-    config.mps_bytes = params.mps_bytes;
-    config.mrrs_bytes = params.mrrs_bytes;
-    config.rcb_bytes = params.rcb_bytes;
-    config.header = params.header;
-    config.ecrc = params.ecrc;
-    config.tags = params.tags;
-    config.host_completion_latency_ns = params.read_latency_ns;
-    config.device_completion_latency_ns = params.read_latency_ns;
+    let mut config = link::SimConfig::from_params(params);
     config.record = false;
     config.validate()?;
     let (ack, fc) = match params.dllp_every_tlps {

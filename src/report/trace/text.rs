@@ -22,7 +22,7 @@ pub fn render(trace: &Trace) -> String {
     let mut timeline = trace.timeline();
     let lanes_width = phy.width as usize * 6 + if phy.encoding == Encoding::B8b10b { 0 } else { 3 };
     let mut out = String::new();
-    let _ = writeln!(out, "# {}; symbol time {:.4} ns; TX = downstream (host to device), RX = upstream", trace.config.link, phy.ns(phy.width));
+    let _ = writeln!(out, "# simulated link {}; symbol time {:.4} ns; TX = downstream (host to device), RX = upstream", trace.config.link, phy.ns(phy.width));
     let _ = writeln!(out, "{:>6} {:>12}  {:<FIELDS_WIDTH$} {:<lanes_width$}| {:<lanes_width$} RX fields", "cycle", "ns", "TX fields", "TX", "RX");
     let mut pending: [VecDeque<String>; 2] = Default::default();
     for row in 0..trace.rows {
