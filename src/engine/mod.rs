@@ -22,6 +22,7 @@ pub mod fault;
 pub mod guard;
 pub mod pattern;
 pub mod registry;
+pub mod ring;
 pub mod scratch;
 pub mod sim;
 pub mod stream;
@@ -367,6 +368,11 @@ pub trait Engine: Send {
 
     /// Register access, for engines that have it.
     fn mmio(&mut self) -> Option<&mut dyn Mmio> {
+        None
+    }
+
+    /// Message streaming through ring buffers (`pcieperf stream`), for engines that have it.
+    fn streaming(&mut self) -> Option<&mut dyn ring::Streaming> {
         None
     }
 }
