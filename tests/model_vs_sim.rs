@@ -1,68 +1,64 @@
 //! The analytic model against the link simulator over the whole grid of `pcieperf crosscheck`
-//! (Gen1–5 and Gen6 once the simulator takes it, x1–x16, every MaxPayload, 3DW/4DW, 64 B to
-//! 16 MiB, writes and reads with MRRS, tags and latency): with the same Ack policy and credits
-//! large enough, every point agrees within 0.5 %; where finite credits and a long wire make the
-//! simulation slower, the gap is explained by simulating the point again without them.
+//! (Gen1–6, x1–x16, every MaxPayload, 3DW/4DW, 64 B to 16 MiB, writes, reads with MRRS, tags and
+//! latency, and both at once): with the same Ack policy and credits large enough, every write and
+//! read agrees within 0.5 % at Gen1–5 and every write at Gen6; every other gap is explained by
+//! its cause (flit phase, requests behind writes, requests before the measuring window), shown
+//! by a bound or by simulating the point again; where finite credits and a long wire make the
+//! simulation slower, by simulating it again without them.
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 
-use pcieperf::bench::crosscheck::{self, Grid, Kind, TOLERANCE};
-use pcieperf::link::SimConfig;
+use pcieperf::bench::crosscheck::{self, Grid, Kind, Point};
 use pcieperf::model::Generation;
 
+fn is_gen6(point: &Point) -> bool {
+    point.link.to_ascii_lowercase().starts_with("gen6")
+}
+
+fn explained_by(points: &[Point], cause: &str) -> usize {
+    points.iter().filter(|p| !p.agrees() && p.explanation.as_deref().is_some_and(|e| e.contains(cause))).count()
+}
+
 #[test]
-fn the_whole_grid_agrees_within_half_a_percent() {
+fn the_whole_grid_agrees_within_half_a_percent_or_names_the_cause() {
     let grid = Grid::default();
     let started = std::time::Instant::now();
     let document = crosscheck::run(&grid).unwrap();
     let text = pcieperf::report::crosscheck::text(&document, true);
     println!("{text}({:.1} s)", started.elapsed().as_secs_f64());
-    assert!(document.points.len() >= 1000, "{} points", document.points.len());
-    for kind in [Kind::Write, Kind::Read] {
-        assert!(document.points.iter().filter(|p| p.kind == kind).count() >= 500);
+    let points = &document.points;
+    assert!(points.len() >= 2000, "{} points", points.len());
+    for kind in [Kind::Write, Kind::Read, Kind::Both] {
+        assert!(points.iter().filter(|p| p.kind == kind).count() >= 500, "{kind:?}");
     }
+    assert!(points.iter().filter(|p| is_gen6(p)).count() >= 300, "Gen6 (flit mode) is in the grid");
     // Every size, MRRS, tag count and latency of the grid is met somewhere.
     for size in [64, 1000, 4096, 65_536, 1 << 20, 16 << 20] {
-        assert!(document.points.iter().any(|p| p.size_bytes == size), "size {size} never simulated");
+        assert!(points.iter().any(|p| p.size_bytes == size), "size {size} never simulated");
     }
-    let reads: Vec<_> = document.points.iter().filter(|p| p.kind == Kind::Read).collect();
+    let reads: Vec<_> = points.iter().filter(|p| p.kind == Kind::Read).collect();
     for tags in [1, 8, 32, 256] {
         assert!(reads.iter().any(|p| p.tags == tags && p.size_bytes > 4096), "{tags} tags never bound a read");
     }
     for mrrs in [128, 512, 4096] {
         assert!(reads.iter().any(|p| p.mrrs_bytes == mrrs));
     }
-    // Gen6 (flit mode) is simulated but asked for explicitly: its small transfers end on whole
-    // flits, which the model does not charge yet (docs/link-simulator.md).
-    assert!(SimConfig::new("gen6x4".parse().unwrap()).validate().is_ok(), "the simulator takes Gen6");
-    assert!(document.skipped.is_empty(), "{:?}", document.skipped);
-    assert!(!document.points.iter().any(|p| p.link.to_ascii_lowercase().starts_with("gen6")));
-    let outside: Vec<String> =
-        document.points.iter().filter(|p| p.difference_percent.abs() > TOLERANCE * 100.0).map(|p| format!("{p:?}")).collect();
+    // Only both-at-once combinations without a steady window are left out (`STEADY_WINDOW_TLPS`).
+    assert!(document.skipped.iter().all(|s| s.starts_with("both at once")), "{:?}", document.skipped);
+    // Writes and reads at Gen1–5, and Gen6 writes (whose last flit the model charges whole):
+    // within 0.5 %, no explanation needed.
+    let must_agree = |p: &&Point| p.kind != Kind::Both && (!is_gen6(p) || p.kind == Kind::Write);
+    let outside: Vec<String> = points.iter().filter(must_agree).filter(|p| !p.agrees()).map(|p| format!("{p:?}")).collect();
     assert!(outside.is_empty(), "{} points outside 0.5 %:\n{}", outside.len(), outside.join("\n"));
+    // The rest: within 0.5 % or the cause named; every cause met.
     assert_eq!(document.unexplained(), 0);
-}
-
-/// Both at once, each stream's steady rate against `model::bidir::bidirectional`, which charges
-/// read requests waiting behind write TLPs (by the schedule's phase) and completions behind the
-/// writes' DLLPs. Not yet within 0.5 % everywhere: where the simulation lies between the model
-/// with no wait and with every request one write TLP later, that is the explanation shown; the
-/// rest is printed as UNEXPLAINED and makes the command exit 1 (docs/link-simulator.md lists
-/// them as open).
-#[test]
-fn both_at_once_is_compared_and_its_gaps_are_named_or_flagged() {
-    let grid = Grid { kinds: vec![Kind::Both], ..Grid::default() };
-    let document = crosscheck::run(&grid).unwrap();
-    let text = pcieperf::report::crosscheck::text(&document, true);
-    println!("{text}");
-    assert!(document.points.len() >= 500, "{} points", document.points.len());
-    assert!(document.points.iter().all(|p| p.kind == Kind::Both && p.stream.is_some()));
-    let behind_writes = document.points.iter().filter(|p| !p.agrees() && p.explanation.as_deref().is_some_and(|e| e.contains("wait behind write TLPs"))).count();
-    assert!(behind_writes > 0, "no gap was shown to come from requests behind writes");
-    assert_eq!(text.matches("UNEXPLAINED").count(), document.unexplained());
-    let within = document.points.iter().filter(|p| p.agrees()).count();
-    println!("both at once: {within} within 0.5 %, {behind_writes} behind writes, {} unexplained", document.unexplained());
+    assert_eq!(text.matches("UNEXPLAINED").count(), 0);
+    for cause in ["flit phase", "wait behind write TLPs", "went out before the first completion"] {
+        assert!(explained_by(points, cause) > 0, "no gap was put on '{cause}'");
+    }
+    let within = points.iter().filter(|p| p.agrees()).count();
+    println!("{within} of {} within 0.5 %; the rest explained", points.len());
 }
 
 /// Finite credits and a 500 ns wire make writes credit-limited. The model is told the credits
@@ -105,6 +101,7 @@ fn finite_credits_and_a_long_wire_agree_or_are_explained() {
         credits: Some(32),
         wire_delay_ns: 300.0,
         ack_every_tlps: 2,
+        kinds: vec![Kind::Write, Kind::Read],
         ..Grid::default()
     };
     let document = crosscheck::run(&grid).unwrap();
@@ -118,7 +115,7 @@ fn finite_credits_and_a_long_wire_agree_or_are_explained() {
 /// The same Ack policy on both sides (one Ack and UpdateFC per 4 TLPs) keeps them in agreement.
 #[test]
 fn a_coalescing_ack_policy_told_to_the_model_agrees() {
-    let grid = Grid { generations: vec![Generation::Gen2, Generation::Gen4], widths: vec![1, 8], ack_every_tlps: 4, ..Grid::default() };
+    let grid = Grid { generations: vec![Generation::Gen2, Generation::Gen4], widths: vec![1, 8], ack_every_tlps: 4, kinds: vec![Kind::Write, Kind::Read], ..Grid::default() };
     let document = crosscheck::run(&grid).unwrap();
     println!("{}", pcieperf::report::crosscheck::summary(&document));
     assert!(document.points.len() >= 100);

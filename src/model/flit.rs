@@ -21,6 +21,29 @@ pub fn overhead_bytes(tlp_bytes: f64) -> f64 {
     tlp_bytes * (FLIT_BYTES - FLIT_TLP_BYTES) as f64 / FLIT_TLP_BYTES as f64
 }
 
+/// `bytes` of flits (TLP bytes with their flit overhead) rounded up to whole flits.
+pub fn whole_flit_bytes(bytes: f64) -> f64 {
+    // A phase that is a whole number of flits up to rounding stays that number.
+    (bytes / FLIT_BYTES as f64 - 1e-9).ceil().max(0.0) * FLIT_BYTES as f64
+}
+
+/// A phase of an exchange in flit mode ends on a flit boundary: a lone request arrives with the
+/// end of its flit, a completion waits for the completer's next flit and arrives with the end of
+/// the flit holding its last byte. `ns` rounded up to whole flits on `link` (unchanged below Gen6,
+/// where packets end where their last symbol does).
+pub fn whole_flits_ns(link: super::Link, ns: f64) -> f64 {
+    if link.generation != super::Generation::Gen6 || ns <= 0.0 {
+        return ns;
+    }
+    let ns_per_byte = super::load::bytes_ns(link, 1.0);
+    whole_flit_bytes(ns / ns_per_byte) * ns_per_byte
+}
+
+/// Time one flit takes on `link`, in ns.
+pub fn flit_ns(link: super::Link) -> f64 {
+    super::load::bytes_ns(link, FLIT_BYTES as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,7 @@
 
 use super::load::{bytes_ns, bytes_symbols, Load};
 use super::tlp::{self, TlpTotals, COMPLETION_HEADER_BYTES};
-use super::{dllp, skp, Flow, Limit, Link, LinkParams, Span, Throughput};
+use super::{dllp, flit, skp, Flow, Limit, Link, LinkParams, Span, Throughput};
 
 /// Non-posted reads of `size_bytes`: requests of at most MRRS, completions of at most MPS,
 /// `read_latency_ns` between a request and its completion, at most `tags` outstanding.
@@ -49,22 +49,28 @@ pub fn read_flow(params: &LinkParams, size_bytes: u64, span: Span) -> Flow {
     data.add_tlps(link, &cpl);
     let mut opposite = Load::default();
     opposite.add_tlps(link, &req);
-    let request_ns = bytes_ns(link, opposite.tlp_bytes() / request_count.max(1.0));
+    // Flit mode: every phase of a round trip ends on a flit boundary (`flit::whole_flits_ns`):
+    // a lone request arrives with its flit's end, a completion waits for the next flit.
+    let whole = |ns: f64| flit::whole_flits_ns(link, ns);
+    let request_ns = whole(bytes_ns(link, opposite.tlp_bytes() / request_count.max(1.0)));
+    let latency_ns = whole(params.read_latency_ns);
     let completions_ns = bytes_ns(link, data.tlp_bytes());
     // A round waits for the completions of its largest request.
     let largest = requests.iter().map(|r| r.len).max().unwrap_or(1);
-    let set_ns = completions_ns / (size_bytes as f64 / largest as f64).max(1.0);
+    let set_ns = whole(completions_ns / (size_bytes as f64 / largest as f64).max(1.0));
     let timing = if params.in_flight <= 1 {
         let rounds = (request_count / params.tags as f64).ceil().max(1.0);
         let last_round = last_requests(&requests, request_count as u64 - (rounds as u64 - 1) * params.tags as u64);
         let last_round_cpl: Vec<tlp::Piece> = last_round.iter().flat_map(|r| tlp::completions(params, *r)).collect();
         let skp_share = if params.include_skp && span == Span::Steady { skp::fraction(link.generation) } else { 0.0 };
+        let mut last_round_load = Load::default();
+        last_round_load.add_tlps(link, &TlpTotals::of(params, &last_round_cpl, COMPLETION_HEADER_BYTES));
         Timing::Isolated(Isolated {
             request_ns,
-            latency_ns: params.read_latency_ns,
+            latency_ns,
             set_ns,
-            completions_ns,
-            last_round_ns: bytes_ns(link, TlpTotals::of(params, &last_round_cpl, COMPLETION_HEADER_BYTES).bytes()),
+            completions_ns: whole(completions_ns),
+            last_round_ns: whole(bytes_ns(link, last_round_load.tlp_bytes())),
             requests: request_count.max(1.0),
             last_round_requests: tlp::count(&last_round).max(1) as f64,
             tags: params.tags as f64,
@@ -73,7 +79,7 @@ pub fn read_flow(params: &LinkParams, size_bytes: u64, span: Span) -> Flow {
             skp_stretch: 1.0 / (1.0 - skp_share),
         })
     } else {
-        let round_ns = request_ns + params.read_latency_ns + set_ns;
+        let round_ns = request_ns + latency_ns + set_ns;
         let outstanding = (params.tags as f64).min(params.in_flight as f64 * request_count.max(1.0));
         Timing::Stream { latency_bound_ns: request_count.max(1.0) * round_ns / outstanding }
     };

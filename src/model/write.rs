@@ -5,12 +5,23 @@
 
 use super::load::{bytes_ns, bytes_symbols, Load};
 use super::tlp::{self, TlpTotals};
-use super::{dllp, skp, Flow, Limit, LinkParams, Span, Throughput};
+use super::{dllp, flit, skp, Flow, Limit, LinkParams, Span, Throughput};
 
 /// Posted writes of `size_bytes` (device→host DMA writes, or CPU writes to a device), as one
 /// transfer out of a long run of equal transfers.
 pub fn write_throughput(params: &LinkParams, size_bytes: u64) -> Throughput {
     write_flow(params, size_bytes, Span::Steady).throughput
+}
+
+/// One write transfer with nothing before or after it on the link, in ns: as [`write_flow`],
+/// except that in flit mode the flit holding its last TLP byte is sent whole and its TLPs are
+/// usable only at that flit's end (back-to-back transfers share flits instead, as
+/// [`write_flow`] charges).
+pub fn isolated_write_ns(params: &LinkParams, size_bytes: u64) -> f64 {
+    let flow = write_flow(params, size_bytes, Span::Steady);
+    let tlp_bytes = flow.data.tlp_bytes();
+    let idle_bytes = if params.link.generation == super::Generation::Gen6 { flit::whole_flit_bytes(tlp_bytes) - tlp_bytes } else { 0.0 };
+    flow.duration_ns + bytes_ns(params.link, idle_bytes)
 }
 
 /// Everything about one write transfer of `size_bytes`.
