@@ -6,6 +6,16 @@ use serde::{Deserialize, Serialize};
 use super::record::{Bubble, Gap, Recorder, Slow, CAUSES};
 use crate::bench::stats::Stats;
 use crate::engine::ring::{RingPlan, StreamEnd, WaitCause};
+use crate::model::message::MessageOverhead;
+use crate::model::stream::{doc003_convention, stream_model, RingShape, StreamModel};
+use crate::model::LinkParams;
+
+/// Per-message bytes the models count: OCDP's 16-byte metadata and 4-byte flag, a 4-byte
+/// doorbell; document 003 counts 4 DW metadata + 2 DW flag = 24 bytes.
+pub const METADATA_BYTES: u64 = 16;
+pub const FLAG_BYTES: u64 = 4;
+pub const DOORBELL_BYTES: u64 = 4;
+pub const DOC003_OVERHEAD_BYTES: u64 = 24;
 
 /// A latency distribution from a log-linear histogram (≤ 0.1 % error), ns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,6 +110,20 @@ pub struct Point {
     pub long_bubbles_left_out: u64,
     pub slowest: Vec<Slow>,
     pub verdict: Verdict,
+    /// The model beside the measurement, where the engine states its link.
+    pub model: Option<PointModel>,
+}
+
+/// The model of this message size: TLP-accurate bounds with the host figures measured here, and
+/// document 003's own convention.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointModel {
+    pub shape: RingShape,
+    pub tlp_accurate: StreamModel,
+    /// Document 003's convention: byte-exact TLP efficiency × message ÷ (message + 24 bytes).
+    pub doc003_convention: MessageOverhead,
+    /// Sustained throughput ÷ the model's bound.
+    pub reached: f64,
 }
 
 /// Quantiles drawn for the CDF.
@@ -127,7 +151,7 @@ fn buckets(h: &Histogram<u64>) -> Vec<(f64, u64)> {
     h.iter_log(1, 2.0).filter(|v| v.count_since_last_iteration() > 0).map(|v| (v.value_iterated_to() as f64, v.count_since_last_iteration())).collect()
 }
 
-pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd) -> Point {
+pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd, link: Option<&LinkParams>) -> Point {
     let first = r.first_ns.unwrap_or(end.start_ns);
     let duration_ns = (r.last_ns - first).max(0.0);
     let share = |ns: f64| if duration_ns > 0.0 { ns / duration_ns } else { 0.0 };
@@ -156,6 +180,23 @@ pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd) -> Point {
         })
         .collect();
     let verdict = verdict(&ring, &bubbles);
+    let per_message = |total: f64| if r.messages > 0 { total / r.messages as f64 } else { 0.0 };
+    let model = link.map(|params| {
+        let dwell = bubbles.iter().find(|b| b.cause == WaitCause::DeviceDwell).map_or(0.0, |b| b.total_ns);
+        let shape = RingShape {
+            message_bytes: u64::from(plan.message_bytes),
+            host_buffers: u64::from(plan.host_buffers),
+            metadata_bytes: METADATA_BYTES,
+            flag_bytes: FLAG_BYTES,
+            doorbell_bytes: DOORBELL_BYTES,
+            dwell_ns: per_message(dwell),
+            host_reaction_ns: latency(&r.reaction).map_or(0.0, |l| l.mean_ns),
+            host_hold_ns: per_message(r.hold_ns),
+        };
+        let tlp_accurate = stream_model(params, &shape);
+        let reached = if tlp_accurate.mbps > 0.0 { throughput.sustained_mbps / tlp_accurate.mbps } else { 0.0 };
+        PointModel { shape, doc003_convention: doc003_convention(params, u64::from(plan.message_bytes), DOC003_OVERHEAD_BYTES), tlp_accurate, reached }
+    });
     Point {
         message_bytes: plan.message_bytes,
         messages: r.messages,
@@ -175,6 +216,7 @@ pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd) -> Point {
         long_bubbles_left_out: r.long_bubbles_left_out,
         slowest: r.slowest(),
         verdict,
+        model,
     }
 }
 
