@@ -96,3 +96,14 @@ fn a_slow_host_is_consumer_bound_and_a_fast_one_producer_bound() {
     assert_eq!(fast.points[0].verdict.limit, "producer", "{}", fast.points[0].verdict.reason);
     assert!(fast.simulated);
 }
+
+#[test]
+fn doc003_streams_within_two_percent_of_the_model() {
+    let (doc, _) = run("doc003", 1, plan(200, 400, Backpressure::Lossless));
+    let point = &doc.points[0];
+    let model = point.model.as_ref().expect("the simulated endpoint states its link");
+    let ratio = point.throughput.sustained_mbps / model.tlp_accurate.mbps;
+    assert!((ratio - 1.0).abs() <= 0.02, "sim {} MB/s, model {} MB/s", point.throughput.sustained_mbps, model.tlp_accurate.mbps);
+    // Document 003's own figure stays printable in its convention.
+    assert!((model.doc003_convention.gbps() - 6.727).abs() < 0.0005);
+}

@@ -3,6 +3,7 @@
 //! this module turns the record into the document: throughput, latency percentiles, the ring's
 //! occupancy, bubbles by cause, drops, anomalies, and a verdict naming the limit.
 
+pub mod fit;
 pub mod record;
 pub mod summary;
 
@@ -44,8 +45,18 @@ pub struct StreamDocument {
     pub tool_version: String,
     /// One per message size, in the order run.
     pub points: Vec<Point>,
+    /// A sweep's per-message overhead, fitted to the sawtooth at multiples of MPS.
+    pub overhead_fit: Option<fit::OverheadFit>,
     /// Why the run stopped early, if it did (a signal: the points so far are complete).
     pub stopped_early: Option<String>,
+}
+
+/// The machine's memory (MemTotal), where Linux tells it.
+pub fn host_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Refuse plans no engine could run, in one line each (exit 2 at the command line).
@@ -100,13 +111,14 @@ pub fn run(engine: &mut dyn Engine, options: &StreamOptions) -> Result<StreamDoc
     for &size in &options.message_sizes {
         let plan = RingPlan { message_bytes: size, ..options.plan.clone() };
         streaming.check(&plan)?;
-        let (point, end) = run_point(streaming, &plan, options)?;
+        let (point, end) = run_point(streaming, &plan, options, link.as_ref().map(|c| &c.params))?;
         points.push(point);
         if end.stopped_early.is_some() {
             stopped_early = end.stopped_early;
             break;
         }
     }
+    let overhead_fit = link.as_ref().and_then(|c| fit::fit(&points, &c.params));
     Ok(StreamDocument {
         schema: SCHEMA.into(),
         target: info.target.clone(),
@@ -117,6 +129,7 @@ pub fn run(engine: &mut dyn Engine, options: &StreamOptions) -> Result<StreamDoc
         seed: options.seed,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         points,
+        overhead_fit,
         stopped_early,
     })
 }
@@ -134,11 +147,12 @@ fn run_point(
     streaming: &mut dyn crate::engine::ring::Streaming,
     plan: &RingPlan,
     options: &StreamOptions,
+    link: Option<&crate::model::LinkParams>,
 ) -> Result<(Point, StreamEnd), EngineError> {
     let mut recorder = record::Recorder::new(plan.host_buffers, window_messages(plan.stop), options.bubble_threshold_ns);
     let end = streaming.stream(plan, &mut recorder)?;
     recorder.finish();
-    Ok((summary::point(plan, &recorder, &end), end))
+    Ok((summary::point(plan, &recorder, &end, link), end))
 }
 
 #[cfg(test)]

@@ -73,6 +73,8 @@ pub struct Recorder {
     pub(super) bubble_ns: [f64; 7],
     pub(super) messages: u64,
     pub(super) bytes: u64,
+    /// Sum of host hold times (seen to released), ns.
+    pub(super) hold_ns: f64,
     next_sequence: u64,
     pub(super) gaps: Vec<Gap>,
     pub(super) gaps_left_out: u64,
@@ -131,6 +133,7 @@ impl Recorder {
             bubble_ns: [0.0; 7],
             messages: 0,
             bytes: 0,
+            hold_ns: 0.0,
             next_sequence: 0,
             gaps: Vec::new(),
             gaps_left_out: 0,
@@ -162,6 +165,7 @@ impl Recorder {
     pub fn take(&mut self, e: &MessageEvent) {
         self.messages += 1;
         self.bytes += u64::from(e.bytes);
+        self.hold_ns += e.host_released_ns - e.host_seen_ns;
         self.sequence(e.sequence);
         if let (Some(start), Some(done)) = (e.device_start_ns, e.device_done_ns) {
             record(&mut self.service, done - start);

@@ -141,10 +141,10 @@ impl Streaming for SimRing {
     fn check(&self, plan: &RingPlan) -> Result<(), EngineError> {
         self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
         if plan.direction != StreamDirection::D2h {
-            return Err(EngineError::Unsupported("the simulated ring streams d2h only (device to host, push); h2d is not simulated yet".into()));
+            return Err(InvalidInput::new("the simulated ring streams d2h only (device to host, push); h2d is not simulated yet").into());
         }
         if plan.transport != Transport::Push {
-            return Err(EngineError::Unsupported("the simulated ring streams in push mode only; pull is not simulated yet".into()));
+            return Err(InvalidInput::new("the simulated ring streams in push mode only; pull is not simulated yet").into());
         }
         Ok(())
     }
