@@ -84,3 +84,14 @@ fn ctrl_c_ends_promptly_with_the_messages_so_far() {
     assert_eq!(doc["stopped_early"], "interrupted");
     assert!(doc["points"][0]["messages"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn a_duration_is_virtual_time_on_the_simulator() {
+    let assert = pcieperf().args(["stream", "--duration", "2ms", "--json"]).assert().success();
+    let doc: Value = serde_json::from_slice(&assert.get_output().stdout).unwrap();
+    let point = &doc["points"][0];
+    // 16352-byte messages at ~19.6 µs each: about 100 in 2 ms of virtual time.
+    let messages = point["messages"].as_u64().unwrap();
+    assert!((95..=105).contains(&messages), "{messages}");
+    assert!((point["duration_ns"].as_f64().unwrap() - 2e6).abs() < 25e3, "{}", point["duration_ns"]);
+}
