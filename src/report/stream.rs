@@ -303,7 +303,8 @@ pub fn metrics(doc: &StreamDocument, written: SystemTime) -> String {
         help,
         samples: doc.points.iter().filter_map(|p| Some(Sample { labels: labels(p), value: f(p)? })).collect(),
     };
-    let quantiles = |l: Option<&Latency>| l.map(|l| [(0.5, l.p50_ns), (0.9, l.p90_ns), (0.99, l.p99_ns), (0.999, l.p99_9_ns), (1.0, l.max_ns)]);
+    // "quantile" is a summary's label; these are gauges, one per percentile.
+    let quantiles = |l: Option<&Latency>| l.map(|l| [("50", l.p50_ns), ("90", l.p90_ns), ("99", l.p99_ns), ("99.9", l.p99_9_ns), ("100", l.max_ns)]);
     let latency_family = |name, help, pick: &dyn Fn(&Point) -> Option<&Latency>| Family {
         name,
         kind: Kind::Gauge,
@@ -314,7 +315,7 @@ pub fn metrics(doc: &StreamDocument, written: SystemTime) -> String {
             .flat_map(|p| {
                 quantiles(pick(p)).into_iter().flatten().map(move |(q, ns)| {
                     let mut l = labels(p);
-                    l.push(("quantile", q.to_string()));
+                    l.push(("percentile", q.to_string()));
                     Sample { labels: l, value: ns / 1e9 }
                 })
             })
@@ -336,8 +337,8 @@ pub fn metrics(doc: &StreamDocument, written: SystemTime) -> String {
             help: "Messages delivered.",
             samples: doc.points.iter().map(|p| Sample { labels: labels(p), value: p.messages as f64 }).collect(),
         },
-        latency_family("pcieperf_stream_host_reaction_seconds", "Host reaction to a message's flag, by quantile.", &|p| p.latency.host_reaction.as_ref()),
-        latency_family("pcieperf_stream_end_to_end_seconds", "Device start to host seeing the message, by quantile.", &|p| p.latency.end_to_end.as_ref()),
+        latency_family("pcieperf_stream_host_reaction_seconds", "Host reaction to a message's flag, by percentile (100 = max).", &|p| p.latency.host_reaction.as_ref()),
+        latency_family("pcieperf_stream_end_to_end_seconds", "Device start to host seeing the message, by percentile (100 = max).", &|p| p.latency.end_to_end.as_ref()),
         Family {
             name: "pcieperf_stream_timestamp_seconds",
             kind: Kind::Gauge,
