@@ -358,3 +358,47 @@ impl MessageSink for Recorder {
 pub fn cause_index(cause: WaitCause) -> usize {
     CAUSES.iter().position(|c| *c == cause).expect("every cause is listed")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(sequence: u64, start: f64, wait: f64) -> MessageEvent {
+        MessageEvent {
+            sequence,
+            bytes: 64,
+            device_start_ns: Some(start),
+            device_done_ns: Some(start + 100.0),
+            host_seen_ns: start + 300.0,
+            host_released_ns: start + 400.0,
+            ring_occupancy: 1,
+            wait_before_ns: wait,
+            wait_cause: if wait > 0.0 { WaitCause::DeviceDwell } else { WaitCause::None },
+        }
+    }
+
+    /// Millions of messages with a gap every 10 and a long bubble every 7: everything is kept
+    /// up to its bound and counted beyond it; nothing grows with the stream.
+    #[test]
+    fn memory_is_bounded_and_every_anomaly_counted() {
+        let mut r = Recorder::new(4, 1024, 1_000.0);
+        let mut sequence = 0;
+        for i in 0..2_000_000u64 {
+            sequence += if i % 10 == 9 { 2 } else { 1 };
+            r.take(&event(sequence, i as f64 * 150.0, if i % 7 == 0 { 5_000.0 } else { 0.0 }));
+        }
+        r.finish();
+        assert_eq!(r.dropped, 1 + 200_000, "the first message is 1: sequence 0 is missing too");
+        assert_eq!(r.gaps.len() as u64 + r.gaps_left_out, 1 + 200_000);
+        assert_eq!(r.gaps.len(), ANOMALIES_KEPT);
+        assert_eq!(r.long_bubbles.len() as u64 + r.long_bubbles_left_out, 2_000_000u64.div_ceil(7));
+        assert!(r.windows.len() < MAX_WINDOWS && r.bins.area.len() <= OCCUPANCY_BINS, "{} {}", r.windows.len(), r.bins.area.len());
+        assert_eq!(r.slowest().len(), SLOWEST_KEPT);
+        // Each message is in the ring from 100 to 400 ns after its start, one every 150 ns:
+        // two or three at a time, never four (the ring's size), never none.
+        assert_eq!(r.time_full_ns, 0.0);
+        assert!(r.time_empty_ns < 1.0);
+        let mean = r.occupancy_area / (r.last_ns - r.first_ns.unwrap());
+        assert!((mean - 2.0).abs() < 0.01, "{mean}");
+    }
+}
