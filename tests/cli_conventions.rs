@@ -11,7 +11,7 @@ fn pcieperf() -> Command {
 
 #[test]
 fn every_command_has_examples_and_exit_codes_in_its_help() {
-    for command in ["model", "inspect", "dma", "demo", "run", "report", "serve", "crosscheck", "trace"] {
+    for command in ["model", "inspect", "dma", "demo", "run", "report", "serve", "crosscheck", "trace", "stream"] {
         pcieperf().args([command, "--help"]).assert().success().stdout(predicate::str::contains("Examples:").and(predicate::str::contains("Exit codes")));
     }
     pcieperf().arg("--help").assert().success().stdout(predicate::str::contains("Exit codes").and(predicate::str::contains("docs/sources.md")));

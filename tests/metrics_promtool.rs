@@ -62,3 +62,12 @@ fn inspection_metrics_pass_promtool_and_carry_link_health() {
     assert!(text.lines().any(|l| l.starts_with("pcieperf_pcie_aer_errors_total{") && l.contains("severity=\"correctable\",type=\"RxErr\"") && l.ends_with(" 3")), "{text}");
     check("inspect --metrics", &text);
 }
+
+#[test]
+fn stream_metrics_pass_promtool() {
+    let out = pcieperf().args(["stream", "--messages", "50", "--metrics"]).stderr(Stdio::null()).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("pcieperf_stream_host_reaction_seconds{") && text.contains("percentile=\"99.9\""), "{text}");
+    check("stream --metrics", &text);
+}

@@ -21,5 +21,6 @@ pub mod results;
 pub mod run;
 pub mod stalls;
 pub mod stats;
+pub mod stream;
 pub mod trace;
 pub mod verify;

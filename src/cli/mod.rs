@@ -158,6 +158,8 @@ commands! {
     Crosscheck(crosscheck::CrosscheckArgs),
     /// Trace a simulated link: the first packets as text (document 000's layout), VCD or pcapng.
     Trace(trace::TraceArgs),
+    /// Stream messages through ring buffers (document 003): per-message latency, occupancy, bubbles, drops.
+    Stream(stream::StreamArgs),
 }
 
 /// Run the command line and return the process exit code.

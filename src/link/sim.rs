@@ -2,6 +2,7 @@
 //! timed events. Nothing here knows a throughput formula: the time of a transfer is when its
 //! last packet has crossed the link, symbol by symbol.
 
+mod driven;
 mod flit_tx;
 mod retry;
 
@@ -104,12 +105,22 @@ pub struct LinkSim {
     /// Gen6 flit mode: the flit transmitters (`None` for Gen1–5).
     flits: Option<[flit_tx::FlitTx; 2]>,
     pub(super) outcome: Outcome,
+    /// TLPs each receiver passed to its transaction layer so far, per [`Direction::index`]
+    /// (a driver outside the simulator learns arrivals from it: see [`driven`]).
+    delivered_tlps: [u64; 2],
 }
 
 impl LinkSim {
     pub fn new(config: &SimConfig, workload: &Workload) -> Result<Self, InvalidInput> {
         config.validate()?;
         validate_workload(config, workload)?;
+        let sim = Self::with_agents(config, Some(workload))?;
+        Ok(sim)
+    }
+
+    /// The simulator with the agents of `workload`, or none (a driver feeds it TLPs).
+    fn with_agents(config: &SimConfig, workload: Option<&Workload>) -> Result<Self, InvalidInput> {
+        config.validate()?;
         let phy = Phy::new(config.link);
         let flit_mode = phy.encoding == crate::model::Encoding::Flit1b1b;
         let skp_interval = phy.skp_interval_ticks(config.skp_interval);
@@ -136,8 +147,8 @@ impl LinkSim {
             fc_timer: false,
             sequence: RxSequence::new(if flit_mode { FLIT_SEQ_MODULO } else { SEQ_MODULO }),
         };
-        let dma = DmaEngine::new(config, workload);
-        let cpu = Cpu::new(workload, |ns| phy.ticks(ns));
+        let dma = workload.and_then(|w| DmaEngine::new(config, w));
+        let cpu = workload.and_then(|w| Cpu::new(w, |ns| phy.ticks(ns)));
         let mut sim = LinkSim {
             config: config.clone(),
             phy,
@@ -160,10 +171,11 @@ impl LinkSim {
                 corrupted: Vec::new(),
                 arrived_ns: [0.0; 2],
             },
+            delivered_tlps: [0; 2],
         };
         if sim.cpu.is_some() {
             sim.schedule(0, Event::CpuIssue);
-        } else {
+        } else if sim.dma.is_some() {
             sim.wake(Direction::Upstream);
         }
         Ok(sim)
@@ -471,6 +483,7 @@ impl LinkSim {
 
     /// Transaction layer: the receiver consumes the TLP, frees its credits and acts on it.
     fn consume(&mut self, direction: Direction, tlp: &Tlp) {
+        self.delivered_tlps[direction.index()] += 1;
         let rx = &mut self.rx[direction.index()];
         rx.credits.free(tlp);
         let class = tlp.kind.class();

@@ -19,6 +19,7 @@ pub mod mmio;
 pub mod read;
 pub mod skp;
 pub mod status;
+pub mod stream;
 pub mod tlp;
 pub mod transfer;
 pub mod write;

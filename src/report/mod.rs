@@ -19,6 +19,7 @@ pub mod model;
 pub mod output;
 pub mod plot;
 pub mod pio;
+pub mod stream;
 pub mod progress;
 pub mod text;
 pub mod trace;

@@ -15,6 +15,7 @@ use crate::bench::demo_run::DemoDocument;
 use crate::bench::inspect_run::InspectDocument;
 use crate::bench::pio::PioRun;
 use crate::bench::results::Results;
+use crate::bench::stream::StreamDocument;
 use crate::error::InvalidInput;
 use crate::model::document::{ModelDocument, ModelTable};
 use crate::units::RateUnit;
@@ -39,6 +40,8 @@ pub enum Document {
     Tree(String),
     /// `pcieperf crosscheck` (schema `pcieperf.crosscheck/1`).
     Crosscheck(Crosscheck),
+    /// `pcieperf stream` (schema `pcieperf.stream/1`).
+    Stream(StreamDocument),
 }
 
 /// The output formats.
@@ -114,7 +117,7 @@ macro_rules! view {
     };
 }
 
-use Document::{Crosscheck as Check, Demo, Inspect, Model, Pio, Results as Run, Tree};
+use Document::{Crosscheck as Check, Demo, Inspect, Model, Pio, Results as Run, Stream, Tree};
 
 /// Every (document kind, format) pcieperf renders.
 pub static VIEWS: &[View] = &[
@@ -155,6 +158,11 @@ pub static VIEWS: &[View] = &[
     view!("crosscheck", Text, Check(c), o => super::crosscheck::text(c, o.outside_only)),
     view!("crosscheck", Json, Check(c), _o => serde_json::to_string_pretty(c).expect("crosscheck documents serialise: plain data") + "\n"),
     view!("crosscheck", Csv, Check(c), _o => super::crosscheck::csv(c)),
+    view!("stream", Text, Stream(d), _o => super::stream::text(d)),
+    view!("stream", Json, Stream(d), _o => super::stream::json(d)),
+    view!("stream", Csv, Stream(d), _o => super::stream::csv(d)),
+    view!("stream", Html, Stream(d), _o => super::stream::html(d)),
+    view!("stream", Metrics, Stream(d), o => super::stream::metrics(d, o.written)),
 ];
 
 impl Document {
@@ -176,6 +184,7 @@ impl Document {
             Inspect(_) => "inspect",
             Tree(_) => "inspect tree",
             Check(_) => "crosscheck",
+            Stream(_) => "stream",
         }
     }
 
@@ -183,6 +192,7 @@ impl Document {
     pub fn label(&self) -> Option<&'static str> {
         match self {
             Run(r) => Some(r.label()),
+            Stream(d) => Some(super::stream::label(d)),
             _ => None,
         }
     }

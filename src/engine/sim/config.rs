@@ -60,10 +60,12 @@ pub struct SimConfig {
     pub status_extra_bits: u32,
     /// Present registers byte-swapped, as a big-endian bus path would (document 001 §4 step 0).
     pub byteswap: bool,
+    /// The message ring's device and host (`pcieperf stream`).
+    pub ring: super::ring::RingBehaviour,
 }
 
 /// Free-form keys: (name, meaning).
-pub const KEYS: [(&str, &str); 22] = [
+pub const KEYS: [(&str, &str); 28] = [
     ("mps", "MaxPayload bytes"),
     ("mrrs", "MaxReadRequest bytes"),
     ("header", "3dw or 4dw"),
@@ -86,6 +88,12 @@ pub const KEYS: [(&str, &str); 22] = [
     ("mmio_write_ns", "CPU write spacing"),
     ("stopwatch_ns", "cost of reading the host's stopwatch"),
     ("byteswap", "registers byte-swapped (0/1)"),
+    ("dwell_ns", "stream: device pause after each message"),
+    ("react_ns", "stream: host reaction to a message's flag (least)"),
+    ("react_jitter_ns", "stream: reaction spread (uniform on top of react_ns)"),
+    ("host_use_ns", "stream: host use of a buffer before its doorbell"),
+    ("host_stall_every", "stream: messages between injected host stalls (0 = none)"),
+    ("host_stall_ns", "stream: length of an injected host stall"),
 ];
 
 impl SimConfig {
@@ -118,6 +126,7 @@ impl SimConfig {
             errors_per_tb: 0.0,
             status_extra_bits: 0,
             byteswap: false,
+            ring: super::ring::RingBehaviour::default(),
         }
     }
 
@@ -255,6 +264,12 @@ impl SimConfig {
             "mmio_write_ns" => self.mmio_write_ns = number()?,
             "stopwatch_ns" => self.stopwatch_ns = number()?,
             "byteswap" => self.byteswap = whole()? != 0,
+            "dwell_ns" => self.ring.dwell_ns = number()?,
+            "react_ns" => self.ring.react_ns = number()?,
+            "react_jitter_ns" => self.ring.react_jitter_ns = number()?,
+            "host_use_ns" => self.ring.host_use_ns = number()?,
+            "host_stall_every" => self.ring.host_stall_every = whole()?,
+            "host_stall_ns" => self.ring.host_stall_ns = number()?,
             _ => {
                 return Err(InvalidInput::new(format!("unknown simulator option '{key}': keys are {}", key_names())));
             }

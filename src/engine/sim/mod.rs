@@ -17,6 +17,7 @@ pub mod config;
 pub mod host;
 pub mod link_time;
 pub mod regs;
+pub mod ring;
 pub mod rng;
 pub mod timing;
 
@@ -89,6 +90,8 @@ pub struct SimEngine {
     log: Vec<MmioAccess>,
     /// The simulated link and the transfer times it gave so far.
     link: LinkTimes,
+    /// The message ring (`pcieperf stream`), on its own driven link.
+    ring: ring::SimRing,
 }
 
 impl SimEngine {
@@ -126,7 +129,6 @@ impl SimEngine {
             data_model: DataModel::Generator,
         };
         SimEngine {
-            info,
             pattern: Pattern::lfsr(seed),
             write_data: true,
             rng,
@@ -136,8 +138,22 @@ impl SimEngine {
             regs: DemoRegisters::default(),
             log: Vec::new(),
             link: LinkTimes::new(&config.params),
+            ring: ring::SimRing {
+                info: info.clone(),
+                link: link_time::link_config(&config.params),
+                behaviour: config.ring.clone(),
+                rng: SimRng::new(seed ^ 0x0003_0003),
+                truth: None,
+            },
+            info,
             config,
         }
+    }
+
+    /// What the last stream injected, as only the simulator knows it (tests compare the
+    /// report with it).
+    pub fn ring_truth(&self) -> Option<&ring::RingTruth> {
+        self.ring.truth()
     }
 
     pub fn config(&self) -> &SimConfig {
@@ -348,6 +364,10 @@ impl SimEngine {
 impl Engine for SimEngine {
     fn info(&self) -> &EngineInfo {
         &self.info
+    }
+
+    fn streaming(&mut self) -> Option<&mut dyn crate::engine::ring::Streaming> {
+        Some(&mut self.ring)
     }
 
     fn conditions(&self) -> Option<crate::model::Conditions> {

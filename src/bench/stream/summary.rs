@@ -1,0 +1,256 @@
+//! One message size's figures, from the record: what the report prints.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::record::{Bubble, Gap, Recorder, Slow, CAUSES};
+use crate::bench::stats::Stats;
+use crate::engine::ring::{RingPlan, StreamEnd, WaitCause};
+use crate::model::message::MessageOverhead;
+use crate::model::stream::{doc003_convention, stream_model, RingShape, StreamModel};
+use crate::model::LinkParams;
+
+/// Per-message bytes the models count: OCDP's 16-byte metadata and 4-byte flag, a 4-byte
+/// doorbell; document 003 counts 4 DW metadata + 2 DW flag = 24 bytes.
+pub const METADATA_BYTES: u64 = 16;
+pub const FLAG_BYTES: u64 = 4;
+pub const DOORBELL_BYTES: u64 = 4;
+pub const DOC003_OVERHEAD_BYTES: u64 = 24;
+
+/// A latency distribution from a log-linear histogram (≤ 0.1 % error), ns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub count: u64,
+    pub mean_ns: f64,
+    pub p50_ns: f64,
+    pub p90_ns: f64,
+    pub p99_ns: f64,
+    pub p99_9_ns: f64,
+    pub max_ns: f64,
+    /// The distribution as (value ns, share of messages at or below it), for a CDF plot.
+    pub cdf: Vec<(f64, f64)>,
+}
+
+/// The three latencies of a message (absent where the engine has no device times).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Latencies {
+    /// Device start to its flag write leaving: moving one message.
+    pub device_service: Option<Latency>,
+    /// Flag write leaving to the host seeing it: the host's reaction.
+    pub host_reaction: Option<Latency>,
+    /// Device start to host seeing it.
+    pub end_to_end: Option<Latency>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Payload bytes over the whole stream's time (first start to last release), MB/s.
+    #[serde(rename = "sustained_MBps")]
+    pub sustained_mbps: f64,
+    /// Median over windows of messages, with its 95 % interval where there are enough windows.
+    #[serde(rename = "median_MBps")]
+    pub median_mbps: Option<f64>,
+    #[serde(rename = "median_interval_MBps")]
+    pub median_interval_mbps: Option<(f64, f64)>,
+    pub windows: usize,
+}
+
+/// How the ring's time divides: full (the consumer is the limit), empty (the producer is).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RingShare {
+    pub full_share: f64,
+    pub empty_share: f64,
+    pub mean_occupancy: f64,
+    /// Bins of `bin_ns` from the stream's start: mean and most buffers full.
+    pub bin_ns: f64,
+    pub occupancy_mean: Vec<f64>,
+    pub occupancy_max: Vec<u32>,
+}
+
+/// Bubbles of one cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BubbleClass {
+    pub cause: WaitCause,
+    pub count: u64,
+    pub total_ns: f64,
+    /// Share of the stream's time.
+    pub share: f64,
+    pub latency: Latency,
+    /// Histogram buckets: (upper bound ns, count), log-spaced.
+    pub buckets: Vec<(f64, u64)>,
+}
+
+/// What limits the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// `consumer`, `producer` or `balanced`.
+    pub limit: String,
+    pub reason: String,
+}
+
+/// One message size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub message_bytes: u32,
+    pub messages: u64,
+    pub produced: u64,
+    pub payload_bytes: u64,
+    pub duration_ns: f64,
+    pub throughput: Throughput,
+    pub latency: Latencies,
+    pub ring: RingShare,
+    pub bubbles: Vec<BubbleClass>,
+    /// Drops found from sequence gaps, and those the producer counted (where it can).
+    pub dropped: u64,
+    pub dropped_by_producer: Option<u64>,
+    pub gaps: Vec<Gap>,
+    pub gaps_left_out: u64,
+    pub reordered: u64,
+    pub long_bubbles: Vec<Bubble>,
+    pub long_bubbles_left_out: u64,
+    pub slowest: Vec<Slow>,
+    pub verdict: Verdict,
+    /// The model beside the measurement, where the engine states its link.
+    pub model: Option<PointModel>,
+}
+
+/// The model of this message size: TLP-accurate bounds with the host figures measured here, and
+/// document 003's own convention.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointModel {
+    pub shape: RingShape,
+    pub tlp_accurate: StreamModel,
+    /// Document 003's convention: byte-exact TLP efficiency × message ÷ (message + 24 bytes).
+    pub doc003_convention: MessageOverhead,
+    /// Sustained throughput ÷ the model's bound.
+    pub reached: f64,
+}
+
+/// Quantiles drawn for the CDF.
+const CDF_QUANTILES: [f64; 21] =
+    [0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999, 1.0];
+
+fn latency(h: &Histogram<u64>) -> Option<Latency> {
+    if h.is_empty() {
+        return None;
+    }
+    let q = |quantile: f64| h.value_at_quantile(quantile) as f64;
+    Some(Latency {
+        count: h.len(),
+        mean_ns: h.mean(),
+        p50_ns: q(0.5),
+        p90_ns: q(0.9),
+        p99_ns: q(0.99),
+        p99_9_ns: q(0.999),
+        max_ns: h.max() as f64,
+        cdf: CDF_QUANTILES.iter().map(|&p| (q(p), p)).collect(),
+    })
+}
+
+fn buckets(h: &Histogram<u64>) -> Vec<(f64, u64)> {
+    h.iter_log(1, 2.0).filter(|v| v.count_since_last_iteration() > 0).map(|v| (v.value_iterated_to() as f64, v.count_since_last_iteration())).collect()
+}
+
+pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd, link: Option<&LinkParams>) -> Point {
+    let first = r.first_ns.unwrap_or(end.start_ns);
+    let duration_ns = (r.last_ns - first).max(0.0);
+    let share = |ns: f64| if duration_ns > 0.0 { ns / duration_ns } else { 0.0 };
+    let rates: Vec<f64> = r.windows.iter().map(|(bytes, ns)| *bytes as f64 / ns * 1e3).collect();
+    let stats = Stats::of(&rates);
+    let throughput = Throughput {
+        sustained_mbps: if duration_ns > 0.0 { r.bytes as f64 / duration_ns * 1e3 } else { 0.0 },
+        median_mbps: stats.as_ref().map(|s| s.median),
+        median_interval_mbps: stats.as_ref().and_then(|s| s.median_ci),
+        windows: rates.len(),
+    };
+    let ring = RingShare {
+        full_share: share(r.time_full_ns),
+        empty_share: share(r.time_empty_ns),
+        mean_occupancy: share(r.occupancy_area),
+        bin_ns: r.bins.width_ns,
+        occupancy_mean: r.bins.area.iter().map(|a| a / r.bins.width_ns).collect(),
+        occupancy_max: r.bins.max.clone(),
+    };
+    let bubbles: Vec<BubbleClass> = CAUSES
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &cause)| {
+            let latency = latency(&r.bubbles[i])?;
+            Some(BubbleClass { cause, count: latency.count, total_ns: r.bubble_ns[i], share: share(r.bubble_ns[i]), latency, buckets: buckets(&r.bubbles[i]) })
+        })
+        .collect();
+    let verdict = verdict(&ring, &bubbles);
+    let per_message = |total: f64| if r.messages > 0 { total / r.messages as f64 } else { 0.0 };
+    let model = link.map(|params| {
+        let dwell = bubbles.iter().find(|b| b.cause == WaitCause::DeviceDwell).map_or(0.0, |b| b.total_ns);
+        let shape = RingShape {
+            message_bytes: u64::from(plan.message_bytes),
+            host_buffers: u64::from(plan.host_buffers),
+            metadata_bytes: METADATA_BYTES,
+            flag_bytes: FLAG_BYTES,
+            doorbell_bytes: DOORBELL_BYTES,
+            dwell_ns: per_message(dwell),
+            host_reaction_ns: latency(&r.reaction).map_or(0.0, |l| l.mean_ns),
+            host_hold_ns: per_message(r.hold_ns),
+        };
+        let tlp_accurate = stream_model(params, &shape);
+        let reached = if tlp_accurate.mbps > 0.0 { throughput.sustained_mbps / tlp_accurate.mbps } else { 0.0 };
+        PointModel { shape, doc003_convention: doc003_convention(params, u64::from(plan.message_bytes), DOC003_OVERHEAD_BYTES), tlp_accurate, reached }
+    });
+    Point {
+        message_bytes: plan.message_bytes,
+        messages: r.messages,
+        produced: end.produced,
+        payload_bytes: r.bytes,
+        duration_ns,
+        throughput,
+        latency: Latencies { device_service: latency(&r.service), host_reaction: latency(&r.reaction), end_to_end: latency(&r.end_to_end) },
+        ring,
+        bubbles,
+        dropped: r.dropped,
+        dropped_by_producer: end.dropped_by_producer,
+        gaps: r.gaps.clone(),
+        gaps_left_out: r.gaps_left_out,
+        reordered: r.reordered,
+        long_bubbles: r.long_bubbles.clone(),
+        long_bubbles_left_out: r.long_bubbles_left_out,
+        slowest: r.slowest(),
+        verdict,
+        model,
+    }
+}
+
+/// The limit: a ring full half the time (or the producer waiting on it) is the consumer; a ring
+/// mostly empty is the producer (the link or the device: its dwell's share says which).
+fn verdict(ring: &RingShare, bubbles: &[BubbleClass]) -> Verdict {
+    let waited = |cause| bubbles.iter().find(|b| b.cause == cause).map_or(0.0, |b| b.share);
+    let no_buffer = waited(WaitCause::NoFreeBuffer);
+    let dwell = waited(WaitCause::DeviceDwell);
+    let pct = |x: f64| x * 100.0;
+    if ring.full_share >= 0.5 || no_buffer >= 0.25 {
+        return Verdict {
+            limit: "consumer".into(),
+            reason: format!(
+                "the ring was full {:.1} % of the time and the producer waited for a free buffer {:.1} % of it: the host releases buffers slower than they fill",
+                pct(ring.full_share),
+                pct(no_buffer)
+            ),
+        };
+    }
+    if ring.empty_share >= 0.5 {
+        let who = if dwell >= 0.25 { "the device's own pause between messages (dwell)" } else { "the producer's transfer of each message (the link or the device)" };
+        return Verdict {
+            limit: "producer".into(),
+            reason: format!(
+                "the ring was empty {:.1} % of the time (full {:.1} %): the host waits for messages; {:.1} % of the time went to the device's dwell, so the limit is {who}",
+                pct(ring.empty_share),
+                pct(ring.full_share),
+                pct(dwell)
+            ),
+        };
+    }
+    Verdict {
+        limit: "balanced".into(),
+        reason: format!("the ring was full {:.1} % and empty {:.1} % of the time: neither side alone sets the rate", pct(ring.full_share), pct(ring.empty_share)),
+    }
+}

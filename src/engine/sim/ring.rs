@@ -1,0 +1,410 @@
+//! The simulated endpoint's ring personality (document 003, OpenCPI's OCDP in push mode): the
+//! device streams messages into a ring of host buffers, on the link simulator.
+//!
+//! Per message the device queues, on the simulated link, the data as MWr TLPs of at most MPS
+//! that never cross 4 KiB, one 16-byte metadata MWr and one 1-DW flag MWr, then idles for its
+//! dwell. The host sees the flag after its reaction time (drawn per message), uses the buffer
+//! and rings a doorbell, a 1-DW MWr downstream; the device may reuse a buffer once that
+//! doorbell has arrived. Lossless, the device waits for a free buffer; lossy, it drops the
+//! message and the next one comes a message time later. Every TLP and DLLP crosses the link
+//! simulator ([`crate::link::LinkSim::driven`]); nothing here computes a time from a formula.
+//!
+//! What was injected is kept beside the stream ([`RingTruth`]), so tests can check that the
+//! report recovers it from the events alone.
+
+use std::collections::VecDeque;
+
+use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamDirection, StreamEnd, StreamStop, Streaming, Transport, WaitCause};
+use crate::engine::{EngineError, EngineInfo};
+use crate::error::InvalidInput;
+use crate::link::{self, transaction, Direction as LinkDirection, LinkSim, TlpKind};
+
+use super::rng::SimRng;
+
+/// Bytes of the metadata each message carries (length, opcode, a 64-bit time: document 003).
+pub const METADATA_BYTES: u64 = 16;
+/// Bytes of the flag write that tells the host a buffer is full (one DW).
+pub const FLAG_BYTES: u64 = 4;
+/// Bytes of the host's doorbell write that frees a buffer.
+pub const DOORBELL_BYTES: u64 = 4;
+
+/// Where the ring's parts live in host memory (simulated addresses: 4 KiB aligned, apart).
+const DATA_BASE: u64 = 1 << 40;
+const METADATA_BASE: u64 = 1 << 39;
+const FLAG_BASE: u64 = 1 << 38;
+/// The doorbell register in the device's BAR.
+const DOORBELL_ADDR: u64 = 0x1000;
+/// Messages between two looks at the cancel flag (a 16 KiB message is ~500 link events).
+const CANCEL_EVERY: u64 = 64;
+
+/// How the simulated device and host behave around the ring; `sim:` target keys set it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RingBehaviour {
+    /// The device's pause after each message's flag write.
+    pub dwell_ns: f64,
+    /// The host's reaction to a flag: uniform in [react_ns, react_ns + react_jitter_ns).
+    pub react_ns: f64,
+    pub react_jitter_ns: f64,
+    /// How long the host uses a buffer before ringing its doorbell.
+    pub host_use_ns: f64,
+    /// Every `host_stall_every` messages (0: never) the host is away `host_stall_ns` longer
+    /// before releasing: an injected full ring.
+    pub host_stall_every: u64,
+    pub host_stall_ns: f64,
+}
+
+impl Default for RingBehaviour {
+    /// A host that polls in a tight loop and does nothing with the data; OCDP's short dwell.
+    fn default() -> Self {
+        RingBehaviour { dwell_ns: 0.0, react_ns: 200.0, react_jitter_ns: 0.0, host_use_ns: 100.0, host_stall_every: 0, host_stall_ns: 0.0 }
+    }
+}
+
+/// What the simulator knows that the events do not say: the ground truth a test compares the
+/// report with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RingTruth {
+    /// Time every host buffer held a message (flag landed in host memory, not yet released), ns.
+    pub full_ns: f64,
+    /// From the first message's start to the last release, ns.
+    pub span_ns: f64,
+    /// Messages the device dropped (lossy).
+    pub dropped: u64,
+    /// The reaction delays drawn, in message order (only the first `REACTIONS_KEPT`).
+    pub reactions_ns: Vec<f64>,
+}
+
+/// Reaction delays kept in the truth (enough for percentiles in tests, bounded for long runs).
+pub const REACTIONS_KEPT: usize = 1 << 20;
+
+/// The ring personality of one simulated endpoint.
+pub struct SimRing {
+    pub(super) info: EngineInfo,
+    pub(super) link: Result<link::SimConfig, InvalidInput>,
+    pub(super) behaviour: RingBehaviour,
+    pub(super) rng: SimRng,
+    pub(super) truth: Option<RingTruth>,
+}
+
+/// A message on its way: device side known, flag not yet landed.
+struct InFlight {
+    sequence: u64,
+    bytes: u32,
+    /// Upstream TLPs delivered once its flag has landed.
+    last_tlp: u64,
+    device_start_ns: f64,
+    device_done_ns: f64,
+    wait_before_ns: f64,
+    wait_cause: WaitCause,
+}
+
+/// One stream's state: the link, the device's and the host's side of the ring.
+struct Run<'a> {
+    sim: LinkSim,
+    /// The link's MaxPayload: data TLPs are cut at it.
+    mps_bytes: u64,
+    plan: &'a RingPlan,
+    behaviour: &'a RingBehaviour,
+    rng: &'a mut SimRng,
+    sink: &'a mut dyn MessageSink,
+    truth: RingTruth,
+    /// Upstream TLPs queued so far.
+    sent_tlps: u64,
+    in_flight: VecDeque<InFlight>,
+    /// Doorbells the host has rung, in order, at these times (ns), not yet on the link.
+    doorbells: VecDeque<f64>,
+    /// Doorbells queued on the link so far, and arrived at the device.
+    doorbells_sent: u64,
+    doorbells_arrived: u64,
+    last_doorbell_arrival_ns: f64,
+    /// Messages committed to the ring (delivered, not dropped).
+    committed: u64,
+    /// When the host is free for the next buffer.
+    host_free_ns: f64,
+    /// Release times of landed messages still counted in the ring (for occupancy), oldest first.
+    held: VecDeque<f64>,
+    /// Truth sweep: when the ring last became full, if it is.
+    full_since_ns: Option<f64>,
+    first_start_ns: Option<f64>,
+    last_release_ns: f64,
+    sink_error: Option<EngineError>,
+}
+
+impl SimRing {
+    /// The truth of the last stream (None before any).
+    pub fn truth(&self) -> Option<&RingTruth> {
+        self.truth.as_ref()
+    }
+}
+
+impl Streaming for SimRing {
+    fn check(&self, plan: &RingPlan) -> Result<(), EngineError> {
+        self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
+        if plan.direction != StreamDirection::D2h {
+            return Err(InvalidInput::new("the simulated ring streams d2h only (device to host, push); h2d is not simulated yet").into());
+        }
+        if plan.transport != Transport::Push {
+            return Err(InvalidInput::new("the simulated ring streams in push mode only; pull is not simulated yet").into());
+        }
+        Ok(())
+    }
+
+    fn stream(&mut self, plan: &RingPlan, sink: &mut dyn MessageSink) -> Result<StreamEnd, EngineError> {
+        self.check(plan)?;
+        let config = self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
+        let mut rng = self.rng.fork(0x5712_EA);
+        let mut run = Run {
+            sim: LinkSim::driven(config)?,
+            mps_bytes: config.mps_bytes,
+            plan,
+            behaviour: &self.behaviour,
+            rng: &mut rng,
+            sink,
+            truth: RingTruth::default(),
+            sent_tlps: 0,
+            in_flight: VecDeque::new(),
+            doorbells: VecDeque::new(),
+            doorbells_sent: 0,
+            doorbells_arrived: 0,
+            last_doorbell_arrival_ns: 0.0,
+            committed: 0,
+            host_free_ns: 0.0,
+            held: VecDeque::new(),
+            full_since_ns: None,
+            first_start_ns: None,
+            last_release_ns: 0.0,
+            sink_error: None,
+        };
+        let result = run.produce();
+        let (end, truth) = run.finish(result);
+        self.truth = Some(truth);
+        end
+    }
+
+    fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+}
+
+impl Run<'_> {
+    /// The device's loop: one message after the other until the plan's stop, a signal or the
+    /// sink says stop. Returns why it stopped early, if it did.
+    fn produce(&mut self) -> Result<Option<String>, EngineError> {
+        let host_buffers = u64::from(self.plan.host_buffers);
+        let (limit_messages, limit_ns) = match self.plan.stop {
+            StreamStop::Messages(n) => (n, f64::INFINITY),
+            StreamStop::Duration(d) => (u64::MAX, d.as_secs_f64() * 1e9),
+        };
+        let mut sequence = 0u64;
+        let mut ready_ns = 0.0f64;
+        let mut last_done_ns = 0.0f64;
+        let mut period_ns = 0.0f64;
+        while sequence < limit_messages && ready_ns < limit_ns {
+            if sequence % CANCEL_EVERY == 0 && crate::cancel::requested() {
+                return Ok(Some("interrupted".into()));
+            }
+            if let Some(error) = self.sink_error.take() {
+                return Err(error);
+            }
+            let (start_ns, cause) = match self.plan.backpressure {
+                Backpressure::Lossless => {
+                    while self.committed - self.doorbells_arrived >= host_buffers {
+                        if !self.advance(f64::INFINITY) {
+                            return Err(EngineError::Unsupported("simulated ring stalled: no buffer will ever be freed (a bug)".into()));
+                        }
+                    }
+                    let freed_at = if self.committed >= host_buffers { self.last_doorbell_arrival_ns } else { 0.0 };
+                    if freed_at > ready_ns { (freed_at, WaitCause::NoFreeBuffer) } else { (ready_ns, self.idle_cause()) }
+                }
+                Backpressure::Lossy => {
+                    self.run_until(ready_ns);
+                    if self.committed - self.doorbells_arrived >= host_buffers {
+                        self.truth.dropped += 1;
+                        sequence += 1;
+                        // The source does not wait: its next message comes a message time later.
+                        ready_ns += period_ns.max(1.0);
+                        continue;
+                    }
+                    (ready_ns, self.idle_cause())
+                }
+            };
+            let wait_before_ns = if sequence == 0 && self.committed == 0 { 0.0 } else { start_ns - last_done_ns };
+            let cause = if wait_before_ns > 0.0 { cause } else { WaitCause::None };
+            let done_ns = self.send_message(sequence, start_ns, wait_before_ns, cause);
+            self.first_start_ns.get_or_insert(start_ns);
+            period_ns = done_ns - start_ns + self.behaviour.dwell_ns;
+            last_done_ns = done_ns;
+            ready_ns = done_ns + self.behaviour.dwell_ns;
+            sequence += 1;
+        }
+        Ok(None)
+    }
+
+    /// Why the device was idle before a message it could start at once: its dwell, if any.
+    fn idle_cause(&self) -> WaitCause {
+        if self.behaviour.dwell_ns > 0.0 { WaitCause::DeviceDwell } else { WaitCause::None }
+    }
+
+    /// Queue one message's TLPs at `start_ns`; returns when its flag write left the device.
+    fn send_message(&mut self, sequence: u64, start_ns: f64, wait_before_ns: f64, wait_cause: WaitCause) -> f64 {
+        self.run_until(start_ns);
+        let slot = self.committed % u64::from(self.plan.host_buffers);
+        let bytes = u64::from(self.plan.message_bytes);
+        let mut split = transaction::Splitter::new(DATA_BASE + slot * u64::from(self.plan.buffer_bytes), bytes, self.sim_mps());
+        while let Some((addr, len)) = split.next_piece() {
+            self.queue_up(addr, len);
+        }
+        self.queue_up(METADATA_BASE + slot * METADATA_BYTES, METADATA_BYTES);
+        self.queue_up(FLAG_BASE + slot * FLAG_BYTES, FLAG_BYTES);
+        self.committed += 1;
+        // The device is done when its flag write has left: step until nothing of it is queued.
+        while self.sim.queued_tlps(LinkDirection::Upstream) > 0 {
+            if !self.advance(f64::INFINITY) {
+                break;
+            }
+        }
+        let done_ns = self.sim.last_tlp_end_ns(LinkDirection::Upstream);
+        self.in_flight.push_back(InFlight {
+            sequence,
+            bytes: self.plan.message_bytes,
+            last_tlp: self.sent_tlps,
+            device_start_ns: start_ns,
+            device_done_ns: done_ns,
+            wait_before_ns,
+            wait_cause,
+        });
+        done_ns
+    }
+
+    fn sim_mps(&self) -> u64 {
+        self.mps_bytes
+    }
+
+    fn queue_up(&mut self, addr: u64, len: u64) {
+        self.sim.send(LinkDirection::Upstream, transaction::tlp(TlpKind::MemWrite, addr, len, 0));
+        self.sent_tlps += 1;
+    }
+
+    /// Handle events and doorbells due by `at_ns`, then stand at `at_ns`.
+    fn run_until(&mut self, at_ns: f64) {
+        while self.advance(at_ns) {}
+        self.sim.run_until_ns(at_ns);
+    }
+
+    /// One step no later than `limit_ns`: ring the next doorbell if it is due first, else
+    /// handle the link's next event. False when nothing is due by then.
+    fn advance(&mut self, limit_ns: f64) -> bool {
+        let event = self.sim.next_event_ns().filter(|t| *t <= limit_ns);
+        let bell = self.doorbells.front().copied().filter(|t| *t <= limit_ns);
+        match (event, bell) {
+            (_, Some(bell)) if event.is_none_or(|e| bell <= e) => {
+                self.doorbells.pop_front();
+                self.sim.run_until_ns(bell);
+                let tlp = transaction::tlp(TlpKind::MemWrite, DOORBELL_ADDR, DOORBELL_BYTES, 0);
+                self.sim.send(LinkDirection::Downstream, tlp);
+                self.doorbells_sent += 1;
+            }
+            (Some(_), _) => {
+                self.sim.step_event();
+                self.arrivals();
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// After a step: a doorbell reached the device, or a flag reached host memory.
+    fn arrivals(&mut self) {
+        let now = self.sim.now_ns();
+        let bells = self.sim.delivered_tlps(LinkDirection::Downstream);
+        if bells > self.doorbells_arrived {
+            self.doorbells_arrived = bells;
+            self.last_doorbell_arrival_ns = now;
+        }
+        let landed = self.sim.delivered_tlps(LinkDirection::Upstream);
+        while self.in_flight.front().is_some_and(|m| m.last_tlp <= landed) {
+            let message = self.in_flight.pop_front().expect("checked");
+            self.host_takes(message, now);
+        }
+    }
+
+    /// The host sees the flag that landed at `landed_ns`, uses the buffer, rings its doorbell.
+    fn host_takes(&mut self, message: InFlight, landed_ns: f64) {
+        let behaviour = self.behaviour;
+        let reaction_ns = behaviour.react_ns + behaviour.react_jitter_ns * self.rng.unit();
+        if self.truth.reactions_ns.len() < REACTIONS_KEPT {
+            self.truth.reactions_ns.push(reaction_ns);
+        }
+        let seen_ns = (landed_ns + reaction_ns).max(self.host_free_ns);
+        let stall_ns = if behaviour.host_stall_every > 0 && (message.sequence + 1) % behaviour.host_stall_every == 0 { behaviour.host_stall_ns } else { 0.0 };
+        let released_ns = seen_ns + behaviour.host_use_ns + stall_ns;
+        self.host_free_ns = released_ns;
+        self.last_release_ns = released_ns;
+        self.doorbells.push_back(released_ns);
+        let occupancy = self.occupancy_after_landing(landed_ns, released_ns);
+        let event = MessageEvent {
+            sequence: message.sequence,
+            bytes: message.bytes,
+            device_start_ns: Some(message.device_start_ns),
+            device_done_ns: Some(message.device_done_ns),
+            host_seen_ns: seen_ns,
+            host_released_ns: released_ns,
+            ring_occupancy: occupancy,
+            wait_before_ns: message.wait_before_ns,
+            wait_cause: message.wait_cause,
+        };
+        if self.sink_error.is_none() {
+            if let Err(error) = self.sink.message(&event) {
+                self.sink_error = Some(error);
+            }
+        }
+    }
+
+    /// Count the ring's full buffers when a message lands (truth: landing in host memory, as
+    /// only the simulator knows it), and the time the ring spent full.
+    fn occupancy_after_landing(&mut self, landed_ns: f64, released_ns: f64) -> u32 {
+        let host_buffers = self.plan.host_buffers as usize;
+        while let Some(&release) = self.held.front() {
+            if release > landed_ns {
+                break;
+            }
+            self.held.pop_front();
+            if let Some(since) = self.full_since_ns.take() {
+                self.truth.full_ns += release - since;
+            }
+        }
+        self.held.push_back(released_ns);
+        if self.held.len() >= host_buffers && self.full_since_ns.is_none() {
+            self.full_since_ns = Some(landed_ns);
+        }
+        self.held.len() as u32
+    }
+
+    /// Let every message in flight land (its host side runs), then say how the stream ended.
+    fn finish(mut self, stopped: Result<Option<String>, EngineError>) -> (Result<StreamEnd, EngineError>, RingTruth) {
+        if stopped.is_ok() {
+            while !self.in_flight.is_empty() && self.advance(f64::INFINITY) {}
+        }
+        // Close the truth's full interval at the release that ends it.
+        if let (Some(since), Some(&release)) = (self.full_since_ns.take(), self.held.front()) {
+            self.truth.full_ns += release - since;
+        }
+        let start_ns = self.first_start_ns.unwrap_or(0.0);
+        self.truth.span_ns = self.last_release_ns - start_ns;
+        let produced = self.committed + self.truth.dropped;
+        let end = match stopped {
+            Ok(stopped_early) => match self.sink_error.take() {
+                Some(error) => Err(error),
+                None => Ok(StreamEnd {
+                    produced,
+                    dropped_by_producer: Some(self.truth.dropped),
+                    start_ns,
+                    end_ns: self.last_release_ns,
+                    stopped_early,
+                }),
+            },
+            Err(error) => Err(error),
+        };
+        (end, self.truth)
+    }
+}

@@ -1,0 +1,97 @@
+//! `pcieperf stream` from the command line: the document, bad input as one line with exit 2, a
+//! sweep's overhead fit, and Ctrl-C writing the messages so far.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn pcieperf() -> Command {
+    Command::cargo_bin("pcieperf").unwrap()
+}
+
+#[test]
+fn the_document_is_simulated_and_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    let html = dir.path().join("s.html");
+    let assert = pcieperf().args(["stream", "--preset", "doc003", "--messages", "300", "-o"]).arg(&out).arg("--html").arg(&html).assert().success();
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    assert!(stdout.contains("SIMULATED") && stdout.contains("6.727 Gb/s"), "{stdout}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "pcieperf.stream/1");
+    assert_eq!(doc["simulated"], true);
+    let point = &doc["points"][0];
+    assert_eq!(point["messages"], 300);
+    assert_eq!(point["dropped"], 0);
+    assert!(point["latency"]["end_to_end"]["p99_9_ns"].as_f64().unwrap() > 0.0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("ring occupancy over time") && page.contains("latency CDF") && page.contains("<svg"), "plots drawn");
+    let csv = pcieperf().args(["stream", "--messages", "50", "--csv"]).assert().success();
+    let csv = String::from_utf8(csv.get_output().stdout.clone()).unwrap();
+    assert!(csv.lines().nth(1).unwrap().starts_with("simulated,16352,50,"), "{csv}");
+    let metrics = pcieperf().args(["stream", "--messages", "50", "--metrics"]).assert().success();
+    assert!(String::from_utf8_lossy(&metrics.get_output().stdout).contains("pcieperf_stream_sustained_bytes_per_second{"));
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for args in [
+        &["--msg-size", "20000"][..],
+        &["--host-bufs", "0"],
+        &["--dev-bufs", "0"],
+        &["--host-bufs", "4000000000"],
+        &["--direction", "both"],
+        &["--msg-size", "0"],
+    ] {
+        let assert = pcieperf().arg("stream").args(args).assert().code(2);
+        let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_sweep_fits_the_per_message_overhead() {
+    let assert = pcieperf().args(["stream", "--msg-size", "64,128,192,256,1KiB,4KiB", "--buf-size", "4KiB", "--messages", "200", "--json"]).assert().success();
+    let doc: Value = serde_json::from_slice(&assert.get_output().stdout).unwrap();
+    assert_eq!(doc["points"].as_array().unwrap().len(), 6);
+    let fit = &doc["overhead_fit"];
+    // Each TLP costs its 16-byte header and 8 bytes of framing (Gen1, 4DW) and a little of the
+    // SKPs and DLLPs; the per-message overhead holds the metadata and flag TLPs (40 + 28 bytes).
+    let per_tlp = fit["per_tlp_bytes"].as_f64().unwrap();
+    let per_message = fit["per_message_bytes"].as_f64().unwrap();
+    assert!((23.0..28.0).contains(&per_tlp), "{fit}");
+    assert!((60.0..120.0).contains(&per_message), "{fit}");
+}
+
+#[test]
+fn ctrl_c_ends_promptly_with_the_messages_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pcieperf"))
+        .args(["stream", "--msg-size", "64", "--buf-size", "64", "--messages", "1000000000", "-o"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SAFETY: signalling the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "ended promptly");
+    assert_eq!(status.code(), Some(130));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(doc["stopped_early"], "interrupted");
+    assert!(doc["points"][0]["messages"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_duration_is_virtual_time_on_the_simulator() {
+    let assert = pcieperf().args(["stream", "--duration", "2ms", "--json"]).assert().success();
+    let doc: Value = serde_json::from_slice(&assert.get_output().stdout).unwrap();
+    let point = &doc["points"][0];
+    // 16352-byte messages at ~19.6 µs each: about 100 in 2 ms of virtual time.
+    let messages = point["messages"].as_u64().unwrap();
+    assert!((95..=105).contains(&messages), "{messages}");
+    assert!((point["duration_ns"].as_f64().unwrap() - 2e6).abs() < 25e3, "{}", point["duration_ns"]);
+}
