@@ -6,7 +6,8 @@
 
 Needs iverilog (Debian `iverilog`) and the Python packages cocotb 2.x, cocotbext-pcie,
 cocotbext-axi (.ci/run installs them). Exit status: 0 all tests passed, 1 a test failed,
-77 prerequisites missing (the line printed names them).
+77 prerequisites missing (the line printed names them). `test` also synthesises the core for
+UltraScale+ with Yosys where it is installed (synth.py: no latches, no errors).
 """
 
 import argparse
@@ -171,6 +172,9 @@ def main():
         return 0
 
     total, failed = lint()
+    # Yosys takes minutes on one core: it runs beside the simulations (the whole suite only).
+    import synth
+    synthesis = None if args.module or args.testcase else synth.start()
     for link in LINKS if args.link == "all" else [args.link]:
         throughput = build_dir_of(link) / "throughput.json"
         throughput.unlink(missing_ok=True)
@@ -195,9 +199,15 @@ def main():
                         print("  " + line.strip(), flush=True)
         total += tests
         failed += fails
+    if synthesis:
+        ok, line = synthesis()
+        print(line, flush=True)
+        if "skipped" not in line:
+            total += 1
+            failed += not ok
     # The same shape as cargo's summary lines, so test.sh's closing line counts these tests.
     print(f"test result: {'ok' if failed == 0 else 'FAILED'}. {total - failed} passed; {failed} failed; "
-          "(HDL: Icarus Verilog + cocotb, verilator lint)", flush=True)
+          "(HDL: Icarus Verilog + cocotb, verilator lint, yosys synth_xilinx)", flush=True)
     return 1 if failed else 0
 
 
