@@ -54,6 +54,8 @@ module pcieperf_dma_read #(
     localparam SLOT_WORDS = 1024;                 // 4 KiB: the largest MaxReadRequest
     localparam TAG_BITS = $clog2(MAX_TAGS);
     localparam ROB_BITS = TAG_BITS + 10;
+    localparam LANE_BITS = $clog2(LANES);
+    localparam BANK_WORDS = MAX_TAGS * SLOT_WORDS / LANES;
     localparam [2:0] S_IDLE = 3'd0, S_SEED = 3'd1, S_SEEK = 3'd2, S_RUN = 3'd3;
 
     // ---- run state -------------------------------------------------------------------------
@@ -69,7 +71,9 @@ module pcieperf_dma_read #(
     reg [10:0] slot_words    [0:MAX_TAGS-1];
     reg [10:0] slot_received [0:MAX_TAGS-1];
     reg [63:0] slot_offset   [0:MAX_TAGS-1];
-    reg [31:0] rob           [0:MAX_TAGS*SLOT_WORDS-1];
+    // The reorder buffer (rob) is LANES banks of one write and one registered read port each,
+    // so that it maps to block RAM: word i lives in bank i mod LANES. A beat's lanes carry
+    // consecutive words, so each bank takes at most one of them (rotated into place).
 
     // ---- request side: one MRd descriptor (4 DWs) per request -------------------------------
     wire [63:0] addr, offset;
@@ -152,7 +156,7 @@ module pcieperf_dma_read #(
     wire        drain_last = head_ready && drain_left <= {6'd0, LANES5};
 
     reg                   check_valid;       // stage 2 holds words
-    reg  [DATA_WIDTH-1:0] check_words;
+    reg  [DATA_WIDTH-1:0] check_words;       // from the rob banks, in lane order
     reg  [4:0]            check_lanes;
     reg  [63:0]           check_offset;      // pattern offset of the first word
     reg                   check_reseed;      // first words of a pattern block
@@ -178,6 +182,38 @@ module pcieperf_dma_read #(
             lane_dw = 16'({5'd0, rc_beat} * LANES + w);
             rc_lane_write[w] = rc_accept && lane_dw >= 16'd3 && rc_tkeep[w];
             rc_lane_index[ROB_BITS*w +: ROB_BITS] = ROB_BITS'({rc_tag, 10'd0} + {5'd0, rc_first_word} + lane_dw - 16'd3);
+        end
+    end
+
+    // Stage 1 reads words read_base .. read_base + LANES - 1 of the rob.
+    wire [ROB_BITS-1:0] read_base = ROB_BITS'({head_tag, 10'd0} + {5'd0, drain_word});
+    reg  [LANE_BITS-1:0] read_rotation;    // read_base mod LANES of the words stage 2 holds
+    wire [32*LANES-1:0]  bank_q;
+    genvar g;
+    generate
+        for (g = 0; g < LANES; g = g + 1) begin : rob_bank
+            reg [31:0] words [0:BANK_WORDS-1];
+            reg [31:0] q;
+            // The lane whose word falls in this bank: lane indices are consecutive.
+            wire [LANE_BITS-1:0] write_lane = LANE_BITS'(g) - rc_lane_index[LANE_BITS-1:0];
+            wire [ROB_BITS-1:0]  write_index = rc_lane_index[ROB_BITS*write_lane +: ROB_BITS];
+            wire [ROB_BITS-1:0]  read_index = read_base + {{(ROB_BITS-LANE_BITS){1'b0}}, LANE_BITS'(g) - read_base[LANE_BITS-1:0]};
+            // Bank g holds words whose low bits are g: those bits are not part of the address.
+            wire                 unused_bank_bits = &{1'b0, write_index[LANE_BITS-1:0], read_index[LANE_BITS-1:0]};
+            always @(posedge clk) begin
+                if (rc_lane_write[write_lane]) words[write_index[ROB_BITS-1:LANE_BITS]] <= rc_tdata[32*write_lane +: 32];
+                if (head_ready) q <= words[read_index[ROB_BITS-1:LANE_BITS]];
+            end
+            assign bank_q[32*g +: 32] = q;
+        end
+    endgenerate
+    // Lane j of stage 2 is word read_base + j: bank (read_base + j) mod LANES.
+    integer r;
+    reg [LANE_BITS-1:0] bank_of_lane;
+    always @* begin
+        for (r = 0; r < LANES; r = r + 1) begin
+            bank_of_lane = read_rotation + LANE_BITS'(r);
+            check_words[32*r +: 32] = bank_q[32*bank_of_lane +: 32];
         end
     end
 
@@ -209,7 +245,6 @@ module pcieperf_dma_read #(
         end
     end
 
-    integer j;
     always @(posedge clk) begin
         if (rst) begin
             state <= S_IDLE;
@@ -228,7 +263,7 @@ module pcieperf_dma_read #(
             rc_desc_reg <= 96'd0;
             drain_word <= 11'd0;
             check_valid <= 1'b0;
-            check_words <= {DATA_WIDTH{1'b0}};
+            read_rotation <= {LANE_BITS{1'b0}};
             check_lanes <= 5'd0;
             check_offset <= 64'd0;
             check_reseed <= 1'b0;
@@ -288,8 +323,6 @@ module pcieperf_dma_read #(
             if (rc_accept) begin
                 rc_desc_reg <= rc_desc;
                 rc_beat <= rc_tlast ? 11'd0 : rc_beat + 11'd1;
-                for (j = 0; j < LANES; j = j + 1)
-                    if (rc_lane_write[j]) rob[rc_lane_index[ROB_BITS*j +: ROB_BITS]] <= rc_tdata[32*j +: 32];
                 if (rc_failed && rc_tlast) begin
                     // No (usable) data will come for this request: release it; its words are
                     // checked as they stand, so the failure also shows as bit errors.
@@ -303,8 +336,7 @@ module pcieperf_dma_read #(
             // Stage 1: read the oldest complete request's next words, in issue order.
             check_valid <= head_ready;
             if (head_ready) begin
-                for (j = 0; j < LANES; j = j + 1)
-                    check_words[32*j +: 32] <= rob[ROB_BITS'({head_tag, 10'd0} + {5'd0, drain_word} + 15'(j))];
+                read_rotation <= read_base[LANE_BITS-1:0];
                 check_lanes <= drain_lanes;
                 check_offset <= slot_offset[head_tag] + {51'd0, drain_word, 2'b00};
                 check_reseed <= drain_word == 11'd0 && slot_offset[head_tag][11:0] == 12'd0;

@@ -10,7 +10,8 @@
 module pcieperf_regs #(
     parameter DATA_WIDTH = 256,
     parameter CLK_HZ = 250000000,
-    parameter MAX_TAGS = 32
+    parameter MAX_TAGS = 32,
+    parameter ENABLE_STREAM = 1          // 0: the streaming registers read 0 (synthesis variant)
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -63,7 +64,32 @@ module pcieperf_regs #(
     input  wire [63:0]              h2d_first_error_offset,
     input  wire                     h2d_error_found,
     input  wire [31:0]              h2d_completion_errors,
-    input  wire [5:0]               h2d_max_outstanding
+    input  wire [5:0]               h2d_max_outstanding,
+
+    // Streaming mode (pcieperf_stream): configuration out, counters in.
+    output reg                      stream_start,
+    output reg                      stream_lossy,
+    output reg  [63:0]              stream_data_addr,
+    output reg  [63:0]              stream_meta_addr,
+    output reg  [63:0]              stream_flag_addr,
+    output reg  [31:0]              stream_buffers,
+    output reg  [31:0]              stream_buffer_bytes,
+    output reg  [31:0]              stream_message_bytes,
+    output reg  [31:0]              stream_messages,
+    output reg  [31:0]              stream_dwell_cycles,
+    output reg  [7:0]               stream_opcode,
+    output reg                      stream_doorbell,
+    output reg  [31:0]              stream_doorbell_count,
+    output wire [63:0]              device_clock,
+    input  wire                     stream_busy,
+    input  wire [31:0]              stream_free_buffers,
+    input  wire [31:0]              stream_produced,
+    input  wire [31:0]              stream_sent,
+    input  wire [31:0]              stream_dropped,
+    input  wire [31:0]              stream_wait_cycles,
+    input  wire [31:0]              stream_max_wait_cycles,
+    input  wire [31:0]              stream_rq_stall_cycles,
+    input  wire [47:0]              stream_cycles
 );
     localparam LANES = DATA_WIDTH / 32;
     // Cycles per stall unit of document 001 (16 ns).
@@ -84,6 +110,9 @@ module pcieperf_regs #(
     reg [31:0] ram [0:`PCIEPERF_RAM_BYTES/4-1];    // BAR3
 
     assign threshold_cycles = threshold * UNIT_CYCLES;
+    assign device_clock = clock;
+    // Nothing may start while another engine or a stream runs.
+    wire engines_idle = !h2d_busy && !d2h_busy && !stream_busy;
 
     function [31:0] tenths;
         input [47:0] cycles;
@@ -209,7 +238,41 @@ module pcieperf_regs #(
             `PCIEPERF_WRITE_CYCLES_HIGH: read_value = mode_cycles[2][63:32];
             `PCIEPERF_READ_CYCLES_HIGH: read_value = mode_cycles[1][63:32];
             `PCIEPERF_READ_WRITE_CYCLES_HIGH: read_value = mode_cycles[3][63:32];
-            default: read_value = 32'd0;
+            default: read_value = (ENABLE_STREAM != 0) ? stream_value : 32'd0;
+        endcase
+    end
+
+    // The streaming mode's registers (docs/hdl.md#streaming-mode).
+    reg [31:0] stream_value;
+    always @* begin
+        stream_value = 32'd0;
+        case (reg_key)
+            `PCIEPERF_STREAM_CONTROL: begin
+                stream_value[`PCIEPERF_STREAM_CONTROL_RUN_LSB] = stream_busy;
+                stream_value[`PCIEPERF_STREAM_CONTROL_LOSSY_LSB] = stream_lossy;
+            end
+            `PCIEPERF_STREAM_DATA_ADDR: stream_value = stream_data_addr[31:0];
+            `PCIEPERF_STREAM_DATA_ADDR_HIGH: stream_value = stream_data_addr[63:32];
+            `PCIEPERF_STREAM_META_ADDR: stream_value = stream_meta_addr[31:0];
+            `PCIEPERF_STREAM_META_ADDR_HIGH: stream_value = stream_meta_addr[63:32];
+            `PCIEPERF_STREAM_FLAG_ADDR: stream_value = stream_flag_addr[31:0];
+            `PCIEPERF_STREAM_FLAG_ADDR_HIGH: stream_value = stream_flag_addr[63:32];
+            `PCIEPERF_STREAM_BUFFERS: stream_value = stream_buffers;
+            `PCIEPERF_STREAM_BUFFER_BYTES: stream_value = stream_buffer_bytes;
+            `PCIEPERF_STREAM_MESSAGE_BYTES: stream_value = stream_message_bytes;
+            `PCIEPERF_STREAM_MESSAGES: stream_value = stream_messages;
+            `PCIEPERF_STREAM_DWELL: stream_value = stream_dwell_cycles;
+            `PCIEPERF_STREAM_OPCODE: stream_value = {24'd0, stream_opcode};
+            `PCIEPERF_STREAM_DOORBELL: stream_value = stream_free_buffers;
+            `PCIEPERF_STREAM_PRODUCED: stream_value = stream_produced;
+            `PCIEPERF_STREAM_SENT: stream_value = stream_sent;
+            `PCIEPERF_STREAM_DROPPED: stream_value = stream_dropped;
+            `PCIEPERF_STREAM_WAIT_CYCLES: stream_value = stream_wait_cycles;
+            `PCIEPERF_STREAM_MAX_WAIT_CYCLES: stream_value = stream_max_wait_cycles;
+            `PCIEPERF_STREAM_RQ_STALL_CYCLES: stream_value = stream_rq_stall_cycles;
+            `PCIEPERF_STREAM_CYCLES: stream_value = stream_cycles[31:0];
+            `PCIEPERF_STREAM_CYCLES_HIGH: stream_value = {16'd0, stream_cycles[47:32]};
+            default: stream_value = 32'd0;
         endcase
     end
 
@@ -259,10 +322,17 @@ module pcieperf_regs #(
             h2d_base0 <= 64'd0; h2d_base1 <= 64'd0; d2h_base0 <= 64'd0; d2h_base1 <= 64'd0;
             chunk_bytes <= 32'd0; h2d_total_bytes <= 48'd0; d2h_total_bytes <= 48'd0;
             h2d_offset <= 64'd0; d2h_offset <= 64'd0; check_enable <= 1'b0;
+            stream_start <= 1'b0; stream_lossy <= 1'b0;
+            stream_data_addr <= 64'd0; stream_meta_addr <= 64'd0; stream_flag_addr <= 64'd0;
+            stream_buffers <= 32'd0; stream_buffer_bytes <= 32'd0; stream_message_bytes <= 32'd0;
+            stream_messages <= 32'd0; stream_dwell_cycles <= 32'd0; stream_opcode <= 8'd0;
+            stream_doorbell <= 1'b0; stream_doorbell_count <= 32'd0;
         end else begin
             clock <= clock + 64'd1;
             h2d_start <= 1'b0;
             d2h_start <= 1'b0;
+            stream_start <= 1'b0;
+            stream_doorbell <= 1'b0;
 
             // A demo run ends when both its engines are idle: results become visible.
             if (demo_running && !h2d_start && !d2h_start && !h2d_busy && !d2h_busy) begin
@@ -296,7 +366,7 @@ module pcieperf_regs #(
                                 // Demo start: 1 read (h2d), 2 write (d2h), 3 both; ignored
                                 // unless buffers, fixed parameter and block amount are set.
                                 start_code <= req_data;
-                                if (demo_ready && req_data[1:0] != 2'd0 && !h2d_busy && !d2h_busy) begin
+                                if (demo_ready && req_data[1:0] != 2'd0 && engines_idle) begin
                                     h2d_start <= req_data[0];
                                     d2h_start <= req_data[1];
                                     h2d_base0 <= {32'd0, buffer1}; h2d_base1 <= {32'd0, buffer2};
@@ -311,7 +381,7 @@ module pcieperf_regs #(
                                     if (req_data[0]) rx_result <= 32'd0;
                                 end
                             end
-                            `PCIEPERF_DMA_CONTROL: if (!h2d_busy && !d2h_busy && !demo_running) begin
+                            `PCIEPERF_DMA_CONTROL: if (engines_idle && !demo_running) begin
                                 // DMA start: h2d from dma_h2d_*, d2h from dma_d2h_*.
                                 h2d_start <= req_data[`PCIEPERF_DMA_CONTROL_H2D_LSB];
                                 d2h_start <= req_data[`PCIEPERF_DMA_CONTROL_D2H_LSB];
@@ -341,6 +411,26 @@ module pcieperf_regs #(
                             `PCIEPERF_FIXED: fixed <= req_data;
                             `PCIEPERF_BLOCK_AMOUNT: block_amount <= req_data;
                             `PCIEPERF_THRESHOLD: threshold <= req_data;
+                            `PCIEPERF_STREAM_CONTROL: begin
+                                stream_lossy <= req_data[`PCIEPERF_STREAM_CONTROL_LOSSY_LSB];
+                                stream_start <= req_data[`PCIEPERF_STREAM_CONTROL_RUN_LSB] && engines_idle && !demo_running;
+                            end
+                            `PCIEPERF_STREAM_DATA_ADDR: stream_data_addr[31:0] <= req_data;
+                            `PCIEPERF_STREAM_DATA_ADDR_HIGH: stream_data_addr[63:32] <= req_data;
+                            `PCIEPERF_STREAM_META_ADDR: stream_meta_addr[31:0] <= req_data;
+                            `PCIEPERF_STREAM_META_ADDR_HIGH: stream_meta_addr[63:32] <= req_data;
+                            `PCIEPERF_STREAM_FLAG_ADDR: stream_flag_addr[31:0] <= req_data;
+                            `PCIEPERF_STREAM_FLAG_ADDR_HIGH: stream_flag_addr[63:32] <= req_data;
+                            `PCIEPERF_STREAM_BUFFERS: stream_buffers <= req_data;
+                            `PCIEPERF_STREAM_BUFFER_BYTES: stream_buffer_bytes <= req_data;
+                            `PCIEPERF_STREAM_MESSAGE_BYTES: stream_message_bytes <= req_data;
+                            `PCIEPERF_STREAM_MESSAGES: stream_messages <= req_data;
+                            `PCIEPERF_STREAM_DWELL: stream_dwell_cycles <= req_data;
+                            `PCIEPERF_STREAM_OPCODE: stream_opcode <= req_data[7:0];
+                            `PCIEPERF_STREAM_DOORBELL: begin
+                                stream_doorbell <= 1'b1;
+                                stream_doorbell_count <= req_data;
+                            end
                             default: ;
                         endcase
                     end

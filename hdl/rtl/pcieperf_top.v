@@ -8,7 +8,10 @@
 module pcieperf_top #(
     parameter DATA_WIDTH = 256,          // 64, 128 or 256: the hard block's user interface width
     parameter CLK_HZ = 250000000,        // user_clk frequency (62.5, 125 or 250 MHz)
-    parameter MAX_TAGS = 32              // requests in flight at most (reorder slots of 4 KiB)
+    parameter MAX_TAGS = 32,             // requests in flight at most (reorder slots of 4 KiB)
+    // Synthesis variants (docs/hdl.md#resources): 0 leaves the feature out, its registers read 0.
+    parameter ENABLE_STREAM = 1,         // streaming mode (pcieperf_stream)
+    parameter ENABLE_COUNTERS = 1        // per-direction busy cycles and stall counters
 ) (
     input  wire                     user_clk,
     input  wire                     user_reset,
@@ -56,7 +59,8 @@ module pcieperf_top #(
 
     // For a testbench or an ILA: the engines are moving data.
     output wire                     h2d_busy,
-    output wire                     d2h_busy
+    output wire                     d2h_busy,
+    output wire                     stream_busy
 );
     wire rst = user_reset || !user_lnk_up;
     // CQ tuser (byte enables, SOP flags) is not needed for 32-bit register accesses in
@@ -77,12 +81,19 @@ module pcieperf_top #(
     wire [63:0] h2d_first_error_offset;
     wire        h2d_error_found, h2d_beat, d2h_beat;
     wire [5:0]  h2d_max_outstanding;
+    wire        stream_start, stream_lossy, stream_doorbell;
+    wire [63:0] stream_data_addr, stream_meta_addr, stream_flag_addr, device_clock;
+    wire [31:0] stream_buffers, stream_buffer_bytes, stream_message_bytes, stream_messages;
+    wire [31:0] stream_dwell_cycles, stream_doorbell_count, stream_free_buffers, stream_produced;
+    wire [31:0] stream_sent, stream_dropped, stream_wait_cycles, stream_max_wait_cycles, stream_rq_stall_cycles;
+    wire [47:0] stream_cycles;
+    wire [7:0]  stream_opcode;
 
     // 128 << code, as the Device Control register encodes MPS and MRRS.
     wire [12:0] max_payload_bytes = 13'd128 << cfg_max_payload;
     wire [12:0] max_read_request_bytes = (cfg_max_read_req > 3'd5) ? 13'd4096 : 13'd128 << cfg_max_read_req;
 
-    pcieperf_regs #(.DATA_WIDTH(DATA_WIDTH), .CLK_HZ(CLK_HZ), .MAX_TAGS(MAX_TAGS)) regs (
+    pcieperf_regs #(.DATA_WIDTH(DATA_WIDTH), .CLK_HZ(CLK_HZ), .MAX_TAGS(MAX_TAGS), .ENABLE_STREAM(ENABLE_STREAM)) regs (
         .clk(user_clk), .rst(rst),
         .cq_tdata(m_axis_cq_tdata), .cq_tkeep(m_axis_cq_tkeep), .cq_tlast(m_axis_cq_tlast),
         .cq_tvalid(m_axis_cq_tvalid), .cq_tready(m_axis_cq_tready),
@@ -101,13 +112,24 @@ module pcieperf_top #(
         .h2d_stalls(h2d_stalls), .d2h_stalls(d2h_stalls), .h2d_crc32(h2d_crc32),
         .h2d_bit_errors(h2d_bit_errors), .h2d_first_error_offset(h2d_first_error_offset),
         .h2d_error_found(h2d_error_found), .h2d_completion_errors(h2d_completion_errors),
-        .h2d_max_outstanding(h2d_max_outstanding)
+        .h2d_max_outstanding(h2d_max_outstanding),
+        .stream_start(stream_start), .stream_lossy(stream_lossy), .stream_data_addr(stream_data_addr),
+        .stream_meta_addr(stream_meta_addr), .stream_flag_addr(stream_flag_addr),
+        .stream_buffers(stream_buffers), .stream_buffer_bytes(stream_buffer_bytes),
+        .stream_message_bytes(stream_message_bytes), .stream_messages(stream_messages),
+        .stream_dwell_cycles(stream_dwell_cycles), .stream_opcode(stream_opcode),
+        .stream_doorbell(stream_doorbell), .stream_doorbell_count(stream_doorbell_count),
+        .device_clock(device_clock), .stream_busy(stream_busy), .stream_free_buffers(stream_free_buffers),
+        .stream_produced(stream_produced), .stream_sent(stream_sent), .stream_dropped(stream_dropped),
+        .stream_wait_cycles(stream_wait_cycles), .stream_max_wait_cycles(stream_max_wait_cycles),
+        .stream_rq_stall_cycles(stream_rq_stall_cycles), .stream_cycles(stream_cycles)
     );
 
-    wire [DATA_WIDTH-1:0]    wr_tdata, rd_tdata;
-    wire [DATA_WIDTH/32-1:0] wr_tkeep, rd_tkeep;
-    wire [61:0]              wr_tuser, rd_tuser;
+    wire [DATA_WIDTH-1:0]    wr_tdata, rd_tdata, st_tdata, ws_tdata;
+    wire [DATA_WIDTH/32-1:0] wr_tkeep, rd_tkeep, st_tkeep, ws_tkeep;
+    wire [61:0]              wr_tuser, rd_tuser, st_tuser, ws_tuser;
     wire                     wr_tlast, wr_tvalid, wr_tready, rd_tlast, rd_tvalid, rd_tready;
+    wire                     st_tlast, st_tvalid, st_tready, ws_tlast, ws_tvalid, ws_tready;
 
     pcieperf_dma_write #(.DATA_WIDTH(DATA_WIDTH)) dma_write (
         .clk(user_clk), .rst(rst), .start(d2h_start),
@@ -132,27 +154,74 @@ module pcieperf_top #(
         .rc_tuser(m_axis_rc_tuser), .rc_tvalid(m_axis_rc_tvalid), .rc_tready(m_axis_rc_tready)
     );
 
+    generate
+        if (ENABLE_STREAM != 0) begin : streaming
+            pcieperf_stream #(.DATA_WIDTH(DATA_WIDTH)) stream (
+                .clk(user_clk), .rst(rst), .start(stream_start), .lossy(stream_lossy),
+                .data_addr(stream_data_addr), .meta_addr(stream_meta_addr), .flag_addr(stream_flag_addr),
+                .buffers(stream_buffers), .buffer_bytes(stream_buffer_bytes), .message_bytes(stream_message_bytes),
+                .messages(stream_messages), .dwell_cycles(stream_dwell_cycles), .opcode(stream_opcode),
+                .doorbell(stream_doorbell), .doorbell_count(stream_doorbell_count), .now(device_clock),
+                .max_payload_bytes(max_payload_bytes), .busy(stream_busy), .free_buffers(stream_free_buffers),
+                .produced(stream_produced), .sent(stream_sent), .dropped(stream_dropped),
+                .wait_cycles(stream_wait_cycles), .max_wait_cycles(stream_max_wait_cycles),
+                .rq_stall_cycles(stream_rq_stall_cycles), .run_cycles(stream_cycles),
+                .rq_tdata(st_tdata), .rq_tkeep(st_tkeep), .rq_tlast(st_tlast), .rq_tuser(st_tuser),
+                .rq_tvalid(st_tvalid), .rq_tready(st_tready)
+            );
+            // The stream and the write engine never run at once (a start waits for both idle):
+            // they share one side of the RQ multiplexer.
+            pcieperf_rq_mux #(.DATA_WIDTH(DATA_WIDTH)) write_mux (
+                .clk(user_clk), .rst(rst),
+                .a_tdata(wr_tdata), .a_tkeep(wr_tkeep), .a_tlast(wr_tlast), .a_tuser(wr_tuser),
+                .a_tvalid(wr_tvalid), .a_tready(wr_tready),
+                .b_tdata(st_tdata), .b_tkeep(st_tkeep), .b_tlast(st_tlast), .b_tuser(st_tuser),
+                .b_tvalid(st_tvalid), .b_tready(st_tready),
+                .rq_tdata(ws_tdata), .rq_tkeep(ws_tkeep), .rq_tlast(ws_tlast),
+                .rq_tuser(ws_tuser), .rq_tvalid(ws_tvalid), .rq_tready(ws_tready)
+            );
+        end else begin : no_streaming
+            assign {stream_busy, stream_free_buffers, stream_produced, stream_sent, stream_dropped} = 129'd0;
+            assign {stream_wait_cycles, stream_max_wait_cycles, stream_rq_stall_cycles, stream_cycles} = 144'd0;
+            assign {st_tdata, st_tkeep, st_tlast, st_tuser, st_tvalid, st_tready} = 0;
+            assign {ws_tdata, ws_tkeep, ws_tlast, ws_tuser, ws_tvalid} = {wr_tdata, wr_tkeep, wr_tlast, wr_tuser, wr_tvalid};
+            assign wr_tready = ws_tready;
+            // Configuration the absent stream would have read.
+            wire unused_stream = &{1'b0, stream_start, stream_lossy, stream_data_addr, stream_meta_addr,
+                                   stream_flag_addr, stream_buffers, stream_buffer_bytes, stream_message_bytes,
+                                   stream_messages, stream_dwell_cycles, stream_opcode, stream_doorbell,
+                                   stream_doorbell_count, device_clock, st_tdata, st_tkeep, st_tlast, st_tuser, st_tvalid, st_tready};
+        end
+    endgenerate
+
     pcieperf_rq_mux #(.DATA_WIDTH(DATA_WIDTH)) rq_mux (
         .clk(user_clk), .rst(rst),
-        .a_tdata(wr_tdata), .a_tkeep(wr_tkeep), .a_tlast(wr_tlast), .a_tuser(wr_tuser),
-        .a_tvalid(wr_tvalid), .a_tready(wr_tready),
+        .a_tdata(ws_tdata), .a_tkeep(ws_tkeep), .a_tlast(ws_tlast), .a_tuser(ws_tuser),
+        .a_tvalid(ws_tvalid), .a_tready(ws_tready),
         .b_tdata(rd_tdata), .b_tkeep(rd_tkeep), .b_tlast(rd_tlast), .b_tuser(rd_tuser),
         .b_tvalid(rd_tvalid), .b_tready(rd_tready),
         .rq_tdata(s_axis_rq_tdata), .rq_tkeep(s_axis_rq_tkeep), .rq_tlast(s_axis_rq_tlast),
         .rq_tuser(s_axis_rq_tuser), .rq_tvalid(s_axis_rq_tvalid), .rq_tready(s_axis_rq_tready)
     );
 
-    pcieperf_counters h2d_counters (
-        .clk(user_clk), .rst(rst), .clear(h2d_start), .active(h2d_busy), .beat(h2d_beat),
-        .threshold_cycles(threshold_cycles), .busy_cycles(h2d_cycles),
-        .max_stall_cycles(h2d_max_stall), .stalls_over_threshold(h2d_stalls)
-    );
+    generate
+        if (ENABLE_COUNTERS != 0) begin : counters
+            pcieperf_counters h2d_counters (
+                .clk(user_clk), .rst(rst), .clear(h2d_start), .active(h2d_busy), .beat(h2d_beat),
+                .threshold_cycles(threshold_cycles), .busy_cycles(h2d_cycles),
+                .max_stall_cycles(h2d_max_stall), .stalls_over_threshold(h2d_stalls)
+            );
 
-    pcieperf_counters d2h_counters (
-        .clk(user_clk), .rst(rst), .clear(d2h_start), .active(d2h_busy), .beat(d2h_beat),
-        .threshold_cycles(threshold_cycles), .busy_cycles(d2h_cycles),
-        .max_stall_cycles(d2h_max_stall), .stalls_over_threshold(d2h_stalls)
-    );
+            pcieperf_counters d2h_counters (
+                .clk(user_clk), .rst(rst), .clear(d2h_start), .active(d2h_busy), .beat(d2h_beat),
+                .threshold_cycles(threshold_cycles), .busy_cycles(d2h_cycles),
+                .max_stall_cycles(d2h_max_stall), .stalls_over_threshold(d2h_stalls)
+            );
+        end else begin : no_counters
+            assign {h2d_cycles, d2h_cycles, h2d_max_stall, d2h_max_stall, h2d_stalls, d2h_stalls} = 224'd0;
+            wire unused_counters = &{1'b0, threshold_cycles, h2d_beat, d2h_beat};
+        end
+    endgenerate
 endmodule
 
 `default_nettype wire

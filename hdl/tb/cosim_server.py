@@ -14,6 +14,7 @@ from cocotb.triggers import Timer
 from cocotb.utils import get_sim_time
 
 from pcieperf_regmap import PCI_STATUS, PCI_STATUS_MPS_MASK, PCI_STATUS_MPS_SHIFT, PCI_STATUS_MRRS_MASK, PCI_STATUS_MRRS_SHIFT
+from pcieperf_stream_host import StreamHost
 from pcieperf_tb import LINKS, Testbench
 
 PROTOCOL_VERSION = 1
@@ -27,6 +28,7 @@ class Session:
     def __init__(self, tb):
         self.tb = tb
         self.regions = []
+        self.stream = None
 
     def now_ns(self):
         return int(get_sim_time("ns"))
@@ -67,6 +69,30 @@ class Session:
             return []
         if command == "time":
             return []
+        if command == "stream_start":
+            # MESSAGES MESSAGE_BYTES BUFFERS BUFFER_BYTES DWELL_CYCLES LOSSY [RELEASE_DELAY_NS]
+            messages, message_bytes, buffers, buffer_bytes, dwell, lossy = (int(a, 0) for a in args[:6])
+            delay_ns = int(args[6], 0) if len(args) > 6 else 0
+            if self.stream is not None and self.stream.result is None:
+                raise ValueError("a stream is still running: read it to its end with stream_next")
+            if self.stream is not None:
+                self.stream.close()
+            self.stream = StreamHost(tb, buffers, buffer_bytes)
+            await self.stream.start(messages, message_bytes, dwell_cycles=dwell, lossy=bool(lossy),
+                                    release_delay_ns=(lambda _: delay_ns) if delay_ns else None)
+            return []
+        if command == "stream_next":
+            if self.stream is None:
+                raise ValueError("no stream: send stream_start first")
+            taken, result = await self.stream.next(int(args[0], 0))
+            records = ";".join(
+                f"{m.sequence},{m.bytes},{m.start_cycles},{m.service_cycles},{m.arrived_ns:.3f},{m.seen_ns:.3f},"
+                f"{m.released_ns:.3f},{m.occupancy},{int(m.data_ok)}" for m in taken)
+            values = [f"done={int(result is not None)}"]
+            if result is not None:
+                values += [f"{name}={getattr(result, name)}" for name in
+                           ("produced", "sent", "dropped", "wait_cycles", "max_wait_cycles", "rq_stall_cycles", "cycles")]
+            return values + [f"messages={records}"]
         raise ValueError(f"unknown command '{command}'")
 
     def find(self, addr, length):

@@ -111,6 +111,8 @@ class Testbench:
         self.rc.mem_pool.alloc_region(4096)
         # TLPs the root complex received from the core: (kind, address, bytes, tag)
         self.requests = []
+        # Called with (address, bytes) after each memory write from the core reached host memory.
+        self.write_hooks = []
         self._spy()
 
     def _spy(self):
@@ -121,6 +123,9 @@ class Testbench:
             async def spy(tlp, handler=handler, kind="read" if "READ" in fmt_type.name else "write"):
                 self.requests.append((kind, tlp.address, tlp.length * 4, tlp.tag))
                 await handler(tlp)
+                if kind == "write":
+                    for hook in self.write_hooks:
+                        hook(tlp.address, tlp.length * 4)
 
             self.rc.rx_tlp_handler[fmt_type] = spy
 

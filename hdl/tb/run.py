@@ -6,7 +6,8 @@
 
 Needs iverilog (Debian `iverilog`) and the Python packages cocotb 2.x, cocotbext-pcie,
 cocotbext-axi (.ci/run installs them). Exit status: 0 all tests passed, 1 a test failed,
-77 prerequisites missing (the line printed names them).
+77 prerequisites missing (the line printed names them). `test` also synthesises the core for
+UltraScale+ with Yosys where it is installed (synth.py: no latches, no errors).
 """
 
 import argparse
@@ -20,6 +21,8 @@ HERE = Path(__file__).resolve().parent
 RTL = HERE.parent / "rtl"
 LINKS = {"gen1x4": (64, 125_000_000), "gen3x8": (256, 250_000_000)}
 SKIP = 77
+# The cocotb test modules: the core's registers and DMA engines, its streaming mode.
+MODULES = ("test_core", "test_stream")
 
 
 def missing_prerequisites():
@@ -149,6 +152,7 @@ def main():
     test = sub.add_parser("test")
     test.add_argument("--link", default="all", choices=["all", *LINKS])
     test.add_argument("--testcase")
+    test.add_argument("--module", action="append", choices=MODULES, help="run only this test module (repeatable)")
     cosim = sub.add_parser("cosim")
     cosim.add_argument("--socket", required=True)
     cosim.add_argument("--link", default="gen3x8", choices=list(LINKS))
@@ -168,25 +172,42 @@ def main():
         return 0
 
     total, failed = lint()
+    # Yosys takes minutes on one core: it runs beside the simulations (the whole suite only).
+    import synth
+    synthesis = None if args.module or args.testcase else synth.start()
     for link in LINKS if args.link == "all" else [args.link]:
         throughput = build_dir_of(link) / "throughput.json"
         throughput.unlink(missing_ok=True)
-        log = build_dir_of(link) / "test_core.log"
         started = time.monotonic()
-        tests, fails = run(link, "test_core", testcase=args.testcase, log_file=log)
+        tests = fails = 0
+        logs = []
+        for module in args.module or MODULES:
+            log = build_dir_of(link) / f"{module}.log"
+            logs.append(log)
+            ran, failed_here = run(link, module, testcase=args.testcase, log_file=log)
+            tests += ran
+            fails += failed_here
         if throughput.exists():
             tests += 1
             fails += compare_with_model(link, throughput)
-        print(f"hdl {link}: {tests - fails} passed, {fails} failed in {time.monotonic() - started:.0f} s (log: {log})", flush=True)
+        print(f"hdl {link}: {tests - fails} passed, {fails} failed in {time.monotonic() - started:.0f} s "
+              f"(logs: {', '.join(str(log) for log in logs)})", flush=True)
         if fails:
-            for line in log.read_text(errors="replace").splitlines():
-                if " FAIL " in line or "Error" in line or "assert" in line:
-                    print("  " + line.strip(), flush=True)
+            for log in logs:
+                for line in log.read_text(errors="replace").splitlines():
+                    if " FAIL " in line or "Error" in line or "assert" in line:
+                        print("  " + line.strip(), flush=True)
         total += tests
         failed += fails
+    if synthesis:
+        ok, line = synthesis()
+        print(line, flush=True)
+        if "skipped" not in line:
+            total += 1
+            failed += not ok
     # The same shape as cargo's summary lines, so test.sh's closing line counts these tests.
     print(f"test result: {'ok' if failed == 0 else 'FAILED'}. {total - failed} passed; {failed} failed; "
-          "(HDL: Icarus Verilog + cocotb, verilator lint)", flush=True)
+          "(HDL: Icarus Verilog + cocotb, verilator lint, yosys synth_xilinx)", flush=True)
     return 1 if failed else 0
 
 

@@ -97,6 +97,58 @@ pub const CORE_INFO_DATA_WIDTH_MASK: u32 = 0xffff;
 /// read tags the core supports
 pub const CORE_INFO_MAX_TAGS_SHIFT: u32 = 16;
 pub const CORE_INFO_MAX_TAGS_MASK: u32 = 0xffff;
+/// Streaming mode: a write with run set starts a stream of STREAM_MESSAGES messages (ignored while any engine is busy or a demo run is going); a read shows run while the stream is going and the mode last written.
+pub const STREAM_CONTROL: (u8, u64) = (0, 0x200);
+/// start / busy
+pub const STREAM_CONTROL_RUN_SHIFT: u32 = 0;
+pub const STREAM_CONTROL_RUN_MASK: u32 = 0x1;
+/// 1: lossy (a message with no free buffer is dropped and counted, its sequence number skipped); 0: lossless (the device waits for a free buffer)
+pub const STREAM_CONTROL_LOSSY_SHIFT: u32 = 1;
+pub const STREAM_CONTROL_LOSSY_MASK: u32 = 0x1;
+/// Bus address of host buffer 0 (a multiple of 4); buffer i starts at this + i x STREAM_BUFFER_BYTES.
+pub const STREAM_DATA_ADDR: (u8, u64) = (0, 0x208);
+/// High word of STREAM_DATA_ADDR.
+pub const STREAM_DATA_ADDR_HIGH: (u8, u64) = (0, 0x20c);
+/// Bus address of the metadata array (16-byte aligned): 16 bytes per buffer, DW0 length in bytes, DW1 opcode [31:24] and sequence number [23:0], DW2-DW3 the device clock (CLOCK) when the message started.
+pub const STREAM_META_ADDR: (u8, u64) = (0, 0x210);
+/// High word of STREAM_META_ADDR.
+pub const STREAM_META_ADDR_HIGH: (u8, u64) = (0, 0x214);
+/// Bus address of the flag array (4-byte aligned): one DW per buffer, written last; bit 31 set = full, bits 30:0 the message's service time in device cycles (start to the flag write queued). The host clears it before releasing the buffer.
+pub const STREAM_FLAG_ADDR: (u8, u64) = (0, 0x218);
+/// High word of STREAM_FLAG_ADDR.
+pub const STREAM_FLAG_ADDR_HIGH: (u8, u64) = (0, 0x21c);
+/// Buffers in the host ring (1 or more); all are free when a stream starts.
+pub const STREAM_BUFFERS: (u8, u64) = (0, 0x220);
+/// Bytes from one host buffer to the next (a multiple of 4).
+pub const STREAM_BUFFER_BYTES: (u8, u64) = (0, 0x224);
+/// Payload bytes of every message (a multiple of 4, at most STREAM_BUFFER_BYTES); payload DW w of message s is s[15:0] << 16 | w[15:0].
+pub const STREAM_MESSAGE_BYTES: (u8, u64) = (0, 0x228);
+/// Messages the stream produces (sent plus dropped).
+pub const STREAM_MESSAGES: (u8, u64) = (0, 0x22c);
+/// Idle device cycles after each message's flag write (OCDP's dwell); a dropped message also takes this long, at least one cycle.
+pub const STREAM_DWELL: (u8, u64) = (0, 0x230);
+/// Opcode written into every message's metadata.
+pub const STREAM_OPCODE: (u8, u64) = (0, 0x234);
+pub const STREAM_OPCODE_MASK: u32 = 0xff;
+/// Doorbell (remote done): a write of N gives N consumed buffers back to the device, in ring order; a read shows the buffers the device holds free now.
+pub const STREAM_DOORBELL: (u8, u64) = (0, 0x238);
+/// Messages the device numbered in this stream (sent plus dropped).
+pub const STREAM_PRODUCED: (u8, u64) = (0, 0x240);
+/// Messages written into host buffers (data, metadata and flag).
+pub const STREAM_SENT: (u8, u64) = (0, 0x244);
+/// Messages dropped for want of a free buffer (lossy mode).
+pub const STREAM_DROPPED: (u8, u64) = (0, 0x248);
+/// Device cycles a message waited for a free buffer (lossless mode): the consumer was the limit.
+pub const STREAM_WAIT_CYCLES: (u8, u64) = (0, 0x24c);
+/// Longest wait of one message for a free buffer, device cycles.
+pub const STREAM_MAX_WAIT_CYCLES: (u8, u64) = (0, 0x250);
+/// Device cycles a stream TLP waited for the hard block (RQ tready low: link credits or back-pressure).
+pub const STREAM_RQ_STALL_CYCLES: (u8, u64) = (0, 0x254);
+/// Device clock cycles of the last stream (start to the last flag write).
+pub const STREAM_CYCLES: (u8, u64) = (0, 0x258);
+/// High word of STREAM_CYCLES.
+pub const STREAM_CYCLES_HIGH: (u8, u64) = (0, 0x25c);
+pub const STREAM_CYCLES_MASK: u64 = 0xffffffffffff;
 /// Physical address of the first 8 KiB host buffer, below 4 GiB (step 1).
 pub const BUFFER1: (u8, u64) = (1, 0x004);
 /// Physical address of the second 8 KiB host buffer, below 4 GiB (step 2).
@@ -200,6 +252,24 @@ pub const REGISTERS: &[Register] = &[
     Register { name: "MAX_OUTSTANDING", bar: 0, offset: 0x170, bytes: 4, writable: false, reset: None },
     Register { name: "MAX_STALL_CYCLES", bar: 0, offset: 0x174, bytes: 4, writable: false, reset: None },
     Register { name: "CORE_INFO", bar: 0, offset: 0x178, bytes: 4, writable: false, reset: None },
+    Register { name: "STREAM_CONTROL", bar: 0, offset: 0x200, bytes: 4, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_DATA_ADDR", bar: 0, offset: 0x208, bytes: 8, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_META_ADDR", bar: 0, offset: 0x210, bytes: 8, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_FLAG_ADDR", bar: 0, offset: 0x218, bytes: 8, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_BUFFERS", bar: 0, offset: 0x220, bytes: 4, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_BUFFER_BYTES", bar: 0, offset: 0x224, bytes: 4, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_MESSAGE_BYTES", bar: 0, offset: 0x228, bytes: 4, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_MESSAGES", bar: 0, offset: 0x22c, bytes: 4, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_DWELL", bar: 0, offset: 0x230, bytes: 4, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_OPCODE", bar: 0, offset: 0x234, bytes: 4, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_DOORBELL", bar: 0, offset: 0x238, bytes: 4, writable: true, reset: Some(0x0) },
+    Register { name: "STREAM_PRODUCED", bar: 0, offset: 0x240, bytes: 4, writable: false, reset: None },
+    Register { name: "STREAM_SENT", bar: 0, offset: 0x244, bytes: 4, writable: false, reset: None },
+    Register { name: "STREAM_DROPPED", bar: 0, offset: 0x248, bytes: 4, writable: false, reset: None },
+    Register { name: "STREAM_WAIT_CYCLES", bar: 0, offset: 0x24c, bytes: 4, writable: false, reset: None },
+    Register { name: "STREAM_MAX_WAIT_CYCLES", bar: 0, offset: 0x250, bytes: 4, writable: false, reset: None },
+    Register { name: "STREAM_RQ_STALL_CYCLES", bar: 0, offset: 0x254, bytes: 4, writable: false, reset: None },
+    Register { name: "STREAM_CYCLES", bar: 0, offset: 0x258, bytes: 8, writable: false, reset: None },
     Register { name: "BUFFER1", bar: 1, offset: 0x004, bytes: 4, writable: true, reset: Some(0x0) },
     Register { name: "BUFFER2", bar: 1, offset: 0x008, bytes: 4, writable: true, reset: Some(0x0) },
     Register { name: "FIXED", bar: 1, offset: 0x00c, bytes: 4, writable: true, reset: Some(0x0) },

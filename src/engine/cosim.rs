@@ -24,6 +24,8 @@ use crate::device::regmap as reg;
 use crate::error::InvalidInput;
 use crate::model::{Conditions, Link, LinkParams};
 
+mod stream;
+
 /// The word every output carries for this engine's figures.
 pub const LABEL: &str = "co-simulated";
 
@@ -79,6 +81,12 @@ pub struct CosimEngine {
     writer: UnixStream,
     now_ns: f64,
     clock_hz: f64,
+    /// Interface width of the core in bits (its hello): beats per TLP.
+    data_width_bits: u64,
+    /// How long the testbench's stream consumer holds each message before ringing the doorbell.
+    stream_release_delay_ns: u64,
+    /// Idle device cycles after each message (the core's STREAM_DWELL).
+    stream_dwell_cycles: u64,
     seed: u64,
     /// What the testbench models: link, MPS, MRRS (from its hello).
     params: Option<LinkParams>,
@@ -207,6 +215,9 @@ pub fn open(target: &str, argument: &str, options: &OpenOptions) -> Result<Cosim
         writer,
         now_ns: 0.0,
         clock_hz: 0.0,
+        data_width_bits: 0,
+        stream_release_delay_ns: 0,
+        stream_dwell_cycles: 0,
         seed: options.seed,
         params: None,
         buffers: [None, None],
@@ -255,6 +266,7 @@ impl CosimEngine {
             .ok_or_else(|| EngineError::Unsupported(format!("cosim hello without a link: {}", words.join(" "))))?;
         let (mps, mrrs) = (number("mps").unwrap_or(128), number("mrrs").unwrap_or(128));
         self.clock_hz = number("clock_hz").unwrap_or(250_000_000) as f64;
+        self.data_width_bits = number("data_width").unwrap_or(256);
         self.info.description = format!(
             "{LABEL} pcieperf core (hdl/, Icarus Verilog + cocotbext-pcie), {link}, MPS {mps}, MRRS {mrrs}, {}-bit at {} MHz",
             number("data_width").unwrap_or(0),
@@ -438,6 +450,10 @@ impl Engine for CosimEngine {
     }
 
     fn mmio(&mut self) -> Option<&mut dyn Mmio> {
+        Some(self)
+    }
+
+    fn streaming(&mut self) -> Option<&mut dyn crate::engine::ring::Streaming> {
         Some(self)
     }
 }
