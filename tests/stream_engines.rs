@@ -427,8 +427,8 @@ fn stream_until_a_signal() {
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     mkfifo(&a);
     mkfifo(&b);
-    // A producer that trickles (d2h), a consumer that reads a little then stops (h2d): the
-    // engine is waiting when the signal comes.
+    // A producer that trickles (d2h, xdma): the engine is waiting when the signal comes; a
+    // consumer as fast as it can (h2d): the engine is busy writing.
     let _peer = match case.as_str() {
         "d2h" => {
             let drain = File::options().read(true).write(true).open(&a).unwrap();
@@ -436,7 +436,8 @@ fn stream_until_a_signal() {
             slow_writer(b.clone(), usize::MAX, 64, Duration::from_millis(20));
         }
         "h2d" => {
-            let _ = slow_reader(a.clone(), 4096, 4096, Duration::ZERO);
+            let a = a.clone();
+            std::thread::spawn(move || std::io::copy(&mut File::open(a).unwrap(), &mut std::io::sink()));
         }
         _ => {
             let c2h = dir.path().join("xdma0_c2h_0");

@@ -270,11 +270,17 @@ impl<'n, 'p> Run<'n, 'p> {
         self.end_ns.is_some_and(|end| now_ns >= end)
     }
 
-    /// A signal, a stalled side: checked before every wait.
-    fn check_waiting(&self, now_ns: f64, what: impl FnOnce() -> String) -> Result<(), Stop> {
+    /// A signal: checked on every turn of a loop, busy or waiting (one atomic load).
+    fn check_signal(&self) -> Result<(), Stop> {
         if crate::cancel::requested() {
             return Err(Stop::Early(format!("interrupted by a signal after {} messages", self.delivered)));
         }
+        Ok(())
+    }
+
+    /// A signal, a stalled side: checked before every wait.
+    fn check_waiting(&self, now_ns: f64, what: impl FnOnce() -> String) -> Result<(), Stop> {
+        self.check_signal()?;
         if now_ns - self.last_progress_ns > STALL_LIMIT.as_secs_f64() * 1e9 {
             return Err(Stop::Failed(EngineError::Timeout { what: what(), after: STALL_LIMIT }));
         }
@@ -298,6 +304,7 @@ impl<'n, 'p> Run<'n, 'p> {
         let write = self.nodes.write.as_ref().expect("checked");
         let read = if self.nodes.loopback { self.nodes.read.as_ref() } else { None };
         loop {
+            self.check_signal()?;
             let now = self.nodes.clock.now_ns();
             let more = self.limit().is_none_or(|n| self.next_sequence < n) && !self.time_is_up(now);
             // A message half written is finished whatever the plan says: the consumer frames by size.
@@ -408,6 +415,7 @@ impl<'n, 'p> Run<'n, 'p> {
     fn read_some(&mut self, read: &Node<'_>, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
         let fd = read.file.as_raw_fd();
         let room = &mut self.input[self.input_fill..];
+        let room_bytes = room.len();
         // SAFETY: `room` is a valid mutable slice for the call.
         let step = devfile::syscall_step(&read.name, || unsafe { libc::read(fd, room.as_mut_ptr().cast(), room.len()) })?;
         let n = match step {
@@ -425,17 +433,23 @@ impl<'n, 'p> Run<'n, 'p> {
         };
         let seen_ns = self.nodes.clock.now_ns();
         self.last_progress_ns = seen_ns;
+        // A pipe's read returns less than asked only once it is empty: the consumer waits from here.
+        let drained = self.nodes.framing == Framing::ByteStream && n < room_bytes;
         self.input_fill += n;
         let (count, bytes) = match self.nodes.framing {
             Framing::ByteStream => (self.input_fill / self.message_bytes, self.message_bytes),
             Framing::Packets => (1, self.input_fill),
         };
         if count == 0 {
-            return Ok(true);
+            if drained {
+                self.waiting_since_ns.get_or_insert(seen_ns);
+            }
+            return Ok(!drained);
         }
         let looped = self.plan.direction == StreamDirection::H2d;
-        let in_pipe = if looped { 0 } else { messages_waiting(fd, self.message_bytes) };
-        let mut wait_ns = self.waiting_since_ns.take().map_or(0.0, |since| seen_ns - since);
+        let in_pipe = if looped || drained { 0 } else { messages_waiting(fd, self.message_bytes) };
+        let waited_since = if drained { self.waiting_since_ns.replace(seen_ns) } else { self.waiting_since_ns.take() };
+        let mut wait_ns = waited_since.filter(|since| *since < seen_ns).map_or(0.0, |since| seen_ns - since);
         for index in 0..count {
             if self.consumer_done(seen_ns) {
                 break;
@@ -455,7 +469,8 @@ impl<'n, 'p> Run<'n, 'p> {
         let used = count * bytes;
         self.input.copy_within(used..self.input_fill, 0);
         self.input_fill -= used;
-        Ok(true)
+        // Drained: the next read would find nothing, so the caller waits (poll) instead.
+        Ok(!drained)
     }
 
     /// A message back from the loopback, with what the producer knew of it. The ring is
@@ -500,6 +515,7 @@ impl<'n, 'p> Run<'n, 'p> {
     fn consume_by_read(&mut self, sink: &mut dyn MessageSink) -> Result<(), Stop> {
         let read = self.nodes.read.as_ref().expect("checked");
         loop {
+            self.check_signal()?;
             if self.consumer_done(self.nodes.clock.now_ns()) {
                 return Ok(());
             }
@@ -623,6 +639,7 @@ impl PacketReader {
         let fd = read.file.as_raw_fd();
         let mut done = Vec::with_capacity(self.slots.len());
         loop {
+            run.check_signal()?;
             if run.consumer_done(run.nodes.clock.now_ns()) {
                 return Ok(());
             }
