@@ -429,7 +429,7 @@ fn stream_until_a_signal() {
     mkfifo(&b);
     // A producer that trickles (d2h, xdma): the engine is waiting when the signal comes; a
     // consumer as fast as it can (h2d): the engine is busy writing.
-    let _peer = match case.as_str() {
+    match case.as_str() {
         "d2h" => {
             let drain = File::options().read(true).write(true).open(&a).unwrap();
             std::mem::forget(drain);
