@@ -257,7 +257,7 @@ fn submitter(force_sync: bool, queue_depth: usize) -> (Submitter, String) {
 
 /// A ring with room for every I/O in flight, or why there is none. Bounded waits need
 /// IORING_FEAT_EXT_ARG (Linux 5.11); without it a stuck I/O could block forever.
-fn uring(queue_depth: usize) -> Result<IoUring, String> {
+pub(super) fn uring(queue_depth: usize) -> Result<IoUring, String> {
     let entries = queue_depth.next_power_of_two().max(8) as u32;
     // COOP_TASKRUN (Linux 5.19): completions are run when we enter the kernel anyway, instead of
     // interrupting us — we only ever look at completions after io_uring_enter. Older kernels

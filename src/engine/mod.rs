@@ -20,6 +20,7 @@ pub mod cosim;
 pub mod devfile;
 pub mod fault;
 pub mod guard;
+pub mod msgstream;
 pub mod pattern;
 pub mod registry;
 pub mod ring;

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use super::guard::WriteGuard;
 use super::devfile::{self, Access, Deadline, HostClock, Step};
+use super::msgstream;
+use super::ring::{MessageSink, RingPlan, StreamEnd, Streaming};
 use super::{Candidate, EngineEntry, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Transfer};
 
 /// How the two directions map onto nodes.
@@ -421,6 +423,42 @@ impl Engine for StreamEngine {
 
     fn now_ns(&self) -> f64 {
         self.clock.now_ns()
+    }
+
+    fn streaming(&mut self) -> Option<&mut dyn Streaming> {
+        Some(self)
+    }
+}
+
+/// Messages through the nodes as byte streams (`msgstream`): h2d writes the write node (and,
+/// with a read node, reads the messages back as a loopback); d2h reads the read node (or the one
+/// node), whatever writes into it producing.
+impl StreamEngine {
+    fn nodes(&self) -> msgstream::Nodes<'_> {
+        let writable = self.read.is_some() || self.info.directions.contains(&Direction::H2d);
+        msgstream::Nodes {
+            write: writable.then(|| msgstream::Node { file: &self.write, name: self.name(true) }),
+            read: Some(msgstream::Node { file: self.read_file(), name: self.name(false) }),
+            write_refused: (!writable).then(|| self.spec.guard.check(&self.spec.write_path).err().map(|e| e.to_string())).flatten(),
+            loopback: self.info.data_model == DataModel::Loopback,
+            framing: msgstream::Framing::ByteStream,
+            flush_with_empty_write: self.spec.flush_with_empty_write,
+            clock: self.clock,
+        }
+    }
+}
+
+impl Streaming for StreamEngine {
+    fn check(&self, plan: &RingPlan) -> Result<(), EngineError> {
+        msgstream::check(&self.nodes(), plan)
+    }
+
+    fn stream(&mut self, plan: &RingPlan, sink: &mut dyn MessageSink) -> Result<StreamEnd, EngineError> {
+        msgstream::run(&self.nodes(), plan, sink)
+    }
+
+    fn info(&self) -> &EngineInfo {
+        &self.info
     }
 }
 

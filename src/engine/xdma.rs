@@ -25,6 +25,8 @@ use std::time::Duration;
 
 use super::guard::WriteGuard;
 use super::devfile::{self, Access, Deadline, HostClock};
+use super::msgstream;
+use super::ring::{MessageSink, RingPlan, StreamEnd, Streaming};
 use super::{Candidate, EngineEntry, EngineFlag, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer};
 use crate::error::InvalidInput;
 
@@ -188,6 +190,8 @@ pub struct XdmaEngine {
     axi_clock_hz: f64,
     clock: HostClock,
     regs: Option<UserBar>,
+    /// Why no h2c node was opened (the write guard), for streaming's refusal.
+    h2c_refused: Option<String>,
 }
 
 /// Target argument: the node prefix, `/dev/xdma0`.
@@ -214,7 +218,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
     };
     // h2c nodes that are a user's files or block devices (not the driver's character devices)
     // are written only with consent; without it the card is measured c2h only.
-    let h2c_refused = found.h2c.iter().find_map(|(_, path)| guard.check(path).err());
+    let h2c_refused = found.h2c.iter().find_map(|(_, path)| guard.check(path).err()).map(|e| e.to_string());
     let h2c = if h2c_refused.is_some() { Vec::new() } else { pick(&found.h2c, Access::Write)? };
     let c2h = pick(&found.c2h, Access::Read)?;
     let alignment = h2c.iter().chain(&c2h).map(|(_, f)| align_get(f)).max().unwrap_or(1).max(1);
@@ -235,14 +239,15 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
         simulated: false,
         co_simulated: false,
         description: format!(
-            "Xilinx XDMA {argument}: {} h2c / {} c2h channel(s) in use of {} / {}, card address {:#x}{}{}",
+            "Xilinx XDMA {argument}: {} h2c / {} c2h channel(s) in use of {} / {}, card address {:#x}{}{}; AXI-Stream messages: {}",
             h2c.len(),
             c2h.len(),
             found.h2c.len(),
             found.c2h.len(),
             card_addr,
             if regs.is_some() { ", user BAR mapped" } else { "" },
-            h2c_refused.map(|e| format!("; h2c not opened: {e}")).unwrap_or_default()
+            h2c_refused.as_ref().map(|e| format!("; h2c not opened: {e}")).unwrap_or_default(),
+            msgstream::packet_reader_description()
         ),
         pci_address: pci,
         in_flight: h2c.len().max(c2h.len()).max(1) as u32,
@@ -254,7 +259,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
         capacity_bytes: None,
         data_model: DataModel::Memory,
     };
-    Ok(XdmaEngine { info, prefix, h2c, c2h, card_addr, axi_clock_hz, clock: HostClock::start(), regs })
+    Ok(XdmaEngine { info, prefix, h2c, c2h, card_addr, axi_clock_hz, clock: HostClock::start(), regs, h2c_refused })
 }
 
 /// The PCI device of the card: the driver's class devices link to it.
@@ -443,6 +448,44 @@ impl Engine for XdmaEngine {
 
     fn mmio(&mut self) -> Option<&mut dyn Mmio> {
         self.regs.as_mut().map(|r| r as &mut dyn Mmio)
+    }
+
+    fn streaming(&mut self) -> Option<&mut dyn Streaming> {
+        Some(self)
+    }
+}
+
+/// AXI-Stream designs (`msgstream`, packets): h2d writes one message per write() on the first
+/// h2c channel (the driver ends each with TLAST); d2h reads the first c2h channel, where one
+/// read returns at most one packet, with reads kept in flight. No loopback is assumed: a design
+/// that loops h2c back to c2h is streamed d2h while another process writes, or as
+/// `chardev:H2C,C2H`.
+impl XdmaEngine {
+    fn nodes(&self) -> msgstream::Nodes<'_> {
+        let name = |direction: &str, k: u32| format!("{}_{direction}_{k}", self.prefix.display());
+        msgstream::Nodes {
+            write: self.h2c.first().map(|(k, file)| msgstream::Node { file, name: name("h2c", *k) }),
+            read: self.c2h.first().map(|(k, file)| msgstream::Node { file, name: name("c2h", *k) }),
+            write_refused: Some(self.h2c_refused.clone().unwrap_or_else(|| format!("{} has no h2c channel", self.prefix.display()))),
+            loopback: false,
+            framing: msgstream::Framing::Packets,
+            flush_with_empty_write: false,
+            clock: self.clock,
+        }
+    }
+}
+
+impl Streaming for XdmaEngine {
+    fn check(&self, plan: &RingPlan) -> Result<(), EngineError> {
+        msgstream::check(&self.nodes(), plan)
+    }
+
+    fn stream(&mut self, plan: &RingPlan, sink: &mut dyn MessageSink) -> Result<StreamEnd, EngineError> {
+        msgstream::run(&self.nodes(), plan, sink)
+    }
+
+    fn info(&self) -> &EngineInfo {
+        &self.info
     }
 }
 

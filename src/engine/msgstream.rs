@@ -1,0 +1,710 @@
+//! Message streaming through device files and FIFOs: the [`Streaming`] machinery that `chardev`,
+//! `xillybus` and `xdma` (AXI-Stream) share.
+//!
+//! - **Producer (h2d: this process produces).** Every message carries a 16-byte stamp in its
+//!   first bytes (document 003's per-message metadata): its sequence number and the host time it
+//!   was written, little-endian u64s. A consumer finds drops from sequence gaps and end-to-end
+//!   latency from the stamp. Writes are non-blocking; a write the node refuses (a full pipe) is
+//!   waited on with poll(), and that wait is the message's bubble, caused by the consumer
+//!   ([`WaitCause::NoFreeBuffer`]).
+//! - **Consumer, byte stream (FIFO, `chardev`, `xillybus`).** A pipe is a byte stream: the
+//!   consumer reads everything waiting (one read in flight, so bytes stay in order) and cuts it
+//!   into messages of `message_bytes`. Time spent waiting on an empty node is the producer's
+//!   bubble ([`WaitCause::ProducerIdle`]).
+//! - **Consumer, packets (XDMA AXI-Stream C2H).** One read returns at most one packet (the
+//!   driver ends it at the stream's TLAST/EOP), so every completed read is one message of its
+//!   own length. io_uring keeps up to [`MAX_READS_IN_FLIGHT`] reads in flight (the driver then
+//!   always has a buffer to fill); without io_uring one read at a time, which the description says.
+//!
+//! Ring occupancy: on a pipe, the messages' worth of bytes waiting in it (FIONREAD) plus those
+//! the consumer holds; on a packet node, completed reads not yet handed to the sink. Nothing here
+//! has a device clock: `device_start_ns`/`device_done_ns` are the producer's times only when this
+//! process is the producer (then on the host clock, the same as `host_seen_ns`), else None.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use io_uring::{opcode, types, IoUring};
+
+use super::devfile::{self, HostClock, Step};
+use super::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamDirection, StreamEnd, StreamStop, Transport, WaitCause};
+use super::EngineError;
+use crate::error::InvalidInput;
+
+/// Bytes of the stamp a produced message starts with: sequence number, then produced time (ns).
+pub const STAMP_BYTES: u32 = 16;
+
+/// Reads kept in flight on a packet node (fewer when the plan has fewer host buffers).
+pub const MAX_READS_IN_FLIGHT: u32 = 64;
+
+/// A side that makes no progress for this long ends the stream with a timeout naming it.
+pub const STALL_LIMIT: Duration = Duration::from_secs(5);
+
+/// Bytes a byte-stream consumer asks for per read, at least (a pipe holds 64 KiB by default).
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// How long a signal-ended packet stream waits for the kernel to hand back cancelled reads.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// Write the stamp into the first [`STAMP_BYTES`] of `message`.
+pub fn stamp(message: &mut [u8], sequence: u64, produced_ns: u64) {
+    message[..8].copy_from_slice(&sequence.to_le_bytes());
+    message[8..16].copy_from_slice(&produced_ns.to_le_bytes());
+}
+
+/// The stamp of a message this process produced: (sequence, produced ns).
+pub fn read_stamp(message: &[u8]) -> Option<(u64, u64)> {
+    let sequence = u64::from_le_bytes(message.get(..8)?.try_into().ok()?);
+    let produced = u64::from_le_bytes(message.get(8..16)?.try_into().ok()?);
+    Some((sequence, produced))
+}
+
+/// How a consumer's reads map onto messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Bytes in order, no boundaries (pipes, Xillybus): messages are cut at `message_bytes`.
+    ByteStream,
+    /// One read returns at most one packet (XDMA AXI-Stream C2H).
+    Packets,
+}
+
+/// One node and the name messages use for it.
+pub struct Node<'a> {
+    pub file: &'a File,
+    pub name: String,
+}
+
+/// What an engine streams through.
+pub struct Nodes<'a> {
+    /// Written by this process (h2d); None when the engine cannot write (why: `write_refused`).
+    pub write: Option<Node<'a>>,
+    pub read: Option<Node<'a>>,
+    /// Why there is no write node (the write guard's refusal, a missing h2c channel).
+    pub write_refused: Option<String>,
+    /// In h2d, what is written comes back on the read node (a loopback design), and the
+    /// consumer's events are reported; else the producer's own.
+    pub loopback: bool,
+    pub framing: Framing,
+    /// Xillybus: a zero-length write sends a partly filled DMA buffer at once; done before
+    /// every wait and at the end, so nothing written sits in the driver.
+    pub flush_with_empty_write: bool,
+    pub clock: HostClock,
+}
+
+/// The plans these nodes can run, or one line saying why not.
+pub fn check(nodes: &Nodes<'_>, plan: &RingPlan) -> Result<(), EngineError> {
+    if plan.host_buffers == 0 || plan.device_buffers == 0 || plan.buffer_bytes == 0 {
+        return Err(InvalidInput::new("a ring needs at least one buffer of at least one byte on each side").into());
+    }
+    if plan.message_bytes == 0 || plan.message_bytes > plan.buffer_bytes {
+        return Err(InvalidInput::new(format!("a message of {} bytes does not fit a buffer of {} bytes", plan.message_bytes, plan.buffer_bytes)).into());
+    }
+    if plan.transport == Transport::Pull {
+        return Err(EngineError::Unsupported("device files and FIFOs stream by push only (the producer writes); pull needs a device that reads host buffers".into()));
+    }
+    match plan.direction {
+        StreamDirection::H2d => {
+            if nodes.write.is_none() {
+                return Err(EngineError::Unsupported(nodes.write_refused.clone().unwrap_or_else(|| "this target has no node to write (h2d)".into())));
+            }
+            if plan.message_bytes < STAMP_BYTES {
+                return Err(InvalidInput::new(format!(
+                    "messages this process produces start with a {STAMP_BYTES}-byte stamp (sequence number, time): use {STAMP_BYTES} bytes or more, not {}",
+                    plan.message_bytes
+                ))
+                .into());
+            }
+            if plan.backpressure == Backpressure::Lossy {
+                return Err(EngineError::Unsupported("this process produces losslessly: a pipe or driver makes the writer wait for room, it never drops".into()));
+            }
+            if nodes.loopback && nodes.read.is_none() {
+                return Err(EngineError::Unsupported("a loopback needs a node to read back from".into()));
+            }
+        }
+        StreamDirection::D2h => {
+            if nodes.read.is_none() {
+                return Err(EngineError::Unsupported("this target has no node to read (d2h)".into()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Run `plan` through `nodes`, handing every message to `sink` in the consumer's order.
+/// A closed peer or a stalled side ends with an error (the events so far are in the sink);
+/// a signal or the sink's refusal ends early with `stopped_early` saying why.
+pub fn run(nodes: &Nodes<'_>, plan: &RingPlan, sink: &mut dyn MessageSink) -> Result<StreamEnd, EngineError> {
+    check(nodes, plan)?;
+    let mut run = Run::new(nodes, plan);
+    let outcome = match plan.direction {
+        StreamDirection::H2d => run.produce(sink),
+        StreamDirection::D2h if nodes.framing == Framing::Packets => match PacketReader::new(plan) {
+            Ok(reader) => reader.consume(&mut run, sink),
+            // Without io_uring: one read at a time, each still one packet.
+            Err(_) => run.consume_by_read(sink),
+        },
+        StreamDirection::D2h => run.consume_by_read(sink),
+    };
+    run.flush();
+    let stopped_early = match outcome {
+        Ok(()) => None,
+        Err(Stop::Early(why)) => Some(why),
+        Err(Stop::Failed(error)) => return Err(error),
+    };
+    Ok(StreamEnd {
+        produced: match plan.direction {
+            StreamDirection::H2d => run.next_sequence,
+            StreamDirection::D2h => run.delivered,
+        },
+        dropped_by_producer: (plan.direction == StreamDirection::H2d).then_some(0),
+        start_ns: run.start_ns,
+        end_ns: nodes.clock.now_ns(),
+        stopped_early,
+    })
+}
+
+/// Whether io_uring can keep reads in flight here; the description's words for the packet reader.
+pub fn packet_reader_description() -> String {
+    match uring(MAX_READS_IN_FLIGHT) {
+        Ok(_) => format!("io_uring, up to {MAX_READS_IN_FLIGHT} packet reads in flight"),
+        Err(why) => format!("one packet read at a time (io_uring unavailable: {why})"),
+    }
+}
+
+enum Stop {
+    /// A signal, the sink: the stream ends with what it has.
+    Early(String),
+    Failed(EngineError),
+}
+
+impl From<EngineError> for Stop {
+    fn from(error: EngineError) -> Stop {
+        Stop::Failed(error)
+    }
+}
+
+/// A message written, waiting to come back through a loopback.
+struct Written {
+    sequence: u64,
+    started_ns: f64,
+    done_ns: f64,
+    wait_ns: f64,
+}
+
+struct Run<'n, 'p> {
+    nodes: &'n Nodes<'n>,
+    plan: &'p RingPlan,
+    message_bytes: usize,
+    start_ns: f64,
+    end_ns: Option<f64>,
+    /// Producer: the next sequence number, the message being written and how far.
+    next_sequence: u64,
+    out: Vec<u8>,
+    out_done: usize,
+    out_started_ns: f64,
+    /// When the producer found no room, while the current message had not started.
+    blocked_since_ns: Option<f64>,
+    /// The current message's bubble: how long the producer waited for room before it started.
+    out_wait_ns: f64,
+    /// Messages written since occupancy was last read (reads cost a system call: see `sample_every`).
+    since_sample: u32,
+    sample_every: u32,
+    last_occupancy: u32,
+    in_loopback: VecDeque<Written>,
+    /// Consumer: bytes read not yet cut into messages.
+    input: Vec<u8>,
+    input_fill: usize,
+    waiting_since_ns: Option<f64>,
+    delivered: u64,
+    last_progress_ns: f64,
+}
+
+impl<'n, 'p> Run<'n, 'p> {
+    fn new(nodes: &'n Nodes<'n>, plan: &'p RingPlan) -> Self {
+        let message_bytes = plan.message_bytes as usize;
+        let read_bytes = match nodes.framing {
+            Framing::ByteStream => READ_CHUNK_BYTES.max(message_bytes),
+            Framing::Packets => plan.buffer_bytes as usize,
+        };
+        let now = nodes.clock.now_ns();
+        let end_ns = match plan.stop {
+            StreamStop::Duration(d) => Some(now + d.as_secs_f64() * 1e9),
+            StreamStop::Messages(_) => None,
+        };
+        Run {
+            nodes,
+            plan,
+            message_bytes,
+            start_ns: now,
+            end_ns,
+            next_sequence: 0,
+            out: vec![0x5a; message_bytes],
+            out_done: 0,
+            out_started_ns: 0.0,
+            blocked_since_ns: None,
+            out_wait_ns: 0.0,
+            since_sample: 0,
+            // Occupancy moves by the consumer's reads: reading it once per 4 KiB written keeps its
+            // system call out of small messages' way; after every wait it is read afresh.
+            sample_every: (4096 / message_bytes).max(1) as u32,
+            last_occupancy: 0,
+            in_loopback: VecDeque::new(),
+            input: vec![0; read_bytes],
+            input_fill: 0,
+            waiting_since_ns: None,
+            delivered: 0,
+            last_progress_ns: now,
+        }
+    }
+
+    fn limit(&self) -> Option<u64> {
+        match self.plan.stop {
+            StreamStop::Messages(n) => Some(n),
+            StreamStop::Duration(_) => None,
+        }
+    }
+
+    fn time_is_up(&self, now_ns: f64) -> bool {
+        self.end_ns.is_some_and(|end| now_ns >= end)
+    }
+
+    /// A signal: checked on every turn of a loop, busy or waiting (one atomic load).
+    fn check_signal(&self) -> Result<(), Stop> {
+        if crate::cancel::requested() {
+            return Err(Stop::Early(format!("interrupted by a signal after {} messages", self.delivered)));
+        }
+        Ok(())
+    }
+
+    /// A signal, a stalled side: checked before every wait.
+    fn check_waiting(&self, now_ns: f64, what: impl FnOnce() -> String) -> Result<(), Stop> {
+        self.check_signal()?;
+        if now_ns - self.last_progress_ns > STALL_LIMIT.as_secs_f64() * 1e9 {
+            return Err(Stop::Failed(EngineError::Timeout { what: what(), after: STALL_LIMIT }));
+        }
+        Ok(())
+    }
+
+    fn hand(&mut self, sink: &mut dyn MessageSink, event: &MessageEvent) -> Result<(), Stop> {
+        self.delivered += 1;
+        sink.message(event).map_err(|e| Stop::Early(format!("the recorder stopped the stream: {e}")))
+    }
+
+    fn flush(&self) {
+        if let (true, Some(write)) = (self.nodes.flush_with_empty_write, &self.nodes.write) {
+            // SAFETY: a zero-length write reads nothing from the pointer.
+            unsafe { libc::write(write.file.as_raw_fd(), self.out.as_ptr().cast(), 0) };
+        }
+    }
+
+    /// h2d: write messages (and read them back through a loopback) until the plan's end.
+    fn produce(&mut self, sink: &mut dyn MessageSink) -> Result<(), Stop> {
+        let write = self.nodes.write.as_ref().expect("checked");
+        let read = if self.nodes.loopback { self.nodes.read.as_ref() } else { None };
+        loop {
+            self.check_signal()?;
+            let now = self.nodes.clock.now_ns();
+            let more = self.limit().is_none_or(|n| self.next_sequence < n) && !self.time_is_up(now);
+            // A message half written is finished whatever the plan says: the consumer frames by size.
+            let producing = more || self.out_done > 0;
+            if !producing && (read.is_none() || self.in_loopback.is_empty()) {
+                return Ok(());
+            }
+            let mut progressed = false;
+            if producing {
+                match self.write_some(write, read.is_none(), sink) {
+                    Ok(moved) => progressed |= moved,
+                    // The device went away: what it sent back before is still the run's.
+                    Err(Stop::Failed(error)) if read.is_some() => {
+                        while let Ok(true) = self.read_some(read.expect("loopback"), sink) {}
+                        return Err(Stop::Failed(error));
+                    }
+                    Err(stop) => return Err(stop),
+                }
+            }
+            if let Some(read) = read {
+                progressed |= self.read_some(read, sink)?;
+            }
+            if progressed {
+                continue;
+            }
+            self.flush();
+            self.check_waiting(self.nodes.clock.now_ns(), || self.stall(producing, read.is_some()))?;
+            let mut fds = Vec::with_capacity(2);
+            if producing {
+                fds.push(libc::pollfd { fd: write.file.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
+            }
+            if let Some(read) = read {
+                fds.push(libc::pollfd { fd: read.file.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+            }
+            poll(&mut fds)?;
+        }
+    }
+
+    fn stall(&self, producing: bool, reading: bool) -> String {
+        let mut parts = Vec::new();
+        if producing {
+            let name = &self.nodes.write.as_ref().expect("producing").name;
+            parts.push(format!("{name} accepted nothing (message {} of the stream)", self.next_sequence));
+        }
+        if reading {
+            let name = &self.nodes.read.as_ref().expect("reading").name;
+            parts.push(format!("nothing came back on {name} ({} messages so far, {} in flight)", self.delivered, self.in_loopback.len()));
+        }
+        parts.join("; ")
+    }
+
+    /// One write of the current message (stamped when it starts); true when bytes moved.
+    /// `one_way`: nothing reads the messages back, so the producer's event is the message's.
+    fn write_some(&mut self, write: &Node<'_>, one_way: bool, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
+        let fd = write.file.as_raw_fd();
+        if self.out_done == 0 {
+            let now = self.nodes.clock.now_ns();
+            stamp(&mut self.out, self.next_sequence, now as u64);
+            self.out_started_ns = now;
+        }
+        let rest = &self.out[self.out_done..];
+        // SAFETY: `rest` is a valid slice for the call.
+        let step = devfile::syscall_step(&write.name, || unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) }).map_err(|e| closed_on_write(e, &write.name))?;
+        let Step::Moved(n) = step else {
+            if self.out_done == 0 && self.blocked_since_ns.is_none() {
+                self.blocked_since_ns = Some(self.out_started_ns);
+            }
+            return Ok(false);
+        };
+        if self.out_done == 0 {
+            self.out_wait_ns = self.blocked_since_ns.take().map_or(0.0, |since| self.out_started_ns - since);
+        }
+        self.out_done += n;
+        let now = self.nodes.clock.now_ns();
+        self.last_progress_ns = now;
+        if self.out_done < self.message_bytes {
+            return Ok(true);
+        }
+        self.out_done = 0;
+        let written = Written { sequence: self.next_sequence, started_ns: self.out_started_ns, done_ns: now, wait_ns: self.out_wait_ns };
+        self.next_sequence += 1;
+        if !one_way {
+            self.in_loopback.push_back(written);
+            return Ok(true);
+        }
+        self.since_sample += 1;
+        if written.wait_ns > 0.0 || self.since_sample >= self.sample_every {
+            self.since_sample = 0;
+            self.last_occupancy = messages_waiting(fd, self.message_bytes);
+        }
+        let event = MessageEvent {
+            sequence: written.sequence,
+            bytes: self.message_bytes as u32,
+            device_start_ns: Some(written.started_ns),
+            device_done_ns: Some(written.done_ns),
+            host_seen_ns: written.done_ns,
+            host_released_ns: written.done_ns,
+            ring_occupancy: self.last_occupancy,
+            wait_before_ns: written.wait_ns,
+            wait_cause: producer_cause(written.wait_ns),
+        };
+        self.hand(sink, &event)?;
+        Ok(true)
+    }
+
+    /// One read from a byte stream (or one packet without io_uring), every whole message in it
+    /// handed to the sink; true when bytes moved.
+    fn read_some(&mut self, read: &Node<'_>, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
+        let fd = read.file.as_raw_fd();
+        let room = &mut self.input[self.input_fill..];
+        let room_bytes = room.len();
+        // SAFETY: `room` is a valid mutable slice for the call.
+        let step = devfile::syscall_step(&read.name, || unsafe { libc::read(fd, room.as_mut_ptr().cast(), room.len()) })?;
+        let n = match step {
+            Step::Moved(n) => n,
+            Step::WouldBlock => {
+                self.waiting_since_ns.get_or_insert_with(|| self.nodes.clock.now_ns());
+                return Ok(false);
+            }
+            // A FIFO whose writer has not come yet reads as EOF too, without a hang-up.
+            Step::Eof if !hung_up(fd) => {
+                self.waiting_since_ns.get_or_insert_with(|| self.nodes.clock.now_ns());
+                return Ok(false);
+            }
+            Step::Eof => return Err(Stop::Failed(self.closed_on_read(read))),
+        };
+        let seen_ns = self.nodes.clock.now_ns();
+        self.last_progress_ns = seen_ns;
+        // A pipe's read returns less than asked only once it is empty: the consumer waits from here.
+        let drained = self.nodes.framing == Framing::ByteStream && n < room_bytes;
+        self.input_fill += n;
+        let (count, bytes) = match self.nodes.framing {
+            Framing::ByteStream => (self.input_fill / self.message_bytes, self.message_bytes),
+            Framing::Packets => (1, self.input_fill),
+        };
+        if count == 0 {
+            if drained {
+                self.waiting_since_ns.get_or_insert(seen_ns);
+            }
+            return Ok(!drained);
+        }
+        let looped = self.plan.direction == StreamDirection::H2d;
+        let in_pipe = if looped || drained { 0 } else { messages_waiting(fd, self.message_bytes) };
+        let waited_since = if drained { self.waiting_since_ns.replace(seen_ns) } else { self.waiting_since_ns.take() };
+        let mut wait_ns = waited_since.filter(|since| *since < seen_ns).map_or(0.0, |since| seen_ns - since);
+        for index in 0..count {
+            if self.consumer_done(seen_ns) {
+                break;
+            }
+            let message = &self.input[index * bytes..(index + 1) * bytes];
+            let event = if looped {
+                let (sequence, produced_ns) = read_stamp(message).expect("checked: messages hold a stamp");
+                self.returned(sequence, produced_ns as f64, bytes, seen_ns)
+            } else {
+                let occupancy = in_pipe.saturating_add((count - index) as u32);
+                let event = consumed(self.delivered, bytes, seen_ns, occupancy, wait_ns);
+                wait_ns = 0.0;
+                event
+            };
+            self.hand(sink, &event)?;
+        }
+        let used = count * bytes;
+        self.input.copy_within(used..self.input_fill, 0);
+        self.input_fill -= used;
+        // Drained: the next read would find nothing, so the caller waits (poll) instead.
+        Ok(!drained)
+    }
+
+    /// A message back from the loopback, with what the producer knew of it. The ring is
+    /// everything between writing and reading back (the device's input, the device, the way
+    /// back): its occupancy is the messages in flight, this one included.
+    fn returned(&mut self, sequence: u64, produced_ns: f64, bytes: usize, seen_ns: f64) -> MessageEvent {
+        // Written messages are numbered without gaps: the newest minus this one, plus this one.
+        let occupancy = self.in_loopback.back().map_or(1, |newest| newest.sequence.saturating_sub(sequence) + 1) as u32;
+        // Lossless: messages come back in order; anything older than this one did not come back.
+        while self.in_loopback.front().is_some_and(|w| w.sequence < sequence) {
+            self.in_loopback.pop_front();
+        }
+        let written = self.in_loopback.front().filter(|w| w.sequence == sequence).is_some().then(|| self.in_loopback.pop_front()).flatten();
+        let wait_ns = written.as_ref().map_or(0.0, |w| w.wait_ns);
+        MessageEvent {
+            sequence,
+            bytes: bytes as u32,
+            device_start_ns: Some(produced_ns),
+            device_done_ns: written.as_ref().map(|w| w.done_ns),
+            host_seen_ns: seen_ns,
+            host_released_ns: seen_ns,
+            ring_occupancy: occupancy,
+            wait_before_ns: wait_ns,
+            wait_cause: producer_cause(wait_ns),
+        }
+    }
+
+    /// d2h: the plan's messages are in, or its time is up.
+    fn consumer_done(&self, now_ns: f64) -> bool {
+        self.plan.direction == StreamDirection::D2h && (self.limit().is_some_and(|n| self.delivered >= n) || self.time_is_up(now_ns))
+    }
+
+    fn closed_on_read(&self, read: &Node<'_>) -> EngineError {
+        EngineError::Short {
+            done: self.delivered,
+            wanted: self.limit().unwrap_or(self.delivered.max(self.next_sequence)),
+            why: format!("messages: read from {}: end of stream (the peer closed its end)", read.name),
+        }
+    }
+
+    /// d2h: read whole messages (or packets, one read each) until the plan's end.
+    fn consume_by_read(&mut self, sink: &mut dyn MessageSink) -> Result<(), Stop> {
+        let read = self.nodes.read.as_ref().expect("checked");
+        loop {
+            self.check_signal()?;
+            if self.consumer_done(self.nodes.clock.now_ns()) {
+                return Ok(());
+            }
+            if self.read_some(read, sink)? {
+                continue;
+            }
+            self.check_waiting(self.nodes.clock.now_ns(), || format!("nothing arrived on {} ({} messages so far)", read.name, self.delivered))?;
+            poll(&mut [libc::pollfd { fd: read.file.as_raw_fd(), events: libc::POLLIN, revents: 0 }])?;
+        }
+    }
+}
+
+/// A message as a consumer that did not produce it sees it: numbered in arrival order.
+fn consumed(sequence: u64, bytes: usize, seen_ns: f64, occupancy: u32, wait_ns: f64) -> MessageEvent {
+    MessageEvent {
+        sequence,
+        bytes: bytes as u32,
+        device_start_ns: None,
+        device_done_ns: None,
+        host_seen_ns: seen_ns,
+        host_released_ns: seen_ns,
+        ring_occupancy: occupancy,
+        wait_before_ns: wait_ns,
+        // The consumer found nothing to read: the producer had nothing to send.
+        wait_cause: if wait_ns > 0.0 { WaitCause::ProducerIdle } else { WaitCause::None },
+    }
+}
+
+/// The producer (this process) waited for room: the consumer had every buffer full.
+fn producer_cause(wait_ns: f64) -> WaitCause {
+    if wait_ns > 0.0 {
+        WaitCause::NoFreeBuffer
+    } else {
+        WaitCause::None
+    }
+}
+
+/// Messages' worth of bytes waiting in a pipe (a partly filled one counts); 0 where the node
+/// does not say (a driver without FIONREAD).
+fn messages_waiting(fd: RawFd, message_bytes: usize) -> u32 {
+    let mut bytes: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int; nodes that do not know it fail with ENOTTY.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut bytes) };
+    if rc == 0 && bytes > 0 {
+        (bytes as usize).div_ceil(message_bytes) as u32
+    } else {
+        0
+    }
+}
+
+/// The other end of `fd` was open and closed (POLLHUP).
+fn hung_up(fd: RawFd) -> bool {
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, no waiting.
+    unsafe { libc::poll(&mut pfd, 1, 0) > 0 && pfd.revents & libc::POLLHUP != 0 }
+}
+
+fn closed_on_write(error: EngineError, name: &str) -> EngineError {
+    match error {
+        EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EPIPE) => {
+            EngineError::Io { what: format!("write to {name}: the peer closed its end (EPIPE)"), source }
+        }
+        EngineError::Io { source, .. } => EngineError::Io { what: format!("write to {name}"), source },
+        other => other,
+    }
+}
+
+/// Wait up to one [`crate::cancel::POLL_SLICE`] for any of `fds`; the caller then retries and
+/// looks at the signal flag. A hang-up shows as ready, so the next read or write reports it.
+fn poll(fds: &mut [libc::pollfd]) -> Result<(), Stop> {
+    let ms = crate::cancel::POLL_SLICE.as_millis() as i32;
+    // SAFETY: `fds` is a valid array of pollfd.
+    if unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) } < 0 {
+        let error = std::io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINTR) {
+            return Err(Stop::Failed(EngineError::Io { what: "poll".into(), source: error }));
+        }
+    }
+    Ok(())
+}
+
+fn uring(depth: u32) -> Result<IoUring, String> {
+    super::block::uring(depth as usize)
+}
+
+/// Packet reads kept in flight on io_uring, each into a buffer of its own.
+struct PacketReader {
+    ring: IoUring,
+    slots: Vec<Vec<u8>>,
+    in_flight: usize,
+}
+
+impl PacketReader {
+    fn new(plan: &RingPlan) -> Result<PacketReader, String> {
+        let depth = plan.host_buffers.clamp(1, MAX_READS_IN_FLIGHT);
+        let ring = uring(depth)?;
+        Ok(PacketReader { ring, slots: (0..depth).map(|_| vec![0; plan.buffer_bytes as usize]).collect(), in_flight: 0 })
+    }
+
+    fn submit(&mut self, fd: RawFd, slot: usize) {
+        let buffer = &mut self.slots[slot];
+        // Offset -1: the file's position where it has one (a stand-in file), ignored by streams.
+        let read = opcode::Read::new(types::Fd(fd), buffer.as_mut_ptr(), buffer.len() as u32).offset(u64::MAX).build().user_data(slot as u64);
+        // SAFETY: the buffer stays allocated until its completion is reaped (or is leaked, below).
+        unsafe { self.ring.submission().push(&read) }.expect("the ring has an entry per slot");
+        self.in_flight += 1;
+    }
+
+    fn consume(mut self, run: &mut Run<'_, '_>, sink: &mut dyn MessageSink) -> Result<(), Stop> {
+        let read = run.nodes.read.as_ref().expect("checked");
+        let fd = read.file.as_raw_fd();
+        for slot in 0..self.slots.len() {
+            self.submit(fd, slot);
+        }
+        let outcome = self.reap(run, read, sink);
+        self.cancel_in_flight();
+        outcome
+    }
+
+    fn reap(&mut self, run: &mut Run<'_, '_>, read: &Node<'_>, sink: &mut dyn MessageSink) -> Result<(), Stop> {
+        let fd = read.file.as_raw_fd();
+        let mut done = Vec::with_capacity(self.slots.len());
+        loop {
+            run.check_signal()?;
+            if run.consumer_done(run.nodes.clock.now_ns()) {
+                return Ok(());
+            }
+            done.clear();
+            done.extend(self.ring.completion().map(|cqe| (cqe.user_data() as usize, cqe.result())));
+            if done.is_empty() {
+                let now = run.nodes.clock.now_ns();
+                run.waiting_since_ns.get_or_insert(now);
+                run.check_waiting(now, || format!("no packet arrived on {} ({} messages so far)", read.name, run.delivered))?;
+                let ts = types::Timespec::from(crate::cancel::POLL_SLICE);
+                match self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
+                    Ok(_) => {}
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {}
+                    Err(source) => return Err(Stop::Failed(EngineError::Io { what: "io_uring_enter".into(), source })),
+                }
+                continue;
+            }
+            let seen_ns = run.nodes.clock.now_ns();
+            run.last_progress_ns = seen_ns;
+            let mut wait_ns = run.waiting_since_ns.take().map_or(0.0, |since| seen_ns - since);
+            for (index, &(slot, result)) in done.iter().enumerate() {
+                self.in_flight -= 1;
+                if result == -libc::EINTR || result == -libc::EAGAIN {
+                    self.submit(fd, slot);
+                    continue;
+                }
+                if result < 0 {
+                    let source = std::io::Error::from_raw_os_error(-result);
+                    return Err(Stop::Failed(EngineError::Io { what: format!("read from {}", read.name), source }));
+                }
+                if result == 0 {
+                    return Err(Stop::Failed(run.closed_on_read(read)));
+                }
+                if run.consumer_done(seen_ns) {
+                    return Ok(());
+                }
+                let event = consumed(run.delivered, result as usize, seen_ns, (done.len() - index) as u32, wait_ns);
+                wait_ns = 0.0;
+                run.hand(sink, &event)?;
+                self.submit(fd, slot);
+            }
+            self.ring.submit().map_err(|source| Stop::Failed(EngineError::Io { what: "io_uring_enter".into(), source }))?;
+        }
+    }
+
+    /// Cancel the reads still in flight and collect them; reads the kernel will not give back
+    /// (a hung driver) keep their buffers: the ring and its buffers are then leaked, never freed
+    /// under the kernel's feet.
+    fn cancel_in_flight(mut self) {
+        if self.in_flight == 0 {
+            return;
+        }
+        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::any()).build().user_data(u64::MAX);
+        // SAFETY: a cancel request references no buffer.
+        let _ = unsafe { self.ring.submission().push(&cancel) };
+        let end = std::time::Instant::now() + CANCEL_GRACE;
+        while self.in_flight > 0 {
+            let Some(left) = end.checked_duration_since(std::time::Instant::now()).filter(|l| !l.is_zero()) else { break };
+            let ts = types::Timespec::from(left);
+            let _ = self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
+            let returned = self.ring.completion().filter(|cqe| cqe.user_data() != u64::MAX).count();
+            self.in_flight -= returned;
+        }
+        if self.in_flight > 0 {
+            std::mem::forget(self);
+        }
+    }
+}
