@@ -91,9 +91,10 @@ pub fn ack_factor(mps_bytes: u64, width: u32) -> f64 {
     }
 }
 
-/// `a` minus `b` in a sequence space of `modulo` numbers.
+/// `a` minus `b` in a sequence space of `modulo` numbers (a power of two: 4096 or 1024, so
+/// a mask, not a division, in the per-packet path).
 fn distance(a: u16, b: u16, modulo: u16) -> u16 {
-    (a + modulo - b) % modulo
+    (a + modulo - b) & (modulo - 1)
 }
 
 /// The transmitter's side: what it sent and has not seen acknowledged, REPLAY_NUM and the
@@ -126,6 +127,7 @@ pub struct Purged {
 
 impl<T: Clone> ReplayBuffer<T> {
     pub fn new(modulo: u16) -> Self {
+        assert!(modulo.is_power_of_two(), "sequence spaces are powers of two");
         ReplayBuffer { modulo, entries: VecDeque::new(), bytes: 0, to_replay: 0, replay_num: 0 }
     }
 
@@ -206,17 +208,18 @@ pub struct RxSequence {
 
 impl RxSequence {
     pub fn new(modulo: u16) -> Self {
+        assert!(modulo.is_power_of_two(), "sequence spaces are powers of two");
         RxSequence { modulo, next: 0, nak_scheduled: false }
     }
 
     /// The last sequence number received in order.
     pub fn last_good(&self) -> u16 {
-        (self.next + self.modulo - 1) % self.modulo
+        (self.next + self.modulo - 1) & (self.modulo - 1)
     }
 
     pub fn check(&mut self, seq: u16, corrupted: bool) -> Verdict {
         if !corrupted && seq == self.next {
-            self.next = (self.next + 1) % self.modulo;
+            self.next = (self.next + 1) & (self.modulo - 1);
             self.nak_scheduled = false;
             return Verdict::Accept;
         }

@@ -86,10 +86,29 @@ struct ReceiverState {
     sequence: RxSequence,
 }
 
+/// Durations in ticks that every run converts once from the configuration's ns (per packet,
+/// the float division and rounding cost more than the rest of the step).
+#[derive(Debug, Clone, Copy)]
+struct Ticks {
+    /// `SimConfig::wire_delay_ns`.
+    wire: u64,
+    /// Between SKP ordered sets.
+    skp_interval: u64,
+    /// The REPLAY_TIMER limit, the configured one or the specification's.
+    replay_timeout: u64,
+    /// From a read request's arrival to its completions, by the direction the request took.
+    completion_latency: [u64; 2],
+    /// Packets start on a lane 4k: the tick they may start on is a multiple of this (1, 2 or 4).
+    lane_align: u64,
+}
+
 /// The simulator of one link.
 pub struct LinkSim {
     config: SimConfig,
     phy: Phy,
+    ticks: Ticks,
+    /// Link bytes of a TLP besides its data (framing, header, ECRC), by [`TlpKind`].
+    tlp_overhead_bytes: [u64; 3],
     now: u64,
     events: EventQueue,
     /// Packets on the lanes of each direction, oldest first (they arrive in that order), each
@@ -149,9 +168,24 @@ impl LinkSim {
         };
         let dma = workload.and_then(|w| DmaEngine::new(config, w));
         let cpu = workload.and_then(|w| Cpu::new(w, |ns| phy.ticks(ns)));
+        let ticks = Ticks {
+            wire: phy.ticks(config.wire_delay_ns),
+            skp_interval,
+            replay_timeout: retry::replay_timeout_ticks(config, &phy),
+            completion_latency: Direction::BOTH.map(|direction| match direction {
+                Direction::Upstream => phy.ticks(config.host_completion_latency_ns),
+                Direction::Downstream => phy.ticks(config.device_completion_latency_ns),
+            }),
+            lane_align: phy.width.min(4),
+        };
+        debug_assert!(ticks.lane_align.is_power_of_two());
+        let tlp_overhead_bytes =
+            [TlpKind::MemWrite, TlpKind::MemRead, TlpKind::CompletionData].map(|kind| transaction::wire_bytes(config, &phy, &transaction::tlp(kind, 0, 0, 0)));
         let mut sim = LinkSim {
             config: config.clone(),
             phy,
+            ticks,
+            tlp_overhead_bytes,
             now: 0,
             events: EventQueue::default(),
             on_lanes: Default::default(),
@@ -189,13 +223,16 @@ impl LinkSim {
 
     /// Handle the next event; false when the run is over.
     pub(super) fn step(&mut self) -> bool {
-        if let Some((time, event)) = self.events.peek() {
+        if let Some((time, event)) = self.events.pop() {
             // Held-back Acks go before a REPLAY_TIMER runs out (the AckNak latency timer is
-            // shorter than the replay timer).
-            if self.replay_timer_runs_out(time, event) && self.flush_receivers() {
-                return true;
+            // shorter than the replay timer): the timer's event goes back, behind them.
+            if self.replay_timer_runs_out(time, event) {
+                self.events.unpop();
+                if self.flush_receivers() {
+                    return true;
+                }
+                self.events.pop();
             }
-            self.events.pop();
             self.now = time;
             self.handle(event);
             return true;
@@ -295,13 +332,11 @@ impl LinkSim {
             self.start_replay_timer(direction);
             return;
         }
-        if let Some(tlp) = self.next_tlp(direction) {
+        if let Some((mut tlp, bytes)) = self.next_tlp(direction) {
             let tx = &mut self.tx[i];
-            let mut tlp = tlp;
             tlp.seq = tx.next_seq;
             tx.next_seq = (tx.next_seq + 1) % SEQ_MODULO;
             tx.credits.consume(&tlp);
-            let bytes = transaction::wire_bytes(&self.config, &self.phy, &tlp);
             tx.retry.push(tlp.seq, tlp, bytes);
             self.put_on_lanes(direction, Packet::Tlp(tlp), bytes);
             self.start_replay_timer(direction);
@@ -312,7 +347,7 @@ impl LinkSim {
     /// SKPs due by now: one pending since inside a packet goes first; during idle they went
     /// out on their schedule.
     fn send_due_skps(&mut self, direction: Direction) {
-        let interval = self.phy.skp_interval_ticks(self.config.skp_interval);
+        let interval = self.ticks.skp_interval;
         while self.tx[direction.index()].next_skp <= self.now {
             let tx = &mut self.tx[direction.index()];
             let (start, end) = self.phy.skp_span(tx.next_skp.max(tx.free_at));
@@ -325,34 +360,50 @@ impl LinkSim {
         }
     }
 
-    /// The TLP at the head of the queue (or the DMA engine's next), if the credits allow it.
-    fn next_tlp(&mut self, direction: Direction) -> Option<Tlp> {
+    /// Link bytes of `tlp` ([`transaction::wire_bytes`], from the per-kind overhead).
+    fn wire_bytes(&self, tlp: &Tlp) -> u64 {
+        self.tlp_overhead_bytes[tlp.kind as usize] + tlp.data_bytes
+    }
+
+    /// The TLP at the head of the queue (or the DMA engine's next), with its link bytes, if
+    /// the credits and the replay buffer allow it.
+    pub(super) fn next_tlp(&mut self, direction: Direction) -> Option<(Tlp, u64)> {
         let i = direction.index();
-        if self.tx[i].tlps.is_empty() && direction == Direction::Upstream {
-            if let Some(tlp) = self.dma.as_mut().and_then(|dma| dma.next_tlp()) {
-                self.tx[i].tlps.push_back(tlp);
+        let from_dma = self.tx[i].tlps.is_empty() && direction == Direction::Upstream;
+        let head = match from_dma {
+            true => self.dma.as_mut().and_then(|dma| dma.next_tlp())?,
+            false => *self.tx[i].tlps.front()?,
+        };
+        let bytes = self.wire_bytes(&head);
+        let allowed = self.tx[i].credits.allows(&head) && {
+            let room = self.tx[i].retry.has_room(bytes, &self.config.replay);
+            if !room {
+                self.outcome.replay[i].buffer_full_waits += 1;
             }
+            room
+        };
+        match (allowed, from_dma) {
+            // The DMA engine's TLP goes straight out, or waits at the head of the queue.
+            (true, true) => Some((head, bytes)),
+            (true, false) => self.tx[i].tlps.pop_front().map(|tlp| (tlp, bytes)),
+            (false, true) => {
+                self.tx[i].tlps.push_back(head);
+                None
+            }
+            (false, false) => None,
         }
-        let head = *self.tx[i].tlps.front()?;
-        if !self.tx[i].credits.allows(&head) {
-            return None;
-        }
-        if !self.tx[i].retry.has_room(transaction::wire_bytes(&self.config, &self.phy, &head), &self.config.replay) {
-            self.outcome.replay[i].buffer_full_waits += 1;
-            return None;
-        }
-        self.tx[i].tlps.pop_front()
     }
 
     /// Occupy the lanes of `direction` with `packet` of `bytes` from now (aligned to a lane
     /// that may start a packet) and schedule its arrival.
     fn put_on_lanes(&mut self, direction: Direction, packet: Packet, bytes: u64) {
-        let start = self.now.next_multiple_of(self.phy.width.min(4));
+        let align = self.ticks.lane_align;
+        let start = (self.now + align - 1) & !(align - 1);
         let end = start + bytes;
         self.tx[direction.index()].free_at = end;
         self.note(direction, start, end, packet);
         self.count(direction, start, end, &packet, bytes);
-        let arrival = end + self.phy.ticks(self.config.wire_delay_ns);
+        let arrival = end + self.ticks.wire;
         let corrupted = self.corrupts(direction, start, end, &packet, bytes);
         self.on_lanes[direction.index()].push_back((packet, corrupted));
         self.schedule(arrival, Event::Arrive(direction));
@@ -378,7 +429,9 @@ impl LinkSim {
                 if tlp.kind != TlpKind::MemRead {
                     stats.payload_bytes += tlp.len_bytes;
                 }
-                stats.first_tlp_start_ns.get_or_insert(self.phy.ns(start));
+                if stats.first_tlp_start_ns.is_none() {
+                    stats.first_tlp_start_ns = Some(self.phy.ns(start));
+                }
                 stats.last_tlp_end_ns = self.phy.ns(end);
             }
             Packet::Dllp(dllp) => {
@@ -504,11 +557,7 @@ impl LinkSim {
         match tlp.kind {
             TlpKind::MemWrite => self.data_arrived(direction),
             TlpKind::MemRead => {
-                let latency_ns = match direction {
-                    Direction::Upstream => self.config.host_completion_latency_ns,
-                    Direction::Downstream => self.config.device_completion_latency_ns,
-                };
-                let at = self.now + self.phy.ticks(latency_ns);
+                let at = self.now + self.ticks.completion_latency[direction.index()];
                 self.requests[direction.opposite().index()].push_back(*tlp);
                 self.schedule(at, Event::CompletionReady(direction.opposite()));
             }

@@ -47,7 +47,7 @@ impl Splitter {
         if self.is_done() {
             return None;
         }
-        let chunk_end = (self.next / self.chunk + 1) * self.chunk;
+        let chunk_end = round_down(self.next, self.chunk) + self.chunk;
         let page_end = (self.next / ADDRESS_BOUNDARY_BYTES + 1) * ADDRESS_BOUNDARY_BYTES;
         let piece_end = self.end.min(chunk_end).min(page_end);
         let piece = (self.next, piece_end - self.next);
@@ -65,11 +65,21 @@ pub fn completions(addr: u64, len: u64, max_bytes: u64, rcb_bytes: u64) -> impl 
         if next >= end {
             return None;
         }
-        let piece_end = if end - next <= max_bytes { end } else { (next + max_bytes) / rcb_bytes * rcb_bytes };
+        let piece_end = if end - next <= max_bytes { end } else { round_down(next + max_bytes, rcb_bytes) };
         let piece = (next, piece_end - next);
         next = piece_end;
         Some(piece)
     })
+}
+
+/// `value` down to a multiple of `unit`: a mask for the powers of two that sizes and
+/// boundaries are (a division costs more than the rest of cutting a TLP).
+fn round_down(value: u64, unit: u64) -> u64 {
+    if unit.is_power_of_two() {
+        value & !(unit - 1)
+    } else {
+        value / unit * unit
+    }
 }
 
 /// A TLP of `kind` for `[addr, addr + len)` (sequence number given later, at transmission).

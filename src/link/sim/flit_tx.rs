@@ -10,7 +10,6 @@ use super::{Event, LinkSim};
 use crate::link::flit::{take_dlp, FlitContent, FlitSummary, FLIT_BYTES, FLIT_DLP_BYTES, FLIT_SEQ_MODULO, FLIT_TLP_BYTES};
 use crate::link::packet::{Direction, Packet, Tlp};
 use crate::link::replay::ReplayBuffer;
-use crate::link::transaction;
 
 /// One direction's flit transmitter.
 #[derive(Debug, Clone)]
@@ -101,9 +100,8 @@ impl LinkSim {
         let mut used = 0;
         while used < FLIT_TLP_BYTES {
             if self.flit_tx(direction).partial.is_none() {
-                let Some(tlp) = self.next_tlp(direction) else { break };
+                let Some((tlp, bytes)) = self.next_tlp(direction) else { break };
                 self.tx[direction.index()].credits.consume(&tlp);
-                let bytes = transaction::wire_bytes(&self.config, &self.phy, &tlp);
                 self.flit_tx(direction).partial = Some((tlp, bytes, start + used));
             }
             let (mut tlp, left, first) = self.flit_tx(direction).partial.take().expect("a TLP in progress");
@@ -115,7 +113,7 @@ impl LinkSim {
             }
             tlp.seq = seq;
             content.ends.push(tlp);
-            let bytes = transaction::wire_bytes(&self.config, &self.phy, &tlp);
+            let bytes = self.wire_bytes(&tlp);
             self.note(direction, first, flit_end, Packet::Tlp(tlp));
             self.count(direction, first, flit_end, &Packet::Tlp(tlp), bytes);
         }
@@ -144,7 +142,7 @@ impl LinkSim {
         let corrupted = self.corrupts(direction, start, end, &packet, FLIT_BYTES);
         let payload = content.summary.seq.is_some();
         self.flit_tx(direction).in_flight.push_back(content);
-        let arrival = end + self.phy.ticks(self.config.wire_delay_ns);
+        let arrival = end + self.ticks.wire;
         self.on_lanes[i].push_back((packet, corrupted));
         self.schedule(arrival, Event::Arrive(direction));
         if payload {

@@ -7,7 +7,15 @@ use crate::link::errors::Checked;
 use crate::link::packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind};
 use crate::link::record::Crossing;
 use crate::link::replay::{spec_timeout_ns, Verdict};
-use crate::link::ClassCredits;
+use crate::link::phy::Phy;
+use crate::link::{ClassCredits, SimConfig};
+
+/// The REPLAY_TIMER limit in ticks: the configured one or the specification's.
+pub(super) fn replay_timeout_ticks(config: &SimConfig, phy: &Phy) -> u64 {
+    let symbol_ns = phy.ns(phy.symbol_ticks());
+    let ns = config.replay.timeout_ns.unwrap_or_else(|| spec_timeout_ns(config.link, config.mps_bytes, symbol_ns));
+    phy.ticks(ns).max(1)
+}
 
 /// A receiver must send UpdateFCs at least this often while credits are finite (§2.6.1.2);
 /// the simulator only needs it when an UpdateFC was lost and the transmitter waits.
@@ -97,7 +105,7 @@ impl LinkSim {
         if nak && !empty {
             self.initiate_replay(direction);
         } else if !empty {
-            let deadline = self.now + self.replay_timeout_ticks();
+            let deadline = self.now + self.ticks.replay_timeout;
             self.set_replay_deadline(direction, deadline);
         }
         if purged > 0 {
@@ -130,18 +138,11 @@ impl LinkSim {
         }
     }
 
-    /// The REPLAY_TIMER limit in ticks: the configured one or the specification's.
-    pub(super) fn replay_timeout_ticks(&self) -> u64 {
-        let symbol_ns = self.phy.ns(self.phy.symbol_ticks());
-        let ns = self.config.replay.timeout_ns.unwrap_or_else(|| spec_timeout_ns(self.config.link, self.config.mps_bytes, symbol_ns));
-        self.phy.ticks(ns).max(1)
-    }
-
     /// Start the REPLAY_TIMER when a TLP's last symbol goes out, unless it runs already.
     pub(super) fn start_replay_timer(&mut self, direction: Direction) {
         let tx = &self.tx[direction.index()];
         if tx.timer.deadline.is_none() {
-            let deadline = tx.free_at + self.replay_timeout_ticks();
+            let deadline = tx.free_at + self.ticks.replay_timeout;
             self.set_replay_deadline(direction, deadline);
         }
     }
@@ -202,7 +203,7 @@ impl LinkSim {
         let replay = &mut self.outcome.replay[direction.index()];
         replay.retrains += 1;
         replay.lost_ns += self.phy.ns(ticks);
-        let interval = self.phy.skp_interval_ticks(self.config.skp_interval);
+        let interval = self.ticks.skp_interval;
         for d in Direction::BOTH {
             let tx = &mut self.tx[d.index()];
             tx.free_at = tx.free_at.max(self.now) + ticks;
