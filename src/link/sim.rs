@@ -3,6 +3,7 @@
 //! last packet has crossed the link, symbol by symbol.
 
 mod flit_tx;
+mod inject;
 mod retry;
 
 use std::collections::VecDeque;
@@ -12,6 +13,7 @@ use super::config::{AckPolicy, FcPolicy, Receiver, SimConfig};
 use super::errors::ErrorProcess;
 use super::events::{Event, EventQueue};
 use super::flit::FLIT_SEQ_MODULO;
+use super::inject::{InjectState, Starvation};
 use super::replay::{ReplayBuffer, ReplayStats, ReplayTimer, RxSequence};
 use super::flow::{RxCredits, TxCredits};
 use super::packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind, SEQ_MODULO};
@@ -38,6 +40,10 @@ pub struct Outcome {
     /// When the last payload byte travelling in each direction arrived (indexed by
     /// [`Direction::index`]; 0 if none): a DMA write's end upstream, a DMA read's downstream.
     pub arrived_ns: [f64; 2],
+    /// Credit starvation of each direction's transmitter ([`Direction::index`]).
+    pub starvation: [Starvation; 2],
+    /// TLPs corrupted by the injected error process ([`crate::link::Injection`]), per direction.
+    pub injected_errors: [u64; 2],
 }
 
 impl Outcome {
@@ -103,6 +109,8 @@ pub struct LinkSim {
     errors: ErrorProcess,
     /// Gen6 flit mode: the flit transmitters (`None` for Gen1–5).
     flits: Option<[flit_tx::FlitTx; 2]>,
+    /// Injected credit holds and TLP errors, and the starvation they cause.
+    inject: InjectState,
     pub(super) outcome: Outcome,
 }
 
@@ -151,6 +159,7 @@ impl LinkSim {
             cpu,
             errors: ErrorProcess::new(&config.errors, phy.encoding),
             flits: flit_mode.then(|| [flit_tx::FlitTx::new(), flit_tx::FlitTx::new()]),
+            inject: InjectState::new(&config.inject),
             outcome: Outcome {
                 stats: Default::default(),
                 record: Vec::new(),
@@ -159,6 +168,8 @@ impl LinkSim {
                 delivered: Vec::new(),
                 corrupted: Vec::new(),
                 arrived_ns: [0.0; 2],
+                starvation: Default::default(),
+                injected_errors: [0; 2],
             },
         };
         if sim.cpu.is_some() {
@@ -293,6 +304,7 @@ impl LinkSim {
             tx.retry.push(tlp.seq, tlp, bytes);
             self.put_on_lanes(direction, Packet::Tlp(tlp), bytes);
             self.start_replay_timer(direction);
+            self.sent_new(direction, &tlp);
         }
         // Otherwise idle until something is queued or credits return.
     }
@@ -323,6 +335,7 @@ impl LinkSim {
         }
         let head = *self.tx[i].tlps.front()?;
         if !self.tx[i].credits.allows(&head) {
+            self.starving(direction);
             return None;
         }
         if !self.tx[i].retry.has_room(transaction::wire_bytes(&self.config, &self.phy, &head), &self.config.replay) {
@@ -460,11 +473,11 @@ impl LinkSim {
 
     /// Queue an UpdateFC for `class` if the receiver of `direction` freed any of it.
     fn send_update_fc(&mut self, direction: Direction, class: FcClass) {
-        let rx = &mut self.rx[direction.index()];
-        if rx.credits.freed(class) == 0 {
+        // The host's receiver may be withholding credits (an injected hold).
+        if self.rx[direction.index()].credits.freed(class) == 0 || self.credits_held(direction) {
             return;
         }
-        let (header, data) = rx.credits.update(class);
+        let (header, data) = self.rx[direction.index()].credits.update(class);
         self.tx[direction.opposite().index()].dllps.push_back(Dllp::UpdateFc { class, header, data });
         self.wake(direction.opposite());
     }
