@@ -239,3 +239,26 @@ fn data_time_is_the_link_simulators() {
         assert!(both.arrived_ns[up] > write.arrived_ns[up], "{size}: writes share the link with the reads' requests");
     }
 }
+
+#[test]
+fn bit_errors_are_the_links_replays() {
+    // errors_per_tb corrupts TLPs on the simulated link: the counters report what the link
+    // corrupted, and the replays lengthen the transfer.
+    let size = 16usize << 20;
+    let mut buf = vec![0u8; size];
+    let mut clean = sim("sim:gen3x8,stalls_per_s=0", 1);
+    let mut noisy = sim("sim:gen3x8,stalls_per_s=0,errors_per_tb=1e7", 1);
+    for direction in [Direction::D2h, Direction::H2d] {
+        let run = |engine: &mut SimEngine, buf: &mut [u8]| match direction {
+            Direction::D2h => engine.transfer(Io::D2h(buf), 0, LONG).unwrap(),
+            Direction::H2d => engine.transfer(Io::H2d(buf), 0, LONG).unwrap(),
+        };
+        let quiet = run(&mut clean, &mut buf);
+        let hit = run(&mut noisy, &mut buf);
+        assert_eq!(quiet.device.errors, Some(0));
+        // 16.8 MB at one error per 100 kB: about 168, each a replay of the TLPs in flight.
+        let errors = hit.device.errors.unwrap();
+        assert!((100..250).contains(&errors), "{direction:?}: {errors}");
+        assert!(hit.device.device_ns.unwrap() > quiet.device.device_ns.unwrap(), "{direction:?}: replays take time");
+    }
+}

@@ -107,6 +107,8 @@ pub struct SimConfig {
     pub replay: crate::link::ReplayConfig,
     /// Injected bit errors (none by default).
     pub errors: crate::link::ErrorConfig,
+    /// Injected credit holds of the host's receiver and TLP errors (none by default).
+    pub inject: crate::link::Injection,
 }
 
 impl SimConfig {
@@ -131,6 +133,7 @@ impl SimConfig {
             record: true,
             replay: crate::link::ReplayConfig::default(),
             errors: crate::link::ErrorConfig::default(),
+            inject: crate::link::Injection::default(),
         }
     }
 
@@ -190,6 +193,7 @@ impl SimConfig {
             check_receiver(side, rx, self.mps_bytes.max(self.header.bytes()))?;
         }
         self.replay.validate(self.largest_replay_entry_bytes())?;
+        self.inject.validate()?;
         self.errors.validate()
     }
 

@@ -9,12 +9,14 @@
 //! the model's types only carry the parameters. Pure Rust, no I/O. See `docs/link-simulator.md`.
 
 pub mod agents;
+mod between;
 pub mod config;
 pub mod crc;
 pub mod errors;
 pub mod flit;
 pub mod events;
 pub mod flow;
+pub mod inject;
 pub mod packet;
 pub mod phy;
 pub mod record;
@@ -29,6 +31,7 @@ pub mod wire;
 pub use agents::Workload;
 pub use config::{AckPolicy, ClassCredits, Credits, FcPolicy, Receiver, SimConfig};
 pub use errors::{Corrupt, ErrorConfig};
+pub use inject::{Hold, Injection, Starvation};
 pub use packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind};
 pub use record::{dump, Crossing, DirectionStats};
 pub use replay::{ReplayConfig, ReplayStats};

@@ -4,6 +4,7 @@
 
 mod driven;
 mod flit_tx;
+mod inject;
 mod retry;
 
 use std::collections::VecDeque;
@@ -13,6 +14,7 @@ use super::config::{AckPolicy, FcPolicy, Receiver, SimConfig};
 use super::errors::ErrorProcess;
 use super::events::{Event, EventQueue};
 use super::flit::FLIT_SEQ_MODULO;
+use super::inject::{InjectState, Starvation};
 use super::replay::{ReplayBuffer, ReplayStats, ReplayTimer, RxSequence};
 use super::flow::{RxCredits, TxCredits};
 use super::packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind, SEQ_MODULO};
@@ -39,6 +41,10 @@ pub struct Outcome {
     /// When the last payload byte travelling in each direction arrived (indexed by
     /// [`Direction::index`]; 0 if none): a DMA write's end upstream, a DMA read's downstream.
     pub arrived_ns: [f64; 2],
+    /// Credit starvation of each direction's transmitter ([`Direction::index`]).
+    pub starvation: [Starvation; 2],
+    /// TLPs corrupted by the injected error process ([`crate::link::Injection`]), per direction.
+    pub injected_errors: [u64; 2],
 }
 
 impl Outcome {
@@ -123,6 +129,8 @@ pub struct LinkSim {
     errors: ErrorProcess,
     /// Gen6 flit mode: the flit transmitters (`None` for Gen1–5).
     flits: Option<[flit_tx::FlitTx; 2]>,
+    /// Injected credit holds and TLP errors, and the starvation they cause.
+    inject: InjectState,
     pub(super) outcome: Outcome,
     /// TLPs each receiver passed to its transaction layer so far, per [`Direction::index`]
     /// (a driver outside the simulator learns arrivals from it: see [`driven`]).
@@ -196,6 +204,7 @@ impl LinkSim {
             cpu,
             errors: ErrorProcess::new(&config.errors, phy.encoding),
             flits: flit_mode.then(|| [flit_tx::FlitTx::new(), flit_tx::FlitTx::new()]),
+            inject: InjectState::new(&config.inject),
             outcome: Outcome {
                 stats: Default::default(),
                 record: Vec::new(),
@@ -204,6 +213,8 @@ impl LinkSim {
                 delivered: Vec::new(),
                 corrupted: Vec::new(),
                 arrived_ns: [0.0; 2],
+                starvation: Default::default(),
+                injected_errors: [0; 2],
             },
             delivered_tlps: [0; 2],
         };
@@ -340,6 +351,7 @@ impl LinkSim {
             tx.retry.push(tlp.seq, tlp, bytes);
             self.put_on_lanes(direction, Packet::Tlp(tlp), bytes);
             self.start_replay_timer(direction);
+            self.sent_new(direction, &tlp);
         }
         // Otherwise idle until something is queued or credits return.
     }
@@ -375,7 +387,11 @@ impl LinkSim {
             false => *self.tx[i].tlps.front()?,
         };
         let bytes = self.wire_bytes(&head);
-        let allowed = self.tx[i].credits.allows(&head) && {
+        let credited = self.tx[i].credits.allows(&head);
+        if !credited {
+            self.starving(direction);
+        }
+        let allowed = credited && {
             let room = self.tx[i].retry.has_room(bytes, &self.config.replay);
             if !room {
                 self.outcome.replay[i].buffer_full_waits += 1;
@@ -525,11 +541,11 @@ impl LinkSim {
 
     /// Queue an UpdateFC for `class` if the receiver of `direction` freed any of it.
     fn send_update_fc(&mut self, direction: Direction, class: FcClass) {
-        let rx = &mut self.rx[direction.index()];
-        if rx.credits.freed(class) == 0 {
+        // The host's receiver may be withholding credits (an injected hold).
+        if self.rx[direction.index()].credits.freed(class) == 0 || self.credits_held(direction) {
             return;
         }
-        let (header, data) = rx.credits.update(class);
+        let (header, data) = self.rx[direction.index()].credits.update(class);
         self.tx[direction.opposite().index()].dllps.push_back(Dllp::UpdateFc { class, header, data });
         self.wake(direction.opposite());
     }

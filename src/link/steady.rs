@@ -65,6 +65,10 @@ pub fn fast_forward(config: &SimConfig, workload: &Workload, options: &SteadyOpt
     // Bit errors draw per packet and flits pack TLPs across boundaries: neither repeats by
     // whole TLP periods, so those runs are simulated whole.
     let repeats = config.errors.ber == 0.0 && config.errors.corrupt.is_empty() && config.link.generation != crate::model::Generation::Gen6;
+    if repeats && config.inject.enabled() {
+        // Injected events break the repetition: simulate each, leave out the time between.
+        return super::between::fast_forward(config, workload, options);
+    }
     if sim.dma.is_some() && repeats {
         // Each search simulates at least a window, so this ends with the run. A steady span
         // with no room to skip (a channel about to end) is searched again after it: the other
@@ -86,32 +90,32 @@ pub fn fast_forward(config: &SimConfig, workload: &Workload, options: &SteadyOpt
 
 /// The state that matters for extrapolation, at one checkpoint.
 #[derive(Debug, Clone, Copy)]
-struct Checkpoint {
-    ticks: u64,
+pub(super) struct Checkpoint {
+    pub(super) ticks: u64,
     /// Bytes each DMA channel (writes, reads) has handed out.
-    issued: [u64; 2],
+    pub(super) issued: [u64; 2],
     /// Bytes of each channel handed out but not yet on the lanes as payload (writes: 0; reads:
     /// requested, not yet completed). Equal at both ends of a span, the span is whole periods.
-    in_flight: [u64; 2],
-    stats: [DirectionStats; 2],
+    pub(super) in_flight: [u64; 2],
+    pub(super) stats: [DirectionStats; 2],
 }
 
 /// Two checkpoints: what happened between them.
-struct Span {
-    from: Checkpoint,
-    to: Checkpoint,
+pub(super) struct Span {
+    pub(super) from: Checkpoint,
+    pub(super) to: Checkpoint,
 }
 
 impl Span {
-    fn ticks(&self) -> u64 {
+    pub(super) fn ticks(&self) -> u64 {
         self.to.ticks - self.from.ticks
     }
 
-    fn bytes(&self, channel: usize) -> u64 {
+    pub(super) fn bytes(&self, channel: usize) -> u64 {
         self.to.issued[channel] - self.from.issued[channel]
     }
 
-    fn upstream_tlps(&self) -> u64 {
+    pub(super) fn upstream_tlps(&self) -> u64 {
         let i = Direction::Upstream.index();
         self.to.stats[i].tlps - self.from.stats[i].tlps
     }
@@ -133,7 +137,7 @@ fn checkpoint(sim: &LinkSim) -> Checkpoint {
 
 /// Run until the device has sent `tlps` more TLPs and then, if `in_flight` is given, on to the
 /// first moment (within as many TLPs again) where that much is in flight; None if the run ends.
-fn run_for(sim: &mut LinkSim, tlps: u64, in_flight: Option<[u64; 2]>) -> Option<Checkpoint> {
+pub(super) fn run_for(sim: &mut LinkSim, tlps: u64, in_flight: Option<[u64; 2]>) -> Option<Checkpoint> {
     let up = Direction::Upstream.index();
     let target = sim.outcome.stats[up].tlps + tlps;
     while sim.outcome.stats[up].tlps < target {
@@ -173,7 +177,7 @@ fn find_steady_span(sim: &mut LinkSim, options: &SteadyOptions) -> Option<Span> 
 /// `tolerance`, plus one TLP of the channel per window (a channel that sends a few TLPs among
 /// many of the other's, such as tag-limited reads among writes, gains or loses one at the
 /// window's edge).
-fn is_steady(sim: &LinkSim, first: &Span, second: &Span, tolerance: f64) -> bool {
+pub(super) fn is_steady(sim: &LinkSim, first: &Span, second: &Span, tolerance: f64) -> bool {
     let Some(dma) = sim.dma.as_ref() else { return false };
     let (r1, r2) = (first.rates(), second.rates());
     (0..2).all(|c| {

@@ -6,23 +6,52 @@
 //! ([`link::steady`]), and CPU register accesses are the link's `Cpu` agent. The simulation is
 //! deterministic, so the result of each distinct question is cached: procedures repeat the same
 //! transfer many times.
+//!
+//! The host's flow-control stalls and the link's bit errors are injected into the link
+//! ([`link::Injection`]): the root complex withholds its UpdateFCs for a while, a TLP arrives
+//! corrupted. What they cost — the device's transmitter starving for credits, Naks and replays —
+//! comes out of the simulation ([`DmaRun`]). A run in which no injected event falls is the
+//! undisturbed run, answered from the cache.
 
 use std::collections::HashMap;
 
 use crate::error::InvalidInput;
-use crate::link::{self, AckPolicy, Credits, FcPolicy, Receiver, Workload};
+use crate::link::inject::{ErrorSchedule, HoldSchedule};
+use crate::link::{self, AckPolicy, ClassCredits, Credits, FcPolicy, Receiver, Starvation, Workload};
 use crate::model::LinkParams;
 
 /// Most distinct questions kept (a property test asks thousands; each answer is a few bytes).
 const CACHE_ENTRIES: usize = 4096;
 
 /// Data times of one DMA run, in ns from its start.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct DmaTimes {
     /// When the last byte written to host memory arrived (0 without writes).
     pub d2h_ns: f64,
     /// When the last completion of the reads arrived at the device (0 without reads).
     pub h2d_ns: f64,
+}
+
+/// One DMA run with injected events: its data times and what the link simulated of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DmaRun {
+    pub times: DmaTimes,
+    /// Credit starvation of the device's transmitter (upstream: write TLPs and read requests).
+    pub starvation: Starvation,
+    /// TLPs corrupted by injected errors, by [`link::Direction::index`] (upstream: the device's
+    /// writes; downstream: the completions of its reads).
+    pub errors: [u64; 2],
+    /// Replays they caused, per direction of the TLPs.
+    pub replays: [u64; 2],
+}
+
+/// An undisturbed run: its times, when its last packet ended and the payload each direction
+/// carried (to tell whether an injected event would fall inside it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Answer {
+    times: DmaTimes,
+    last_ns: f64,
+    payload_bytes: [u64; 2],
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,7 +66,7 @@ enum Question {
 pub struct LinkTimes {
     /// The link simulator's configuration, or why these parameters cannot be simulated.
     config: Result<link::SimConfig, InvalidInput>,
-    answers: HashMap<Question, DmaTimes>,
+    answers: HashMap<Question, Answer>,
 }
 
 impl LinkTimes {
@@ -48,21 +77,40 @@ impl LinkTimes {
     /// Data time of `write_bytes` device→host and `read_bytes` host→device, both at once when
     /// both are non-zero (two DMA channels sharing the device's transmit queue).
     pub fn dma(&mut self, write_bytes: u64, read_bytes: u64) -> Result<DmaTimes, InvalidInput> {
-        self.answer(Question::Dma { write_bytes, read_bytes })
+        Ok(self.answer(Question::Dma { write_bytes, read_bytes })?.times)
+    }
+
+    /// [`LinkTimes::dma`] with `injection`'s credit holds and TLP errors. A run in which no
+    /// injected event falls is the undisturbed one (the runs are the same up to the first event).
+    pub fn dma_injected(&mut self, write_bytes: u64, read_bytes: u64, injection: &link::Injection) -> Result<DmaRun, InvalidInput> {
+        let undisturbed = self.answer(Question::Dma { write_bytes, read_bytes })?;
+        if !injection.enabled() || !falls_inside(injection, &undisturbed) {
+            return Ok(DmaRun { times: undisturbed.times, ..DmaRun::default() });
+        }
+        let mut config = self.config.as_ref().map_err(Clone::clone)?.clone();
+        config.inject = injection.clone();
+        let outcome = link::simulate_steady(&config, &dma_workload(write_bytes, read_bytes))?;
+        let up = link::Direction::Upstream.index();
+        Ok(DmaRun {
+            times: times_of(&outcome),
+            starvation: outcome.starvation[up],
+            errors: outcome.injected_errors,
+            replays: outcome.replay.map(|r| r.replays),
+        })
     }
 
     /// A CPU read of `bytes` of device registers: from the request leaving the root complex to
     /// its completion arriving back, in ns.
     pub fn cpu_read_ns(&mut self, bytes: u64) -> Result<f64, InvalidInput> {
-        Ok(self.answer(Question::CpuRead { bytes })?.d2h_ns)
+        Ok(self.answer(Question::CpuRead { bytes })?.times.d2h_ns)
     }
 
     /// A CPU write of `bytes`: how long its TLP occupies the link, in ns.
     pub fn cpu_write_ns(&mut self, bytes: u64) -> Result<f64, InvalidInput> {
-        Ok(self.answer(Question::CpuWrite { bytes })?.h2d_ns)
+        Ok(self.answer(Question::CpuWrite { bytes })?.times.h2d_ns)
     }
 
-    fn answer(&mut self, question: Question) -> Result<DmaTimes, InvalidInput> {
+    fn answer(&mut self, question: Question) -> Result<Answer, InvalidInput> {
         if let Some(times) = self.answers.get(&question) {
             return Ok(*times);
         }
@@ -76,24 +124,67 @@ impl LinkTimes {
     }
 }
 
-fn simulate(config: &link::SimConfig, question: Question) -> Result<DmaTimes, InvalidInput> {
+fn dma_workload(write_bytes: u64, read_bytes: u64) -> Workload {
+    match (write_bytes, read_bytes) {
+        (_, 0) => Workload::DmaWrite { addr: 0, bytes: write_bytes },
+        (0, _) => Workload::DmaRead { addr: 0, bytes: read_bytes },
+        _ => Workload::DmaBoth { write_addr: 0, write_bytes, read_addr: 0, read_bytes },
+    }
+}
+
+fn times_of(outcome: &link::Outcome) -> DmaTimes {
     let up = link::Direction::Upstream.index();
     let down = link::Direction::Downstream.index();
+    DmaTimes { d2h_ns: outcome.arrived_ns[up], h2d_ns: outcome.arrived_ns[down] }
+}
+
+fn simulate(config: &link::SimConfig, question: Question) -> Result<Answer, InvalidInput> {
     let workload = match question {
-        Question::Dma { write_bytes, read_bytes: 0 } => Workload::DmaWrite { addr: 0, bytes: write_bytes },
-        Question::Dma { write_bytes: 0, read_bytes } => Workload::DmaRead { addr: 0, bytes: read_bytes },
-        Question::Dma { write_bytes, read_bytes } => Workload::DmaBoth { write_addr: 0, write_bytes, read_addr: 0, read_bytes },
+        Question::Dma { write_bytes, read_bytes } => dma_workload(write_bytes, read_bytes),
         Question::CpuRead { bytes } => Workload::CpuReads { addr: 0, bytes, count: 1, gap_ns: 0.0 },
         Question::CpuWrite { bytes } => Workload::CpuWrites { addr: 0, bytes, count: 1, spacing_ns: 0.0 },
     };
     let outcome = link::simulate_steady(config, &workload)?;
-    Ok(DmaTimes { d2h_ns: outcome.arrived_ns[up], h2d_ns: outcome.arrived_ns[down] })
+    Ok(Answer {
+        times: times_of(&outcome),
+        last_ns: outcome.stats.iter().map(|s| s.last_end_ns).fold(0.0, f64::max),
+        payload_bytes: outcome.stats.map(|s| s.payload_bytes),
+    })
+}
+
+/// Whether an injected event of `injection` falls inside the undisturbed run: a hold that
+/// starts before its last packet ended, or an error within the payload of either direction.
+fn falls_inside(injection: &link::Injection, undisturbed: &Answer) -> bool {
+    let first_hold = HoldSchedule::new(injection).at(0.0).map_or(f64::INFINITY, |(start_ns, _)| start_ns);
+    let errors = ErrorSchedule::new(injection);
+    let error_inside = (0..2).any(|i| errors.next_at[i] < undisturbed.payload_bytes[i] as f64);
+    first_hold < undisturbed.last_ns || (injection.tlp_errors_per_tb > 0.0 && error_inside)
+}
+
+/// Credits the host's receiver advertises for posted and non-posted TLPs: twice what its
+/// UpdateFC loop has in flight (the UpdateFC interval, a TLP and an UpdateFC on the lanes each
+/// way), so that nothing starves unless the host withholds its UpdateFCs. While it does, these
+/// credits are what the device's queue can still send. Non-posted headers: as many again as the
+/// device has tags (it may issue all its reads at once). Completions: infinite.
+fn host_credits(config: &link::SimConfig, fc: FcPolicy) -> Credits {
+    let phy = link::phy::Phy::new(config.link);
+    let tlp_ticks = config.largest_replay_entry_bytes() as f64;
+    let fc_ticks = match fc {
+        FcPolicy::Timer { delay_ns } => phy.ticks(delay_ns) as f64,
+        FcPolicy::EveryTlps(n) => n as f64 * tlp_ticks,
+    };
+    let loop_ticks = fc_ticks + 2.0 * tlp_ticks + 2.0 * phy.dllp_bytes() as f64;
+    let header = (2.0 * loop_ticks / tlp_ticks).ceil() as u64 + 4;
+    let data = header * config.mps_bytes.div_ceil(link::flow::DATA_CREDIT_BYTES);
+    let non_posted = ClassCredits::Finite { header: header + config.tags as u64, data: header + config.tags as u64 };
+    Credits { posted: ClassCredits::Finite { header, data }, non_posted, completion: ClassCredits::Infinite }
 }
 
 /// The link simulator's configuration for the endpoint's link parameters. Acks and UpdateFCs
 /// follow `dllp_every_tlps`, or by default the specification's AckNak latency limit as a timer
-/// (the most coalescing a compliant receiver may do, as the model assumes); credits are large
-/// (no flow-control starvation in the link itself: see docs/simulator.md).
+/// (the most coalescing a compliant receiver may do, as the model assumes). The host advertises
+/// finite credits ([`host_credits`]: enough that nothing starves without a credit hold), the
+/// device large ones (its receive queue is never what stalls the demo).
 pub fn link_config(params: &LinkParams) -> Result<link::SimConfig, InvalidInput> {
     if params.link.generation == crate::model::Generation::Gen6 {
         // The link simulates flits, but a stream of them has no fast-forward yet (flits pack TLPs
@@ -112,7 +203,7 @@ pub fn link_config(params: &LinkParams) -> Result<link::SimConfig, InvalidInput>
         }
     };
     let receiver = Receiver { ack, fc, credits: Credits::large() };
-    config.host_rx = receiver;
+    config.host_rx = Receiver { credits: host_credits(&config, fc), ..receiver };
     config.device_rx = receiver;
     config.validate()?;
     Ok(config)

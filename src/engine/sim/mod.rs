@@ -4,7 +4,8 @@
 //!   free-form `genNxW,key=value,...` targets.
 //! - [`link_time`]: a transfer's data time from the link simulator ([`crate::link`], with its
 //!   steady-state fast-forward), and CPU register accesses from the link's CPU agent.
-//! - [`timing`]: seeded stalls on top of it, drawn as aggregates.
+//!   Bit errors are injected into the link; the replays they cause come out of its simulation.
+//! - [`timing`]: what the device's counters see of a stream, with the stalls drawn on top.
 //! - [`host`]: host timer interrupts and CPU-initiated MMIO timing (document 000 §4).
 //! - [`regs`]: the register file of the performance-demo endpoint (document 001 §4).
 //!
@@ -36,7 +37,7 @@ pub use config::{SimConfig, DEFAULT_PRESET, PRESETS};
 pub use crate::device::regmap as demo_registers;
 
 use host::HostTimer;
-use link_time::LinkTimes;
+use link_time::{DmaRun, LinkTimes};
 use regs::{DemoRegisters, PendingResult};
 use rng::SimRng;
 use timing::StreamOutcome;
@@ -197,12 +198,30 @@ impl SimEngine {
         }
     }
 
-    /// Add the stalls to one direction's data movement of `bytes` (`data_ns` on the simulated
-    /// link), starting after `l1_ns`.
-    fn stream(&mut self, bytes: u64, data_ns: f64, l1_ns: f64, salt: u64) -> StreamOutcome {
+    /// The link's run of `write_bytes` d2h and `read_bytes` h2d with this endpoint's bit errors
+    /// (`errors_per_tb`) injected, seeded from the engine's generator; and the generator for the
+    /// rest of the transfer. The flow-control stalls are still drawn ([`timing`]): the link could
+    /// simulate the host withholding its credits, but not yet fast enough for streams of
+    /// seconds (docs/simulator.md).
+    fn link_run(&mut self, write_bytes: u64, read_bytes: u64, salt: u64) -> Result<(DmaRun, SimRng), EngineError> {
         let mut rng = self.rng.fork(salt);
+        let injection = crate::link::Injection {
+            holds_per_s: 0.0,
+            hold_min_ns: 0.0,
+            hold_max_ns: 0.0,
+            holds: Vec::new(),
+            tlp_errors_per_tb: self.config.errors_per_tb,
+            seed: rng.next_u64(),
+            threshold_ns: self.regs.threshold_ns(),
+        };
+        Ok((self.link.dma_injected(write_bytes, read_bytes, &injection)?, rng))
+    }
+
+    /// One direction's data movement (`data_ns` on the simulated link, with the starvation and
+    /// errors of `run`), plus the drawn long stalls and `l1_ns` of L1 exit before it.
+    fn stream(&self, rng: &mut SimRng, data_ns: f64, run: &DmaRun, d2h: bool, l1_ns: f64) -> StreamOutcome {
         let threshold_ns = self.regs.threshold_ns();
-        let mut out = timing::stream(&self.config, &mut rng, data_ns, bytes, threshold_ns);
+        let mut out = timing::stream(&self.config, rng, data_ns, &run.starvation, timing::errors_of(run, d2h), threshold_ns);
         if l1_ns > 0.0 {
             out.busy_ns += l1_ns;
             out.max_stall_ns = out.max_stall_ns.max(l1_ns);
@@ -263,7 +282,7 @@ impl SimEngine {
             return Ok(()); // a real device ignores a start it cannot run: results stay 0
         }
         let bytes = self.regs.bytes();
-        let times = self.link.dma(if write { bytes } else { 0 }, if read { bytes } else { 0 })?;
+        let (run, mut rng) = self.link_run(if write { bytes } else { 0 }, if read { bytes } else { 0 }, 0xde)?;
         let l1_ns = self.l1_exit_ns(self.now_ns);
         let start_ns = self.now_ns;
         let tenths = |busy_ns: f64| ((busy_ns / 1e8).round() as u32).max(1);
@@ -271,18 +290,22 @@ impl SimEngine {
         self.regs.tx = None;
         self.regs.rx = None;
         if write {
-            let out = self.stream(bytes, times.d2h_ns, l1_ns, 0x7e);
+            let out = self.stream(&mut rng, run.times.d2h_ns, &run, true, l1_ns);
             let busy = self.device_ns(out.busy_ns);
             self.regs.tx = Some(PendingResult { done_at_ns: start_ns + busy, tenths: tenths(busy) });
             self.regs.tx_bit_errors = out.errors as u32;
             (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over.saturating_add(out.stalls_over_threshold), end_ns.max(start_ns + busy));
         }
         if read {
-            let out = self.stream(bytes, times.h2d_ns, l1_ns, 0x4e);
+            let out = self.stream(&mut rng, run.times.h2d_ns, &run, false, l1_ns);
             let busy = self.device_ns(out.busy_ns);
             self.regs.rx = Some(PendingResult { done_at_ns: start_ns + busy, tenths: tenths(busy) });
             self.regs.rx_bit_errors = out.errors as u32;
             (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over.saturating_add(out.stalls_over_threshold), end_ns.max(start_ns + busy));
+        }
+        if read && write {
+            // One link run: its starvations were counted in both streams.
+            over = over.saturating_sub(run.starvation.over_threshold);
         }
         self.regs.max_stall = (max_stall_ns / crate::device::STALL_UNIT_NS).round() as u32;
         self.regs.stall_count = over.min(u32::MAX as u64) as u32;
@@ -386,11 +409,9 @@ impl Engine for SimEngine {
         let start_ns = self.now_ns;
         let data_start_ns = start_ns + self.config.setup_ns;
         let l1_ns = self.l1_exit_ns(data_start_ns);
-        let times = match direction {
-            Direction::D2h => self.link.dma(bytes, 0)?,
-            Direction::H2d => self.link.dma(0, bytes)?,
-        };
-        let out = self.stream(bytes, times.d2h_ns.max(times.h2d_ns), l1_ns, direction as u64);
+        let d2h = direction == Direction::D2h;
+        let (run, mut rng) = if d2h { self.link_run(bytes, 0, 0x7e)? } else { self.link_run(0, bytes, 0x4e)? };
+        let out = self.stream(&mut rng, run.times.d2h_ns.max(run.times.h2d_ns), &run, d2h, l1_ns);
         let mut transfer = self.finish(direction, bytes, start_ns, data_start_ns, out);
         self.within(start_ns, transfer.end_ns, deadline, &format!("{} transfer of {bytes} bytes", direction.name()))?;
         match &mut io {
@@ -418,9 +439,11 @@ impl Engine for SimEngine {
         let l1_ns = self.l1_exit_ns(data_start_ns);
         // Both DMA channels at once on the simulated link: each direction's time includes the
         // other's TLPs and DLLPs sharing its lanes.
-        let times = self.link.dma(d2h.len() as u64, h2d.len() as u64)?;
-        let out_h2d = self.stream(h2d.len() as u64, times.h2d_ns, l1_ns, 0x4e);
-        let out_d2h = self.stream(d2h.len() as u64, times.d2h_ns, l1_ns, 0x7e);
+        // The device's one transmitter carries both channels' TLPs: both transfers report its
+        // starvation.
+        let (run, mut rng) = self.link_run(d2h.len() as u64, h2d.len() as u64, 0x4e7e)?;
+        let out_h2d = self.stream(&mut rng, run.times.h2d_ns, &run, false, l1_ns);
+        let out_d2h = self.stream(&mut rng, run.times.d2h_ns, &run, true, l1_ns);
         let mut to_device = self.finish(Direction::H2d, h2d.len() as u64, start_ns, data_start_ns, out_h2d);
         let from_device = self.finish(Direction::D2h, d2h.len() as u64, start_ns, data_start_ns, out_d2h);
         let end_ns = to_device.end_ns.max(from_device.end_ns);

@@ -1,14 +1,20 @@
-//! The stalls hardware adds to a transfer, drawn as aggregates.
+//! What the device's counters see of one stream of data.
 //!
-//! A transfer's data time comes from the link simulator ([`super::link_time`]). On top of it,
-//! stalls are two Poisson processes over the time data moves, each stall lasting uniformly
+//! The stream's time comes from the link simulator ([`super::link_time`]), and with it what the
+//! link simulated of the injected bit errors: the corrupted TLPs and their replays. On top of it,
+//! stalls are two seeded Poisson processes over the time data moves — flow-control starvation
+//! (`stalls_per_s`) and long system stalls (`long_stalls_per_s`) — each stall lasting uniformly
 //! between a minimum and a maximum; their count, total, maximum and the number above a threshold
 //! are drawn as aggregates (exact distributions for the maximum and the count above the
 //! threshold, a normal approximation for large totals), so a 30-second stream costs a handful of
-//! random draws. They are drawn, not emergent: the link simulator runs with large credits.
+//! random draws. They are drawn, not emergent: the link can simulate the host withholding its
+//! credits ([`crate::link::Injection`]), but every hold of a demo stream (170 000 per doc001
+//! stream) costs its neighbourhood's simulation, 45–100 s instead of 0.4 s (docs/simulator.md).
 
 use super::config::SimConfig;
+use super::link_time::DmaRun;
 use super::rng::SimRng;
+use crate::link::Starvation;
 
 /// Nanoseconds to move `bytes` at `mbps` (10^6 B/s).
 pub fn ns_for(bytes: u64, mbps: f64) -> f64 {
@@ -23,12 +29,13 @@ pub struct StreamOutcome {
     pub stalls: u64,
     pub max_stall_ns: f64,
     pub stalls_over_threshold: u64,
-    /// Link bit errors (retries) while the stream moved.
+    /// TLPs of the stream that the link's injected bit errors corrupted (each replayed).
     pub errors: u64,
 }
 
-/// Simulate the stalls of a stream whose data alone takes `data_ns`.
-pub fn stream(config: &SimConfig, rng: &mut SimRng, data_ns: f64, bytes: u64, threshold_ns: f64) -> StreamOutcome {
+/// One stream: `data_ns` on the simulated link with its credit `starvation` (what the link
+/// simulated of injected credit holds, if any) and `errors` (simulated), plus the drawn stalls.
+pub fn stream(config: &SimConfig, rng: &mut SimRng, data_ns: f64, starvation: &Starvation, errors: u64, threshold_ns: f64) -> StreamOutcome {
     let seconds = data_ns / 1e9;
     let short = StallProcess { per_s: config.stalls_per_s, min_ns: config.stall_min_ns, max_ns: config.stall_max_ns };
     let long = StallProcess { per_s: config.long_stalls_per_s, min_ns: config.long_stall_min_ns, max_ns: config.long_stall_max_ns };
@@ -36,11 +43,17 @@ pub fn stream(config: &SimConfig, rng: &mut SimRng, data_ns: f64, bytes: u64, th
     let b = long.draw(rng, seconds, threshold_ns);
     StreamOutcome {
         busy_ns: data_ns + a.total_ns + b.total_ns,
-        stalls: a.count.saturating_add(b.count),
-        max_stall_ns: a.max_ns.max(b.max_ns),
-        stalls_over_threshold: a.over.saturating_add(b.over),
-        errors: rng.poisson(bytes as f64 * config.errors_per_tb / 1e12),
+        stalls: starvation.count.saturating_add(a.count).saturating_add(b.count),
+        max_stall_ns: starvation.longest_ns.max(a.max_ns).max(b.max_ns),
+        stalls_over_threshold: starvation.over_threshold.saturating_add(a.over).saturating_add(b.over),
+        errors,
     }
+}
+
+/// The payload direction's errors of a run: d2h payload goes upstream, h2d downstream.
+pub fn errors_of(run: &DmaRun, d2h: bool) -> u64 {
+    let direction = if d2h { crate::link::Direction::Upstream } else { crate::link::Direction::Downstream };
+    run.errors[direction.index()]
 }
 
 struct StallProcess {
@@ -96,13 +109,26 @@ mod tests {
 
     #[test]
     fn stalls_stay_in_range_and_follow_their_rate() {
-        let config = SimConfig::preset("doc001").unwrap();
+        let mut config = SimConfig::preset("doc001").unwrap();
         let mut rng = SimRng::new(1);
-        let out = stream(&config, &mut rng, 26e9, 1 << 30, 50_000.0);
+        let out = stream(&config, &mut rng, 26e9, &Starvation::default(), 0, 50_000.0);
         assert!(out.max_stall_ns <= config.stall_max_ns && out.max_stall_ns >= config.stall_min_ns);
         assert_eq!(out.stalls_over_threshold, 0);
         let expected = 26.0 * config.stalls_per_s;
         assert!((out.stalls as f64 - expected).abs() < 5.0 * expected.sqrt());
         assert!(out.busy_ns > 26e9);
+        config.stalls_per_s = 0.0;
+        config.long_stalls_per_s = 100.0;
+        let mut rng = SimRng::new(1);
+        let starvation = Starvation { count: 3, total_ns: 9_000.0, longest_ns: 4_000.0, over_threshold: 0 };
+        let out = stream(&config, &mut rng, 26e9, &starvation, 2, 50_000.0);
+        assert!(out.max_stall_ns <= config.long_stall_max_ns && out.max_stall_ns >= config.long_stall_min_ns);
+        assert_eq!(out.stalls_over_threshold, out.stalls - 3, "every long stall is over 50 µs, no starvation is");
+        let expected = 26.0 * config.long_stalls_per_s;
+        assert!(((out.stalls - 3) as f64 - expected).abs() < 5.0 * expected.sqrt());
+        assert!(out.busy_ns > 26e9 && out.errors == 2);
+        config.long_stalls_per_s = 0.0;
+        let quiet = stream(&config, &mut rng, 1e6, &starvation, 0, 50_000.0);
+        assert_eq!((quiet.busy_ns, quiet.max_stall_ns, quiet.stalls), (1e6, 4_000.0, 3), "the link's starvation is already in its time");
     }
 }

@@ -1,0 +1,214 @@
+//! Fast-forward between injected events ([`crate::link::inject`]): a long DMA stream with
+//! credit holds or TLP errors is simulated packet by packet around every event — the
+//! transmitter draining its credits, starving, the UpdateFC that releases it, the Nak and the
+//! replay — and only the undisturbed stretches between events are left out.
+//!
+//! The events are Poisson, so the stretches between them are the stream's steady state. Its
+//! rates (bytes per tick of each DMA channel, and the per-direction totals) are measured once
+//! per run and channel mix by simulating the same stream without injection until two windows
+//! agree ([`super::steady`]). A stretch is left out when nothing injected is in progress: the
+//! clock, every queued event and both transmitters' schedules move on by its length, each
+//! channel by whole TLPs of its rate (the fraction carried to the next stretch, so nothing
+//! drifts). It ends before the next hold starts, before the payload reaches the next injected
+//! error, and leaves the end of every channel to full simulation. Leaving out steady time while
+//! the link is in a steady state only moves later what follows, so each event meets the link as
+//! the full run would (`tests/link_inject.rs` compares both).
+
+use super::agents::Workload;
+use super::config::SimConfig;
+use super::inject::Injection;
+use super::packet::Direction;
+use super::record::DirectionStats;
+use super::sim::{LinkSim, Outcome};
+use super::steady::{is_steady, run_for, Span, Steady, SteadyOptions};
+use crate::error::InvalidInput;
+
+/// Windows the steady-state search tries before it takes the last two as they are.
+const MAX_WINDOWS: u64 = 16;
+/// Windows the rates are then measured over: "steady" allows a window to differ by one TLP of
+/// a channel, which for the few reads among many writes is 0.1 % of their rate.
+const RATE_WINDOWS: u64 = 8;
+/// A stream shorter than this many windows is simulated whole (no baseline is worth it).
+const WHOLE_BELOW_WINDOWS: u64 = 4;
+/// Chunks of a channel always left to full simulation at its end (plus its tags' worth).
+const END_CHUNKS: u64 = 64;
+/// Shortest stretch worth leaving out, in device TLPs of the steady state.
+const MIN_SKIP_TLPS: f64 = 32.0;
+/// Steps between looks at whether a stretch can be left out.
+const LOOK_EVERY_STEPS: u32 = 4;
+
+/// The payload direction of each DMA channel: writes go upstream, read completions downstream.
+const PAYLOAD: [Direction; 2] = [Direction::Upstream, Direction::Downstream];
+
+/// [`super::fast_forward`] for a run with injected events.
+pub(super) fn fast_forward(config: &SimConfig, workload: &Workload, options: &SteadyOptions) -> Result<Steady, InvalidInput> {
+    let mut sim = LinkSim::new(config, workload)?;
+    let mut result = Steady { outcome: Outcome::default(), skipped_ns: 0.0, skipped_tlps: 0 };
+    let long = estimated_tlps(config, workload) >= WHOLE_BELOW_WINDOWS * options.window_tlps + options.warmup_tlps;
+    if sim.dma.is_some() && long {
+        let mut baselines: [Option<Option<Span>>; 4] = Default::default();
+        let mut carry = Carry::default();
+        let mut steps = 0u32;
+        while sim.step() {
+            steps += 1;
+            if steps < LOOK_EVERY_STEPS {
+                continue;
+            }
+            steps = 0;
+            if !sim.undisturbed() {
+                continue;
+            }
+            let mix = channel_mix(&sim);
+            if mix == 0 {
+                continue;
+            }
+            if carry.mix != mix {
+                carry = Carry { mix, ..Carry::default() };
+            }
+            let baseline = baselines[mix].get_or_insert_with(|| steady_baseline(config, workload, mix, options));
+            let Some(span) = baseline.as_ref() else { continue };
+            if let Some(ticks) = stretch_ticks(&mut sim, span, config.tags as u64) {
+                let tlps = leave_out(&mut sim, span, ticks, &mut carry);
+                result.skipped_ns += sim.phy().ns(ticks);
+                result.skipped_tlps += tlps;
+            }
+        }
+    }
+    while sim.step() {}
+    result.outcome = std::mem::take(&mut sim.outcome);
+    Ok(result)
+}
+
+/// TLPs the device will send, about.
+fn estimated_tlps(config: &SimConfig, workload: &Workload) -> u64 {
+    match *workload {
+        Workload::DmaWrite { bytes, .. } => bytes / config.mps_bytes,
+        Workload::DmaRead { bytes, .. } => bytes / config.mrrs_bytes,
+        Workload::DmaBoth { write_bytes, read_bytes, .. } => write_bytes / config.mps_bytes + read_bytes / config.mrrs_bytes,
+        _ => 0,
+    }
+}
+
+/// Which channels still have bytes to hand out: bit 0 writes, bit 1 reads.
+fn channel_mix(sim: &LinkSim) -> usize {
+    let Some(dma) = sim.dma.as_ref() else { return 0 };
+    (0..2).filter(|&c| dma.channels[c].as_ref().is_some_and(|ch| ch.left_bytes() > 0)).map(|c| 1 << c).sum()
+}
+
+/// The steady state of the same stream with only the channels of `mix` moving and nothing
+/// injected: simulated from the start until two successive windows agree (or, after
+/// [`MAX_WINDOWS`], the last two as they are). None if it cannot be simulated.
+fn steady_baseline(config: &SimConfig, workload: &Workload, mix: usize, options: &SteadyOptions) -> Option<Span> {
+    let quiet = SimConfig { inject: Injection::default(), record: false, ..config.clone() };
+    let (write_addr, read_addr) = match *workload {
+        Workload::DmaWrite { addr, .. } => (addr, addr),
+        Workload::DmaRead { addr, .. } => (addr, addr),
+        Workload::DmaBoth { write_addr, read_addr, .. } => (write_addr, read_addr),
+        _ => return None,
+    };
+    // Enough TLPs that no channel ends during the search.
+    let tlps = options.warmup_tlps + (MAX_WINDOWS + RATE_WINDOWS + 4) * options.window_tlps * 2;
+    let (write_bytes, read_bytes) = (tlps * config.mps_bytes, tlps * config.mrrs_bytes);
+    let stream = match mix {
+        1 => Workload::DmaWrite { addr: write_addr, bytes: write_bytes },
+        2 => Workload::DmaRead { addr: read_addr, bytes: read_bytes },
+        _ => Workload::DmaBoth { write_addr, write_bytes, read_addr, read_bytes },
+    };
+    let mut sim = LinkSim::new(&quiet, &stream).ok()?;
+    let mut a = run_for(&mut sim, options.warmup_tlps, None)?;
+    let mut b = run_for(&mut sim, options.window_tlps, Some(a.in_flight))?;
+    for _ in 0..MAX_WINDOWS {
+        let c = run_for(&mut sim, options.window_tlps, Some(b.in_flight))?;
+        let (first, second) = (Span { from: a, to: b }, Span { from: b, to: c });
+        if a.in_flight == c.in_flight && is_steady(&sim, &first, &second, options.tolerance) {
+            let mut to = c;
+            for _ in 2..RATE_WINDOWS {
+                let next = run_for(&mut sim, options.window_tlps, Some(a.in_flight))?;
+                if next.in_flight == a.in_flight {
+                    to = next;
+                }
+            }
+            return Some(Span { from: a, to });
+        }
+        (a, b) = (b, c);
+    }
+    Some(Span { from: a, to: b })
+}
+
+/// What the channels and totals moved beyond whole TLPs in earlier stretches, so that leaving
+/// out many short stretches adds up to the steady rates exactly.
+#[derive(Debug, Default)]
+struct Carry {
+    mix: usize,
+    bytes: [f64; 2],
+    stats: [[f64; 7]; 2],
+}
+
+/// How long a stretch from now can be left out, in ticks: up to a simulated lead before the next hold, before the
+/// payload of a channel reaches the next injected error, leaving every channel's end to full
+/// simulation. None if too short to be worth it.
+fn stretch_ticks(sim: &mut LinkSim, span: &Span, tags: u64) -> Option<u64> {
+    let now = sim.now_ticks();
+    let lead = sim.lead_ticks();
+    let mut ticks = sim.next_hold_ticks().saturating_sub(now).saturating_sub(lead) as f64;
+    let dma = sim.dma.as_ref()?;
+    for c in 0..2 {
+        let Some(channel) = dma.channels[c].as_ref() else { continue };
+        let rate = span.bytes(c) as f64 / span.ticks().max(1) as f64;
+        if channel.left_bytes() == 0 || rate == 0.0 {
+            continue;
+        }
+        let reserve = (END_CHUNKS + tags) * channel.chunk_bytes;
+        let room = (channel.left_bytes().saturating_sub(reserve) as f64).min(sim.bytes_to_next_error(PAYLOAD[c]) - 2.0 * channel.chunk_bytes as f64);
+        ticks = ticks.min(room.max(0.0) / rate);
+    }
+    let tlp_ticks = span.ticks() as f64 / span.upstream_tlps().max(1) as f64;
+    (ticks >= MIN_SKIP_TLPS * tlp_ticks).then_some(ticks.floor() as u64)
+}
+
+/// Leave out `ticks` of the steady state `span`; the device TLPs left out.
+fn leave_out(sim: &mut LinkSim, span: &Span, ticks: u64, carry: &mut Carry) -> u64 {
+    let share = ticks as f64 / span.ticks().max(1) as f64;
+    let mut bytes = [0u64; 2];
+    if let Some(dma) = sim.dma.as_ref() {
+        for c in 0..2 {
+            let Some(channel) = dma.channels[c].as_ref() else { continue };
+            carry.bytes[c] += span.bytes(c) as f64 * share;
+            let whole = (carry.bytes[c] / channel.chunk_bytes as f64).floor() as u64 * channel.chunk_bytes;
+            bytes[c] = whole.min(channel.left_bytes());
+            carry.bytes[c] -= bytes[c] as f64;
+        }
+    }
+    sim.advance_clock(ticks);
+    if let Some(dma) = sim.dma.as_mut() {
+        dma.skip(bytes);
+    }
+    let shift_ns = sim.phy().ns(ticks);
+    let up_tlps_before = sim.outcome.stats[Direction::Upstream.index()].tlps;
+    for d in 0..2 {
+        let (from, to) = (&span.from.stats[d], &span.to.stats[d]);
+        let stats: &mut DirectionStats = &mut sim.outcome.stats[d];
+        let fields: [(&mut u64, u64); 7] = [
+            (&mut stats.tlps, to.tlps - from.tlps),
+            (&mut stats.acks, to.acks - from.acks),
+            (&mut stats.update_fcs, to.update_fcs - from.update_fcs),
+            (&mut stats.skps, to.skps - from.skps),
+            (&mut stats.tlp_bytes, to.tlp_bytes - from.tlp_bytes),
+            (&mut stats.dllp_bytes, to.dllp_bytes - from.dllp_bytes),
+            (&mut stats.skp_ticks, to.skp_ticks - from.skp_ticks),
+        ];
+        for ((field, delta), rest) in fields.into_iter().zip(carry.stats[d].iter_mut()) {
+            *rest += delta as f64 * share;
+            let whole = rest.floor();
+            *field += whole as u64;
+            *rest -= whole;
+        }
+        stats.last_tlp_end_ns += shift_ns;
+        stats.last_end_ns += shift_ns;
+    }
+    for c in 0..2 {
+        sim.outcome.stats[PAYLOAD[c].index()].payload_bytes += bytes[c];
+        sim.skip_payload(PAYLOAD[c], bytes[c]);
+    }
+    sim.outcome.stats[Direction::Upstream.index()].tlps - up_tlps_before
+}

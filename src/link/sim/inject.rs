@@ -1,0 +1,125 @@
+//! The event loop's side of injected disturbances ([`crate::link::inject`]): the host's
+//! receiver withholding UpdateFCs during a credit hold, TLPs corrupted by injected errors, and
+//! the transmitters' credit starvation measured as it happens.
+
+use super::{Event, LinkSim};
+use crate::link::inject::Starvation;
+#[allow(unused_imports)] // named in the documentation
+use crate::link::inject::InjectState;
+use crate::link::packet::{Direction, Tlp, TlpKind};
+use crate::link::record::Crossing;
+
+/// After an injected error, the fast-forward waits this many REPLAY_TIMER periods (Nak, replay
+/// and the Acks that end it) before it skips again.
+const SETTLE_REPLAY_TIMEOUTS: u64 = 4;
+/// After a starvation, the transmitter holds all its credits again and sends them off in a
+/// burst: the fast-forward waits this many REPLAY_TIMER periods (a few UpdateFC loops) for the
+/// steady state to return (and, with reads, two completion latencies for the burst of requests
+/// to come back).
+const SETTLE_AFTER_STARVING_REPLAY_TIMEOUTS: u64 = 1;
+
+impl LinkSim {
+    /// The receiver of `direction` may not send UpdateFCs now: the host's receiver is in a
+    /// credit hold. Its release (an FcTimer event at the hold's end) is queued.
+    pub(super) fn credits_held(&mut self, direction: Direction) -> bool {
+        if direction != Direction::Upstream {
+            return false;
+        }
+        let Some((start, end)) = self.hold_ticks() else { return false };
+        if start > self.now || end <= self.now {
+            return false;
+        }
+        if self.inject.release_at != Some(end) {
+            self.inject.release_at = Some(end);
+            self.schedule(end, Event::FcTimer(direction));
+        }
+        self.inject.settle_until = self.inject.settle_until.max(end);
+        true
+    }
+
+    /// The hold in progress or the next one, [start, end) in ticks.
+    fn hold_ticks(&mut self) -> Option<(u64, u64)> {
+        let (start_ns, end_ns) = self.inject.holds.at(self.phy.ns(self.now))?;
+        let start = self.phy.ticks(start_ns);
+        Some((start, self.phy.ticks(end_ns).max(start + 1)))
+    }
+
+    /// The transmitter of `direction` has a TLP ready that its credits refuse.
+    pub(super) fn starving(&mut self, direction: Direction) {
+        self.inject.starving_since[direction.index()].get_or_insert(self.now);
+    }
+
+    /// The transmitter of `direction` sent a new TLP: a starvation in progress ends; an
+    /// injected error may fall into it (the TLP just put on the lanes).
+    pub(super) fn sent_new(&mut self, direction: Direction, tlp: &Tlp) {
+        let i = direction.index();
+        if let Some(since) = self.inject.starving_since[i].take() {
+            let ns = self.phy.ns(self.now - since);
+            let threshold_ns = self.config.inject.threshold_ns;
+            let starvation: &mut Starvation = &mut self.outcome.starvation[i];
+            starvation.count += 1;
+            starvation.total_ns += ns;
+            starvation.longest_ns = starvation.longest_ns.max(ns);
+            starvation.over_threshold += (ns > threshold_ns) as u64;
+            let mut settle = SETTLE_AFTER_STARVING_REPLAY_TIMEOUTS * self.ticks.replay_timeout;
+            if self.dma.as_ref().is_some_and(|dma| dma.channels[1].is_some()) {
+                // Reads: the requests sent in the burst come back as one burst of completions.
+                settle += 2 * self.phy.ticks(self.config.host_completion_latency_ns);
+            }
+            self.inject.settle_until = self.inject.settle_until.max(self.now + settle);
+        }
+        if !self.inject.error_rate || tlp.kind == TlpKind::MemRead || !self.inject.errors.hits(direction, tlp.len_bytes) {
+            return;
+        }
+        self.outcome.injected_errors[i] += 1;
+        let settle = SETTLE_REPLAY_TIMEOUTS * self.ticks.replay_timeout;
+        self.inject.settle_until = self.inject.settle_until.max(self.now + settle);
+        if let Some(entry) = self.on_lanes[i].back_mut() {
+            entry.1 = true;
+        }
+        if self.config.record {
+            let start_ns = self.outcome.stats[i].last_tlp_end_ns - self.phy.ns(crate::link::transaction::wire_bytes(&self.config, &self.phy, tlp));
+            let end_ns = self.outcome.stats[i].last_tlp_end_ns;
+            self.outcome.corrupted.push(Crossing { direction, start_ns, end_ns, packet: crate::link::Packet::Tlp(*tlp) });
+        }
+    }
+
+    /// Nothing injected is in progress: no hold, no starvation, no recovery from an error, no
+    /// replay. The fast-forward may leave out time from here.
+    pub(in crate::link) fn undisturbed(&mut self) -> bool {
+        let now = self.now;
+        let holding = self.hold_ticks().is_some_and(|(start, end)| start <= now && now < end);
+        !holding
+            && self.now >= self.inject.settle_until
+            && self.inject.starving_since.iter().all(Option::is_none)
+            && self.tx.iter().all(|tx| tx.retry.to_replay == 0 && tx.retry.replay_num == 0)
+    }
+
+    /// Start of the next credit hold, in ticks (u64::MAX: none).
+    pub(in crate::link) fn next_hold_ticks(&mut self) -> u64 {
+        self.hold_ticks().map_or(u64::MAX, |(start, _)| start)
+    }
+
+    /// How much simulated time the fast-forward leaves before the next hold: half a loop to one
+    /// and a half, at random (a loop: half a REPLAY_TIMER period, more than an UpdateFC loop,
+    /// and with reads the completion latency), so that the hold meets the
+    /// UpdateFC loop at a random point as in the full run (see [`InjectState::jitter`]).
+    pub(in crate::link) fn lead_ticks(&mut self) -> u64 {
+        let mut loop_ticks = 0.5 * self.ticks.replay_timeout as f64;
+        if self.dma.as_ref().is_some_and(|dma| dma.channels[1].is_some()) {
+            // Reads: the requests' round trip is a loop too.
+            loop_ticks += self.phy.ticks(self.config.host_completion_latency_ns) as f64;
+        }
+        (0.5 * loop_ticks + self.inject.jitter() * loop_ticks) as u64
+    }
+
+    /// Payload bytes `direction` may still carry before the next injected error.
+    pub(in crate::link) fn bytes_to_next_error(&self, direction: Direction) -> f64 {
+        self.inject.errors.bytes_to_next(direction)
+    }
+
+    /// The fast-forward left out `bytes` of payload in `direction`.
+    pub(in crate::link) fn skip_payload(&mut self, direction: Direction, bytes: u64) {
+        self.inject.errors.moved_bytes[direction.index()] += bytes;
+    }
+}

@@ -1,0 +1,208 @@
+//! Injected disturbances on the simulated link (`link::Injection`): the host's receiver
+//! withholding UpdateFCs and bit errors corrupting TLPs. What they cost — the device's
+//! transmitter starving for credits, the Naks and replays — comes out of the simulation; these
+//! tests check it against what the injection implies, and the fast-forward between injected
+//! events against full simulation.
+
+use pcieperf::engine::sim::{link_time, SimConfig as Endpoint};
+use pcieperf::link::{self, ClassCredits, Hold, Injection, Outcome, SimConfig, SteadyOptions, Workload};
+
+const MIB: u64 = 1 << 20;
+const UP: usize = 1;
+
+/// The link as the `sim` engine configures it for a preset: Ack/UpdateFC timers, the host's
+/// finite credits.
+fn endpoint_link(preset: &str) -> SimConfig {
+    link_time::link_config(&Endpoint::preset(preset).unwrap().params).unwrap()
+}
+
+fn with(mut config: SimConfig, injection: Injection) -> SimConfig {
+    config.inject = injection;
+    config
+}
+
+fn write(bytes: u64) -> Workload {
+    Workload::DmaWrite { addr: 0, bytes }
+}
+
+fn read(bytes: u64) -> Workload {
+    Workload::DmaRead { addr: 0, bytes }
+}
+
+fn both(bytes: u64) -> Workload {
+    Workload::DmaBoth { write_addr: 0, write_bytes: bytes, read_addr: 1 << 40, read_bytes: bytes }
+}
+
+/// Lane time of one largest TLP, and what the host's posted credits let the device send: the
+/// longest stretch a hold can be absorbed by the credits in hand.
+fn tlp_and_credit_ns(config: &SimConfig) -> (f64, f64) {
+    let phy = link::phy::Phy::new(config.link);
+    let tlp_ns = phy.ns(config.largest_replay_entry_bytes());
+    let ClassCredits::Finite { header, .. } = config.host_rx.credits.posted else { panic!("the engine's host credits are finite") };
+    (tlp_ns, header as f64 * tlp_ns)
+}
+
+fn end_ns(outcome: &Outcome) -> f64 {
+    outcome.arrived_ns.iter().cloned().fold(0.0, f64::max)
+}
+
+#[test]
+fn a_credit_hold_starves_the_device_for_about_its_length() {
+    for preset in ["doc001", "gen3x8", "gen5x16"] {
+        let config = endpoint_link(preset);
+        let (tlp_ns, credit_ns) = tlp_and_credit_ns(&config);
+        let quiet = link::simulate(&config, &write(2 * MIB)).unwrap();
+        assert_eq!(quiet.starvation[UP], Default::default(), "{preset}: nothing starves without a hold");
+        for hold_ns in [5_000.0, 60_000.0] {
+            let start_ns = end_ns(&quiet) / 3.0;
+            let injection = Injection { holds: vec![Hold { start_ns, duration_ns: hold_ns }], threshold_ns: 50_000.0, ..Default::default() };
+            let held = link::simulate(&with(config.clone(), injection), &write(2 * MIB)).unwrap();
+            let starved = held.starvation[UP];
+            println!("{preset}: hold {hold_ns} ns from {start_ns:.0} ns: starved {starved:?}; credits cover {credit_ns:.0} ns; transfer {:.1} ns later", end_ns(&held) - end_ns(&quiet));
+            assert_eq!(starved.count, 1, "{preset}: one hold, one starvation");
+            // The device starves from when the credits in hand run out until the UpdateFC sent at
+            // the hold's end arrives: the hold less what the credits absorbed, plus a packet or two.
+            assert!(starved.longest_ns <= hold_ns + 2.0 * tlp_ns, "{preset}: {starved:?}");
+            assert!(starved.longest_ns >= hold_ns - credit_ns, "{preset}: {starved:?}");
+            assert_eq!(starved.over_threshold, (hold_ns > 50_000.0) as u64, "{preset}");
+            // The transfer ends later by the starvation (the lanes idle that long), within a few
+            // TLPs (the burst after the release meets the UpdateFC loop and the SKPs anew).
+            let later_ns = end_ns(&held) - end_ns(&quiet);
+            assert!((later_ns - starved.total_ns).abs() <= 4.0 * tlp_ns, "{preset}: {later_ns} ns later, starved {} ns", starved.total_ns);
+        }
+    }
+}
+
+#[test]
+fn without_injection_nothing_starves_and_the_times_are_those_of_large_credits() {
+    for preset in ["doc000", "doc001", "doc003", "gen3x8", "gen4x16", "gen5x16"] {
+        let config = endpoint_link(preset);
+        let mut large = config.clone();
+        large.host_rx.credits = link::Credits::large();
+        for workload in [write(MIB), read(MIB), both(MIB)] {
+            let finite = link::simulate_steady(&config, &workload).unwrap();
+            let unlimited = link::simulate_steady(&large, &workload).unwrap();
+            assert_eq!(finite.starvation, [Default::default(); 2], "{preset} {workload:?}");
+            assert_eq!(finite.arrived_ns, unlimited.arrived_ns, "{preset} {workload:?}: the host's credits never limit an undisturbed stream");
+        }
+    }
+}
+
+#[test]
+fn injected_errors_are_the_retries_and_their_replays_are_the_time_lost() {
+    let config = endpoint_link("gen3x8");
+    let workload = write(4 * MIB);
+    let clean = link::simulate(&config, &workload).unwrap();
+    let none = link::simulate(&with(config.clone(), Injection { seed: 5, ..Default::default() }), &workload).unwrap();
+    assert_eq!((none.injected_errors, none.replay[UP].replays), ([0, 0], 0));
+    assert_eq!(none.arrived_ns, clean.arrived_ns);
+    // About 12 errors in 4 MiB of payload.
+    let injection = Injection { tlp_errors_per_tb: 3e6, seed: 5, ..Default::default() };
+    let hit = link::simulate(&with(config.clone(), injection), &workload).unwrap();
+    let replay = hit.replay[UP];
+    println!("errors {:?}, replay {replay:?}, transfer {:.1} ns later", hit.injected_errors, end_ns(&hit) - end_ns(&clean));
+    assert!(hit.injected_errors[UP] >= 5, "{:?}", hit.injected_errors);
+    assert_eq!(hit.injected_errors[0], 0, "writes carry no payload downstream");
+    assert_eq!(replay.corrupted, hit.injected_errors[UP], "every injected error arrives as a bad TLP");
+    assert_eq!(replay.naks, replay.corrupted, "each is Nak'd");
+    assert_eq!(replay.replays, hit.injected_errors[UP], "one replay per injected error");
+    assert_eq!((replay.timer_expiries, replay.retrains), (0, 0));
+    // Every replay's lanes time shows in the transfer's end (within a few DLLPs per replay).
+    let later_ns = end_ns(&hit) - end_ns(&clean);
+    let phy = link::phy::Phy::new(config.link);
+    let slack_ns = replay.replays as f64 * 4.0 * phy.ns(phy.dllp_bytes()) + phy.ns(config.largest_replay_entry_bytes());
+    assert!((later_ns - replay.lost_ns).abs() <= slack_ns, "{later_ns} ns later, {} ns replayed (slack {slack_ns})", replay.lost_ns);
+    assert_eq!(hit.stats[UP].payload_bytes, 4 * MIB, "every byte delivered once");
+}
+
+/// The fast-forward between injected events against full simulation.
+#[test]
+fn leaving_out_the_time_between_events_agrees_with_full_simulation() {
+    let holds = |per_s: f64, min_ns: f64, max_ns: f64, seed: u64| Injection {
+        holds_per_s: per_s,
+        hold_min_ns: min_ns,
+        hold_max_ns: max_ns,
+        threshold_ns: 3_000.0,
+        seed,
+        ..Default::default()
+    };
+    let errors = Injection { tlp_errors_per_tb: 2e5, seed: 9, ..Default::default() };
+    let cases = [
+        ("gen3x8 write, holds", with(endpoint_link("gen3x8"), holds(20_000.0, 1_500.0, 5_000.0, 1)), write(64 * MIB)),
+        ("doc001 write, holds", with(endpoint_link("doc001"), holds(8_600.0, 2_500.0, 7_000.0, 2)), write(16 * MIB)),
+        ("doc001 read, holds", with(endpoint_link("doc001"), holds(4_000.0, 15_000.0, 25_000.0, 3)), read(32 * MIB)),
+        ("gen5x16 both, holds", with(endpoint_link("gen5x16"), holds(20_000.0, 1_000.0, 2_000.0, 4)), both(64 * MIB)),
+        ("gen3x8 write, errors", with(endpoint_link("gen3x8"), errors), write(64 * MIB)),
+    ];
+    for (name, config, workload) in cases {
+        let full = link::simulate(&config, &workload).unwrap();
+        let fast = link::fast_forward(&config, &workload, &SteadyOptions::default()).unwrap();
+        let (a, b) = (end_ns(&full), end_ns(&fast.outcome));
+        let tlps = full.stats[UP].tlps;
+        println!(
+            "{name}: full {a:.1} ns, fast-forward {b:.1} ns ({:+.4} %), {} of {tlps} TLPs left out; starvations {:?} / {:?}; replays {} / {}",
+            (b - a) / a * 100.0,
+            fast.skipped_tlps,
+            full.starvation[UP],
+            fast.outcome.starvation[UP],
+            full.replay[UP].replays,
+            fast.outcome.replay[UP].replays
+        );
+        assert!((b - a).abs() <= 1e-3 * a, "{name}: {a} against {b}");
+        let (s, t) = (full.starvation[UP], fast.outcome.starvation[UP]);
+        assert_eq!(s.count, t.count, "{name}: the same stalls");
+        // A stall is the hold less the credits in hand when it began, which depend on where in
+        // the UpdateFC loop the hold falls: the few stalls within a TLP or two of the threshold
+        // may land on either side of it.
+        assert!(s.over_threshold.abs_diff(t.over_threshold) <= 2 + s.over_threshold / 20, "{name}: {s:?} against {t:?}");
+        assert!((s.total_ns - t.total_ns).abs() <= 1e-3 * a, "{name}: starved {} against {}", s.total_ns, t.total_ns);
+        assert_eq!(full.injected_errors, fast.outcome.injected_errors, "{name}");
+        assert_eq!(full.replay.map(|r| r.replays), fast.outcome.replay.map(|r| r.replays), "{name}: the same retries");
+        assert!(s.count > 0 || full.replay[UP].replays > 0, "{name}: something was injected");
+        assert_eq!(full.stats.map(|s| s.payload_bytes), fast.outcome.stats.map(|s| s.payload_bytes), "{name}");
+        assert!(fast.skipped_tlps * 3 >= tlps, "{name}: at least a third left out ({} of {tlps})", fast.skipped_tlps);
+    }
+}
+
+#[test]
+fn bad_injections_are_refused() {
+    let bad = [
+        Injection { holds_per_s: -1.0, ..Default::default() },
+        Injection { holds_per_s: 1.0, hold_min_ns: 5.0, hold_max_ns: 1.0, ..Default::default() },
+        Injection { tlp_errors_per_tb: f64::NAN, ..Default::default() },
+        Injection { holds: vec![Hold { start_ns: 0.0, duration_ns: f64::INFINITY }], ..Default::default() },
+    ];
+    for injection in bad {
+        let config = with(endpoint_link("gen3x8"), injection.clone());
+        assert!(link::simulate(&config, &write(4096)).is_err(), "{injection:?}");
+    }
+}
+
+/// How much of a demo-sized stream the fast-forward simulates (run by hand: `--ignored`).
+#[test]
+#[ignore]
+fn demo_stream_cost() {
+    for (preset, bytes) in [("doc001", 0x2000u64 * 0xA343C * 4), ("gen5x16", 0x2000u64 * 0xA343C * 64)] {
+        let endpoint = Endpoint::preset(preset).unwrap();
+        let injection = Injection {
+            holds_per_s: endpoint.stalls_per_s,
+            hold_min_ns: endpoint.stall_min_ns,
+            hold_max_ns: endpoint.stall_max_ns,
+            threshold_ns: 50_000.0,
+            seed: 1,
+            ..Default::default()
+        };
+        let config = with(endpoint_link(preset), injection);
+        let started = std::time::Instant::now();
+        let fast = link::fast_forward(&config, &write(bytes), &SteadyOptions::default()).unwrap();
+        let total = bytes / config.mps_bytes;
+        println!(
+            "{preset}: {bytes} B write, {:.3} s simulated, {} stalls, {} of {total} TLPs simulated ({:.1} per stall), {:.2} s wall",
+            end_ns(&fast.outcome) / 1e9,
+            fast.outcome.starvation[UP].count,
+            total - fast.skipped_tlps,
+            (total - fast.skipped_tlps) as f64 / fast.outcome.starvation[UP].count.max(1) as f64,
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
