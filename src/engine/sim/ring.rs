@@ -11,6 +11,8 @@
 //!
 //! What was injected is kept beside the stream ([`RingTruth`]), so tests can check that the
 //! report recovers it from the events alone.
+//!
+//! Pull mode (the host reads each message from the device's buffers) is in `ring_pull.rs`.
 
 use std::collections::VecDeque;
 
@@ -51,12 +53,15 @@ pub struct RingBehaviour {
     /// before releasing: an injected full ring.
     pub host_stall_every: u64,
     pub host_stall_ns: f64,
+    /// Pull mode: the device's source makes a message every `message_bytes / source_mbps`
+    /// (MBps = 10^6 bytes/s); 0: whenever a device buffer is free.
+    pub source_mbps: f64,
 }
 
 impl Default for RingBehaviour {
     /// A host that polls in a tight loop and does nothing with the data; OCDP's short dwell.
     fn default() -> Self {
-        RingBehaviour { dwell_ns: 0.0, react_ns: 200.0, react_jitter_ns: 0.0, host_use_ns: 100.0, host_stall_every: 0, host_stall_ns: 0.0 }
+        RingBehaviour { dwell_ns: 0.0, react_ns: 200.0, react_jitter_ns: 0.0, host_use_ns: 100.0, host_stall_every: 0, host_stall_ns: 0.0, source_mbps: 0.0 }
     }
 }
 
@@ -70,6 +75,8 @@ pub struct RingTruth {
     pub span_ns: f64,
     /// Messages the device dropped (lossy).
     pub dropped: u64,
+    /// Of those, the drops after the last delivered message: no sequence gap can show them.
+    pub dropped_after_last: u64,
     /// The reaction delays drawn, in message order (only the first `REACTIONS_KEPT`).
     pub reactions_ns: Vec<f64>,
 }
@@ -141,10 +148,10 @@ impl Streaming for SimRing {
     fn check(&self, plan: &RingPlan) -> Result<(), EngineError> {
         self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
         if plan.direction != StreamDirection::D2h {
-            return Err(InvalidInput::new("the simulated ring streams d2h only (device to host, push); h2d is not simulated yet").into());
+            return Err(InvalidInput::new("the simulated ring streams d2h only (device to host, push or pull); h2d is not simulated yet").into());
         }
-        if plan.transport != Transport::Push {
-            return Err(InvalidInput::new("the simulated ring streams in push mode only; pull is not simulated yet").into());
+        if plan.device_buffers == 0 {
+            return Err(InvalidInput::new("the simulated ring needs at least one device buffer").into());
         }
         Ok(())
     }
@@ -153,6 +160,21 @@ impl Streaming for SimRing {
         self.check(plan)?;
         let config = self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
         let mut rng = self.rng.fork(0x5712_EA);
+        if plan.transport == Transport::Pull {
+            let pull = super::ring_pull::PullRun {
+                sim: LinkSim::driven(config)?,
+                mps_bytes: config.mps_bytes,
+                mrrs_bytes: config.mrrs_bytes,
+                rcb_bytes: config.rcb_bytes,
+                plan,
+                behaviour: &self.behaviour,
+                rng: &mut rng,
+                sink,
+            };
+            let (end, truth) = pull.run();
+            self.truth = Some(truth);
+            return end;
+        }
         let mut run = Run {
             sim: LinkSim::driven(config)?,
             mps_bytes: config.mps_bytes,
