@@ -12,7 +12,8 @@
 //! What was injected is kept beside the stream ([`RingTruth`]), so tests can check that the
 //! report recovers it from the events alone.
 //!
-//! Pull mode (the host reads each message from the device's buffers) is in `ring_pull.rs`.
+//! Pull mode (the host reads each message from the device's buffers) is in `ring_pull.rs`, host
+//! to device push in `ring_h2d.rs`.
 
 use std::collections::VecDeque;
 
@@ -147,8 +148,11 @@ impl SimRing {
 impl Streaming for SimRing {
     fn check(&self, plan: &RingPlan) -> Result<(), EngineError> {
         self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
-        if plan.direction != StreamDirection::D2h {
-            return Err(InvalidInput::new("the simulated ring streams d2h only (device to host, push or pull); h2d is not simulated yet").into());
+        if plan.direction == StreamDirection::H2d && plan.transport == Transport::Pull {
+            return Err(InvalidInput::new("the simulated ring streams h2d in push mode only (the host writes); h2d pull is not simulated").into());
+        }
+        if plan.direction == StreamDirection::H2d && plan.backpressure == Backpressure::Lossy {
+            return Err(InvalidInput::new("the simulated ring streams h2d lossless only (the host waits for a free device buffer)").into());
         }
         if plan.device_buffers == 0 {
             return Err(InvalidInput::new("the simulated ring needs at least one device buffer").into());
@@ -160,6 +164,12 @@ impl Streaming for SimRing {
         self.check(plan)?;
         let config = self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
         let mut rng = self.rng.fork(0x5712_EA);
+        if plan.direction == StreamDirection::H2d {
+            let h2d = super::ring_h2d::H2dRun::new(LinkSim::driven(config)?, config.mps_bytes, plan, &self.behaviour, sink);
+            let (end, truth) = h2d.run();
+            self.truth = Some(truth);
+            return end;
+        }
         if plan.transport == Transport::Pull {
             let pull = super::ring_pull::PullRun {
                 sim: LinkSim::driven(config)?,
