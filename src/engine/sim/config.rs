@@ -88,7 +88,7 @@ pub const KEYS: [(&str, &str); 29] = [
     ("mmio_write_ns", "CPU write spacing"),
     ("stopwatch_ns", "cost of reading the host's stopwatch"),
     ("byteswap", "registers byte-swapped (0/1)"),
-    ("dwell_ns", "stream: device pause after each message"),
+    ("dwell_ns", "stream: device pause after each message (h2d: its consume time)"),
     ("react_ns", "stream: host reaction to a message's flag (least)"),
     ("react_jitter_ns", "stream: reaction spread (uniform on top of react_ns)"),
     ("host_use_ns", "stream: host use of a buffer before its doorbell"),
