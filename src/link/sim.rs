@@ -135,6 +135,8 @@ pub struct LinkSim {
     /// TLPs each receiver passed to its transaction layer so far, per [`Direction::index`]
     /// (a driver outside the simulator learns arrivals from it: see [`driven`]).
     delivered_tlps: [u64; 2],
+    /// Of those, completions (a driver tells its reads' data from its own writes).
+    delivered_completions: [u64; 2],
 }
 
 impl LinkSim {
@@ -217,6 +219,7 @@ impl LinkSim {
                 injected_errors: [0; 2],
             },
             delivered_tlps: [0; 2],
+            delivered_completions: [0; 2],
         };
         if sim.cpu.is_some() {
             sim.schedule(0, Event::CpuIssue);
@@ -577,7 +580,10 @@ impl LinkSim {
                 self.requests[direction.opposite().index()].push_back(*tlp);
                 self.schedule(at, Event::CompletionReady(direction.opposite()));
             }
-            TlpKind::CompletionData => self.completion_arrived(direction, tlp),
+            TlpKind::CompletionData => {
+                self.delivered_completions[direction.index()] += 1;
+                self.completion_arrived(direction, tlp);
+            }
         }
     }
 

@@ -65,7 +65,7 @@ pub struct SimConfig {
 }
 
 /// Free-form keys: (name, meaning).
-pub const KEYS: [(&str, &str); 28] = [
+pub const KEYS: [(&str, &str); 29] = [
     ("mps", "MaxPayload bytes"),
     ("mrrs", "MaxReadRequest bytes"),
     ("header", "3dw or 4dw"),
@@ -88,12 +88,13 @@ pub const KEYS: [(&str, &str); 28] = [
     ("mmio_write_ns", "CPU write spacing"),
     ("stopwatch_ns", "cost of reading the host's stopwatch"),
     ("byteswap", "registers byte-swapped (0/1)"),
-    ("dwell_ns", "stream: device pause after each message"),
+    ("dwell_ns", "stream: device pause after each message (h2d: its consume time)"),
     ("react_ns", "stream: host reaction to a message's flag (least)"),
     ("react_jitter_ns", "stream: reaction spread (uniform on top of react_ns)"),
     ("host_use_ns", "stream: host use of a buffer before its doorbell"),
     ("host_stall_every", "stream: messages between injected host stalls (0 = none)"),
     ("host_stall_ns", "stream: length of an injected host stall"),
+    ("source_mbps", "stream pull: device source rate into its buffers, MBps (0 = always ready)"),
 ];
 
 impl SimConfig {
@@ -270,6 +271,7 @@ impl SimConfig {
             "host_use_ns" => self.ring.host_use_ns = number()?,
             "host_stall_every" => self.ring.host_stall_every = whole()?,
             "host_stall_ns" => self.ring.host_stall_ns = number()?,
+            "source_mbps" => self.ring.source_mbps = number()?,
             _ => {
                 return Err(InvalidInput::new(format!("unknown simulator option '{key}': keys are {}", key_names())));
             }

@@ -19,6 +19,8 @@ pub mod host;
 pub mod link_time;
 pub mod regs;
 pub mod ring;
+mod ring_h2d;
+mod ring_pull;
 pub mod rng;
 pub mod timing;
 

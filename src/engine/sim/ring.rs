@@ -11,6 +11,9 @@
 //!
 //! What was injected is kept beside the stream ([`RingTruth`]), so tests can check that the
 //! report recovers it from the events alone.
+//!
+//! Pull mode (the host reads each message from the device's buffers) is in `ring_pull.rs`, host
+//! to device push in `ring_h2d.rs`.
 
 use std::collections::VecDeque;
 
@@ -51,12 +54,15 @@ pub struct RingBehaviour {
     /// before releasing: an injected full ring.
     pub host_stall_every: u64,
     pub host_stall_ns: f64,
+    /// Pull mode: the device's source makes a message every `message_bytes / source_mbps`
+    /// (MBps = 10^6 bytes/s); 0: whenever a device buffer is free.
+    pub source_mbps: f64,
 }
 
 impl Default for RingBehaviour {
     /// A host that polls in a tight loop and does nothing with the data; OCDP's short dwell.
     fn default() -> Self {
-        RingBehaviour { dwell_ns: 0.0, react_ns: 200.0, react_jitter_ns: 0.0, host_use_ns: 100.0, host_stall_every: 0, host_stall_ns: 0.0 }
+        RingBehaviour { dwell_ns: 0.0, react_ns: 200.0, react_jitter_ns: 0.0, host_use_ns: 100.0, host_stall_every: 0, host_stall_ns: 0.0, source_mbps: 0.0 }
     }
 }
 
@@ -70,6 +76,8 @@ pub struct RingTruth {
     pub span_ns: f64,
     /// Messages the device dropped (lossy).
     pub dropped: u64,
+    /// Of those, the drops after the last delivered message: no sequence gap can show them.
+    pub dropped_after_last: u64,
     /// The reaction delays drawn, in message order (only the first `REACTIONS_KEPT`).
     pub reactions_ns: Vec<f64>,
 }
@@ -140,11 +148,14 @@ impl SimRing {
 impl Streaming for SimRing {
     fn check(&self, plan: &RingPlan) -> Result<(), EngineError> {
         self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
-        if plan.direction != StreamDirection::D2h {
-            return Err(InvalidInput::new("the simulated ring streams d2h only (device to host, push); h2d is not simulated yet").into());
+        if plan.direction == StreamDirection::H2d && plan.transport == Transport::Pull {
+            return Err(InvalidInput::new("the simulated ring streams h2d in push mode only (the host writes); h2d pull is not simulated").into());
         }
-        if plan.transport != Transport::Push {
-            return Err(InvalidInput::new("the simulated ring streams in push mode only; pull is not simulated yet").into());
+        if plan.direction == StreamDirection::H2d && plan.backpressure == Backpressure::Lossy {
+            return Err(InvalidInput::new("the simulated ring streams h2d lossless only (the host waits for a free device buffer)").into());
+        }
+        if plan.device_buffers == 0 {
+            return Err(InvalidInput::new("the simulated ring needs at least one device buffer").into());
         }
         Ok(())
     }
@@ -153,6 +164,27 @@ impl Streaming for SimRing {
         self.check(plan)?;
         let config = self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
         let mut rng = self.rng.fork(0x5712_EA);
+        if plan.direction == StreamDirection::H2d {
+            let h2d = super::ring_h2d::H2dRun::new(LinkSim::driven(config)?, config.mps_bytes, plan, &self.behaviour, sink);
+            let (end, truth) = h2d.run();
+            self.truth = Some(truth);
+            return end;
+        }
+        if plan.transport == Transport::Pull {
+            let pull = super::ring_pull::PullRun {
+                sim: LinkSim::driven(config)?,
+                mps_bytes: config.mps_bytes,
+                mrrs_bytes: config.mrrs_bytes,
+                rcb_bytes: config.rcb_bytes,
+                plan,
+                behaviour: &self.behaviour,
+                rng: &mut rng,
+                sink,
+            };
+            let (end, truth) = pull.run();
+            self.truth = Some(truth);
+            return end;
+        }
         let mut run = Run {
             sim: LinkSim::driven(config)?,
             mps_bytes: config.mps_bytes,

@@ -56,6 +56,12 @@ impl LinkSim {
         self.delivered_tlps[direction.index()]
     }
 
+    /// Completions among [`LinkSim::delivered_tlps`] (the completer on the far side answers a
+    /// driver's reads on its own, so the driver counts its own writes as the rest).
+    pub fn delivered_completions(&self, direction: Direction) -> u64 {
+        self.delivered_completions[direction.index()]
+    }
+
     /// When the last TLP put on `direction`'s lanes ended there, in ns.
     pub fn last_tlp_end_ns(&self, direction: Direction) -> f64 {
         self.outcome.stats[direction.index()].last_tlp_end_ns
