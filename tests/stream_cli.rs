@@ -32,6 +32,20 @@ fn the_document_is_simulated_and_complete() {
     assert!(String::from_utf8_lossy(&metrics.get_output().stdout).contains("pcieperf_stream_sustained_bytes_per_second{"));
 }
 
+/// The model is of d2h push: a pull run says so instead of reporting a shortfall against it.
+#[test]
+fn pull_runs_get_no_push_model() {
+    let text = pcieperf().args(["stream", "--pull", "--messages", "50"]).assert().success();
+    let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("model: not shown") && !text.contains("reached"), "{text}");
+    let json = pcieperf().args(["stream", "--pull", "--messages", "50", "--json"]).assert().success();
+    let doc: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    assert!(doc["points"][0]["model"].is_null(), "{}", doc["points"][0]["model"]);
+    let push = pcieperf().args(["stream", "--messages", "50", "--json"]).assert().success();
+    let doc: Value = serde_json::from_slice(&push.get_output().stdout).unwrap();
+    assert!(doc["points"][0]["model"].is_object());
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     for args in [

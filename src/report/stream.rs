@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::time::SystemTime;
 
 use crate::bench::stream::{Latency, Point, StreamDocument};
+use crate::engine::ring::{StreamDirection, Transport};
 use crate::report::metrics::{self, Family, Kind, Sample};
 use crate::report::plot::{escape, Axis, Mark, Plot, Scale};
 use crate::table::{Align, Table};
@@ -140,6 +141,10 @@ fn point_text(doc: &StreamDocument, p: &Point) -> String {
         let _ = writeln!(out, "slowest message: #{} at {}", slow.sequence, format_ns(slow.latency_ns));
     }
     let _ = writeln!(out, "verdict: {}-bound — {}", p.verdict.limit, p.verdict.reason);
+    let push_d2h = doc.plan.direction == StreamDirection::D2h && doc.plan.transport == Transport::Push;
+    if p.model.is_none() && !push_d2h {
+        let _ = writeln!(out, "model: not shown — it models d2h push (document 003), not {} {}", word(doc.plan.direction), word(doc.plan.transport));
+    }
     if let Some(m) = &p.model {
         let _ = writeln!(
             out,

@@ -152,7 +152,10 @@ fn run_point(
     let mut recorder = record::Recorder::new(plan.host_buffers, window_messages(plan.stop), options.bubble_threshold_ns);
     let end = streaming.stream(plan, &mut recorder)?;
     recorder.finish();
-    Ok((summary::point(plan, &recorder, &end, link), end))
+    // The model (`model::stream`) is of d2h push (document 003's OCDP): a pull or h2d run gets
+    // no bounds rather than push bounds that would read as a shortfall.
+    let modelled = plan.direction == crate::engine::ring::StreamDirection::D2h && plan.transport == crate::engine::ring::Transport::Push;
+    Ok((summary::point(plan, &recorder, &end, link.filter(|_| modelled)), end))
 }
 
 #[cfg(test)]
