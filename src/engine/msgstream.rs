@@ -76,6 +76,31 @@ pub struct Node<'a> {
     pub name: String,
 }
 
+/// `Streaming` for an engine whose streams run on its device nodes: it has an `info` field and a
+/// `nodes()` method; `check` and `stream` are this module's.
+macro_rules! streaming_on_nodes {
+    ($engine:ty) => {
+        impl $crate::engine::ring::Streaming for $engine {
+            fn check(&self, plan: &$crate::engine::ring::RingPlan) -> Result<(), $crate::engine::EngineError> {
+                $crate::engine::msgstream::check(&self.nodes(), plan)
+            }
+
+            fn stream(
+                &mut self,
+                plan: &$crate::engine::ring::RingPlan,
+                sink: &mut dyn $crate::engine::ring::MessageSink,
+            ) -> Result<$crate::engine::ring::StreamEnd, $crate::engine::EngineError> {
+                $crate::engine::msgstream::run(&self.nodes(), plan, sink)
+            }
+
+            fn info(&self) -> &$crate::engine::EngineInfo {
+                &self.info
+            }
+        }
+    };
+}
+pub(crate) use streaming_on_nodes;
+
 /// What an engine streams through.
 pub struct Nodes<'a> {
     /// Written by this process (h2d); None when the engine cannot write (why: `write_refused`).

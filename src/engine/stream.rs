@@ -20,7 +20,7 @@ use std::time::Duration;
 use super::guard::WriteGuard;
 use super::devfile::{self, Access, Deadline, HostClock, Step};
 use super::msgstream;
-use super::ring::{MessageSink, RingPlan, StreamEnd, Streaming};
+use super::ring::Streaming;
 use super::{Candidate, EngineEntry, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Transfer};
 
 /// How the two directions map onto nodes.
@@ -448,19 +448,7 @@ impl StreamEngine {
     }
 }
 
-impl Streaming for StreamEngine {
-    fn check(&self, plan: &RingPlan) -> Result<(), EngineError> {
-        msgstream::check(&self.nodes(), plan)
-    }
-
-    fn stream(&mut self, plan: &RingPlan, sink: &mut dyn MessageSink) -> Result<StreamEnd, EngineError> {
-        msgstream::run(&self.nodes(), plan, sink)
-    }
-
-    fn info(&self) -> &EngineInfo {
-        &self.info
-    }
-}
+msgstream::streaming_on_nodes!(StreamEngine);
 
 /// `chardev:WRITE_PATH[,READ_PATH][,mmap[=SIZE]]`: one node → dma_buf-style (document 000 §5.3),
 /// contents the device's own (Opaque); two nodes → a loopback (what is written comes back, in

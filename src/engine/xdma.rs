@@ -26,7 +26,7 @@ use std::time::Duration;
 use super::guard::WriteGuard;
 use super::devfile::{self, Access, Deadline, HostClock};
 use super::msgstream;
-use super::ring::{MessageSink, RingPlan, StreamEnd, Streaming};
+use super::ring::Streaming;
 use super::{Candidate, EngineEntry, EngineFlag, Roots, DataModel, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io, Mmio, OpenOptions, Transfer};
 use crate::error::InvalidInput;
 
@@ -475,19 +475,7 @@ impl XdmaEngine {
     }
 }
 
-impl Streaming for XdmaEngine {
-    fn check(&self, plan: &RingPlan) -> Result<(), EngineError> {
-        msgstream::check(&self.nodes(), plan)
-    }
-
-    fn stream(&mut self, plan: &RingPlan, sink: &mut dyn MessageSink) -> Result<StreamEnd, EngineError> {
-        msgstream::run(&self.nodes(), plan, sink)
-    }
-
-    fn info(&self) -> &EngineInfo {
-        &self.info
-    }
-}
+msgstream::streaming_on_nodes!(XdmaEngine);
 
 /// `/dev/xdmaN_user`: the design's own registers (AXI-Lite through the user BAR), reached with
 /// 4-byte pread/pwrite at the register offset, which the driver turns into one 32-bit access.
