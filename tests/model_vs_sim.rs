@@ -162,3 +162,63 @@ fn the_command_prints_text_json_and_csv_and_refuses_bad_input() {
 fn contains(text: &str) -> predicates::str::ContainsPredicate {
     predicate::str::contains(text)
 }
+
+/// Sub-grids of both at once that had unexplained points while the read rate was a
+/// least-squares slope over a window of a few latency-bound rounds (the writes end 4 rounds in):
+/// cutting the staircase of bursts put the slope +3.7 %, −0.7 %, −1.1 %, +1.0 % and −0.8 % off
+/// the model. Measured over whole rounds of the tags each agrees within 0.05 % (Gen6: exactly,
+/// to 0.001 %; Gen4 x4: +0.025 %, its SKPs move the rounds a little).
+#[test]
+fn latency_bound_reads_beside_writes_are_measured_over_whole_rounds() {
+    use pcieperf::model::HeaderFormat::{Dw3, Dw4};
+    let cases = [
+        // (generation, width, MPS, header, MRRS, tags, size): all at 2 µs completion latency.
+        (Generation::Gen6, 16, 128, Dw4, 128, 32, 1 << 20),
+        (Generation::Gen6, 16, 512, Dw3, 4096, 32, 1 << 20),
+        (Generation::Gen6, 16, 512, Dw4, 4096, 32, 1 << 20),
+        (Generation::Gen4, 4, 128, Dw4, 128, 32, 65_536),
+        (Generation::Gen6, 16, 512, Dw4, 4096, 8, 1 << 20),
+    ];
+    for (generation, width, mps, header, mrrs, tags, size) in cases {
+        let grid = Grid {
+            generations: vec![generation],
+            widths: vec![width],
+            mps_bytes: vec![mps],
+            headers: vec![header],
+            kinds: vec![Kind::Both],
+            sizes_bytes: vec![size],
+            mrrs_bytes: vec![mrrs],
+            tags: vec![tags],
+            latencies_ns: vec![2000.0],
+            ..Grid::default()
+        };
+        let document = crosscheck::run(&grid).unwrap();
+        let text = pcieperf::report::crosscheck::text(&document, true);
+        let read = document.points.iter().find(|p| p.stream == Some(Kind::Read)).unwrap_or_else(|| panic!("no read stream compared:\n{text}"));
+        assert!(read.difference_percent.abs() < 0.05, "{read:?}");
+        assert_eq!(document.unexplained(), 0, "{text}");
+    }
+}
+
+/// A window that closes before the first tag's second round has begun holds one burst of
+/// completions, not a read rate: Gen6 x16, 64 tags of 128 B, 5 µs latency, where the writes end
+/// after 9 µs. Such a point was compared at −98 % (the burst's rate against the rounds'); it is
+/// now left out as having no steady window.
+#[test]
+fn a_window_shorter_than_one_round_of_tags_is_not_compared() {
+    let grid = Grid {
+        generations: vec![Generation::Gen6],
+        widths: vec![16],
+        mps_bytes: vec![128],
+        headers: vec![pcieperf::model::HeaderFormat::Dw3],
+        kinds: vec![Kind::Both],
+        sizes_bytes: vec![1 << 20],
+        mrrs_bytes: vec![128],
+        tags: vec![64],
+        latencies_ns: vec![5000.0],
+        ..Grid::default()
+    };
+    let document = crosscheck::run(&grid).unwrap();
+    assert!(document.points.is_empty(), "{:?}", document.points);
+    assert!(document.skipped.iter().any(|s| s.starts_with("both at once: 1 combinations")), "{:?}", document.skipped);
+}

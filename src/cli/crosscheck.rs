@@ -10,7 +10,7 @@ use crate::report::view::{self, Document, Format, ViewOptions};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  pcieperf crosscheck                         the whole grid (2,152 points: Gen1–6, writes, reads, both)
+  pcieperf crosscheck                         the whole grid (2,160 points: Gen1–6, writes, reads, both)
   pcieperf crosscheck --gen 3 --width 8 --kind read --outside
   pcieperf crosscheck --kind both --outside   writes and reads at once against model::bidir
   pcieperf crosscheck --mps 256 --credits 32 --wire-delay-ns 500 --kind write   a credit-limited loop, told to the model
