@@ -6,7 +6,8 @@
 //! than what the card measured; reads not more than 5 % faster. Writes come out 5.5 % above the
 //! card's best (57.4 Gb/s: 256-byte payloads in 280-byte TLPs on 63 Gb/s of lanes, less SKPs),
 //! as the model's ceiling does (tests/conditions.rs allows it 6 %): what the card loses beyond
-//! the link's framing is not on the link.
+//! the link's framing is not on the link (docs/link-simulator.md, "Published measurements", lists
+//! what a write stream puts on the device's lanes and why none of it closes the last 0.5 %).
 
 use pcieperf::engine::sim::link_time::link_config;
 use pcieperf::link::{self, Direction, Workload};
