@@ -32,18 +32,19 @@ fn the_document_is_simulated_and_complete() {
     assert!(String::from_utf8_lossy(&metrics.get_output().stdout).contains("pcieperf_stream_sustained_bytes_per_second{"));
 }
 
-/// The model is of d2h push: a pull run says so instead of reporting a shortfall against it.
+/// Pull and h2d runs get their own model (reads one in flight; the host's writes and the
+/// device's consume time), not the push model; only d2h push prints document 003's figure.
 #[test]
-fn pull_runs_get_no_push_model() {
-    let text = pcieperf().args(["stream", "--pull", "--messages", "50"]).assert().success();
-    let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
-    assert!(text.contains("model: not shown") && !text.contains("reached"), "{text}");
-    let json = pcieperf().args(["stream", "--pull", "--messages", "50", "--json"]).assert().success();
-    let doc: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
-    assert!(doc["points"][0]["model"].is_null(), "{}", doc["points"][0]["model"]);
-    let push = pcieperf().args(["stream", "--messages", "50", "--json"]).assert().success();
-    let doc: Value = serde_json::from_slice(&push.get_output().stdout).unwrap();
-    assert!(doc["points"][0]["model"].is_object());
+fn pull_and_h2d_runs_get_their_own_model() {
+    for (args, bound) in [(&["--pull"][..], "  reads "), (&["--direction", "h2d"], "  device ")] {
+        let text = pcieperf().arg("stream").args(args).args(["--messages", "50"]).assert().success();
+        let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
+        assert!(text.contains("model (TLP-accurate") && text.contains(bound) && !text.contains("6.727 Gb/s") && !text.contains("not shown"), "{args:?}: {text}");
+        let json = pcieperf().arg("stream").args(args).args(["--messages", "50", "--json"]).assert().success();
+        let doc: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+        let model = &doc["points"][0]["model"]["tlp_accurate"];
+        assert!(model["MBps"].as_f64().unwrap() > 0.0 && model["bounds"].as_array().unwrap().len() == 3, "{args:?}: {model}");
+    }
 }
 
 #[test]

@@ -110,9 +110,14 @@ fn point_text(doc: &StreamDocument, direction: StreamDirection, p: &Point) -> St
     } else {
         out.push_str(&table.render());
     }
+    let ring = match (direction, doc.plan.transport) {
+        (_, Transport::Pull) => "ring (pull: the host holds one message at a time, from its last completion to its release; the verdict goes by the bubbles)",
+        (StreamDirection::H2d, _) => "ring (the device's buffers: written, not yet consumed)",
+        (StreamDirection::D2h, _) => "ring",
+    };
     let _ = writeln!(
         out,
-        "ring: full {:.2} % of the time (consumer-bound), empty {:.2} % (producer-bound), mean {:.2} buffers",
+        "{ring}: full {:.2} % of the time (consumer-bound), empty {:.2} % (producer-bound), mean {:.2} buffers",
         p.ring.full_share * 100.0,
         p.ring.empty_share * 100.0,
         p.ring.mean_occupancy
@@ -149,9 +154,6 @@ fn point_text(doc: &StreamDocument, direction: StreamDirection, p: &Point) -> St
     }
     let _ = writeln!(out, "verdict: {}-bound — {}", p.verdict.limit, p.verdict.reason);
     let push_d2h = direction == StreamDirection::D2h && doc.plan.transport == Transport::Push;
-    if p.model.is_none() && !push_d2h {
-        let _ = writeln!(out, "model: not shown — it models d2h push (document 003), not {} {}", word(direction), word(doc.plan.transport));
-    }
     if let Some(m) = &p.model {
         let _ = writeln!(
             out,
@@ -163,6 +165,8 @@ fn point_text(doc: &StreamDocument, direction: StreamDirection, p: &Point) -> St
         for bound in &m.tlp_accurate.bounds {
             let _ = writeln!(out, "  {:<8} {:>10.1} MB/s  {}", bound.name, bound.mbps, bound.why);
         }
+    }
+    if let Some(m) = p.model.as_ref().filter(|_| push_d2h) {
         let _ = writeln!(
             out,
             "document 003's convention (byte-exact TLPs, no SKPs or DLLPs, {} bytes per message): {:.3} Gb/s = {:.1} MB/s; the TLP-accurate producer bound is {:.1} MB/s: it also counts SKPs, DLLPs, and the metadata and flag as TLPs with their own header and framing",

@@ -180,8 +180,8 @@ pub fn run_both(engine: &mut dyn Engine, options: &StreamOptions) -> Result<Stre
         let [d2h_end, h2d_end] = streaming.stream_both(&plan, [&mut d2h, &mut h2d])?;
         d2h.finish();
         h2d.finish();
-        let d2h_point = summary::point(&plan, &d2h, &d2h_end, params.filter(|_| modelled(&plan)));
-        let h2d_point = summary::point(&h2d_plan, &h2d, &h2d_end, params.filter(|_| modelled(&h2d_plan)));
+        let d2h_point = summary::point(&plan, &d2h, &d2h_end, params);
+        let h2d_point = summary::point(&h2d_plan, &h2d, &h2d_end, params);
         let (d, h) = (d2h_point.throughput.sustained_mbps, h2d_point.throughput.sustained_mbps);
         sum.push(BothSum { message_bytes: size, d2h_mbps: d, h2d_mbps: h, sum_mbps: d + h });
         points.push(d2h_point);
@@ -232,18 +232,13 @@ fn run_point(
     let mut recorder = recorder(plan, options);
     let end = streaming.stream(plan, &mut recorder)?;
     recorder.finish();
-    Ok((summary::point(plan, &recorder, &end, link.filter(|_| modelled(plan))), end))
+    Ok((summary::point(plan, &recorder, &end, link), end))
 }
 
 fn recorder(plan: &RingPlan, options: &StreamOptions) -> record::Recorder {
-    record::Recorder::new(plan.host_buffers, window_messages(plan.stop), options.bubble_threshold_ns)
+    record::Recorder::new(summary::occupancy_buffers(plan), window_messages(plan.stop), options.bubble_threshold_ns)
 }
 
-/// The model (`model::stream`) is of d2h push (document 003's OCDP): a pull or h2d run gets
-/// no bounds rather than push bounds that would read as a shortfall.
-fn modelled(plan: &RingPlan) -> bool {
-    plan.direction == crate::engine::ring::StreamDirection::D2h && plan.transport == crate::engine::ring::Transport::Push
-}
 
 #[cfg(test)]
 mod tests {
