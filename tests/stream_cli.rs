@@ -32,18 +32,19 @@ fn the_document_is_simulated_and_complete() {
     assert!(String::from_utf8_lossy(&metrics.get_output().stdout).contains("pcieperf_stream_sustained_bytes_per_second{"));
 }
 
-/// The model is of d2h push: a pull run says so instead of reporting a shortfall against it.
+/// Pull and h2d runs get their own model (reads one in flight; the host's writes and the
+/// device's consume time), not the push model; only d2h push prints document 003's figure.
 #[test]
-fn pull_runs_get_no_push_model() {
-    let text = pcieperf().args(["stream", "--pull", "--messages", "50"]).assert().success();
-    let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
-    assert!(text.contains("model: not shown") && !text.contains("reached"), "{text}");
-    let json = pcieperf().args(["stream", "--pull", "--messages", "50", "--json"]).assert().success();
-    let doc: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
-    assert!(doc["points"][0]["model"].is_null(), "{}", doc["points"][0]["model"]);
-    let push = pcieperf().args(["stream", "--messages", "50", "--json"]).assert().success();
-    let doc: Value = serde_json::from_slice(&push.get_output().stdout).unwrap();
-    assert!(doc["points"][0]["model"].is_object());
+fn pull_and_h2d_runs_get_their_own_model() {
+    for (args, bound) in [(&["--pull"][..], "  reads "), (&["--direction", "h2d"], "  device ")] {
+        let text = pcieperf().arg("stream").args(args).args(["--messages", "50"]).assert().success();
+        let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
+        assert!(text.contains("model (TLP-accurate") && text.contains(bound) && !text.contains("6.727 Gb/s") && !text.contains("not shown"), "{args:?}: {text}");
+        let json = pcieperf().arg("stream").args(args).args(["--messages", "50", "--json"]).assert().success();
+        let doc: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+        let model = &doc["points"][0]["model"]["tlp_accurate"];
+        assert!(model["MBps"].as_f64().unwrap() > 0.0 && model["bounds"].as_array().unwrap().len() == 3, "{args:?}: {model}");
+    }
 }
 
 #[test]
@@ -53,7 +54,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["--host-bufs", "0"],
         &["--dev-bufs", "0"],
         &["--host-bufs", "4000000000"],
-        &["--direction", "both"],
+        &["--direction", "both", "--pull"],
+        &["--direction", "both", "--lossy"],
         &["--msg-size", "0"],
     ] {
         let assert = pcieperf().arg("stream").args(args).assert().code(2);
@@ -108,4 +110,45 @@ fn a_duration_is_virtual_time_on_the_simulator() {
     let messages = point["messages"].as_u64().unwrap();
     assert!((95..=105).contains(&messages), "{messages}");
     assert!((point["duration_ns"].as_f64().unwrap() - 2e6).abs() < 25e3, "{}", point["duration_ns"]);
+}
+
+/// `--direction both`: each direction's point, and their sum, in every view; engines without
+/// two rings at once refuse in one line.
+#[test]
+fn both_directions_at_once() {
+    let json = pcieperf().args(["stream", "--direction", "both", "--messages", "50", "--json"]).assert().success();
+    let doc: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    assert_eq!(doc["schema"], "pcieperf.stream/1");
+    assert_eq!(doc["points"][0]["messages"], 50);
+    assert_eq!(doc["both"]["h2d_points"][0]["messages"], 50);
+    let sum = &doc["both"]["sum"][0];
+    let (d, h, total) = (sum["d2h_MBps"].as_f64().unwrap(), sum["h2d_MBps"].as_f64().unwrap(), sum["sum_MBps"].as_f64().unwrap());
+    assert!(d > 0.0 && h > 0.0 && (total - d - h).abs() < 1e-6, "{sum}");
+    let text = pcieperf().args(["stream", "--direction", "both", "--messages", "50"]).assert().success();
+    let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("== d2h: messages") && text.contains("== h2d: messages") && text.contains("sum ") && text.contains("SIMULATED"), "{text}");
+    let csv = pcieperf().args(["stream", "--direction", "both", "--messages", "50", "--csv"]).assert().success();
+    let csv = String::from_utf8(csv.get_output().stdout.clone()).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(csv.lines().nth(1).unwrap().ends_with(",d2h") && csv.lines().nth(2).unwrap().ends_with(",h2d"), "{csv}");
+    // A one-direction document has no `both`.
+    let one = pcieperf().args(["stream", "--messages", "50", "--json"]).assert().success();
+    let one: Value = serde_json::from_slice(&one.get_output().stdout).unwrap();
+    assert!(one.get("both").is_none());
+    // A FIFO pair streams one direction at a time: refused in one line, exit 2.
+    let dir = tempfile::tempdir().unwrap();
+    let (w, r) = (dir.path().join("w"), dir.path().join("r"));
+    for fifo in [&w, &r] {
+        let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path in our temporary directory.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo {}", fifo.display());
+    }
+    let target = format!("chardev:{},{}", w.display(), r.display());
+    // A peer holding the FIFOs' other ends (read-write opens of a FIFO do not wait), so that
+    // opening them does not wait for one.
+    let peer: Vec<std::fs::File> = [&w, &r].iter().map(|f| std::fs::OpenOptions::new().read(true).write(true).open(f).unwrap()).collect();
+    let refused = pcieperf().args(["stream", "--direction", "both", "--messages", "5", "--target", &target]).assert().code(2);
+    let stderr = String::from_utf8(refused.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("one direction at a time") && stderr.trim_end().lines().count() == 1, "{stderr}");
+    drop(peer);
 }

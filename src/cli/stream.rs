@@ -55,7 +55,7 @@ pub struct StreamArgs {
     /// Drop messages when no buffer is free instead of waiting.
     #[arg(long)]
     pub lossy: bool,
-    /// d2h (device produces), h2d (host produces), or both.
+    /// d2h (device produces), h2d (host produces), or both at once on the same link.
     #[arg(long, default_value = "d2h", value_parser = ["d2h", "h2d", "both"])]
     pub direction: String,
     /// Messages per size.
@@ -91,11 +91,8 @@ pub struct StreamArgs {
 pub const DEFAULT_MESSAGES: u64 = 2000;
 
 fn options(args: &StreamArgs) -> Result<StreamOptions, InvalidInput> {
-    let direction = match args.direction.as_str() {
-        "d2h" => StreamDirection::D2h,
-        "h2d" => StreamDirection::H2d,
-        _ => return Err(InvalidInput::new("--direction both: two rings at once are not supported yet; run d2h and h2d one after the other")),
-    };
+    // `both` runs the d2h plan and its h2d twin at once (`stream::run_both`).
+    let direction = if args.direction == "h2d" { StreamDirection::H2d } else { StreamDirection::D2h };
     let buffer_bytes = u32::try_from(args.buf_size).map_err(|_| InvalidInput::new(format!("invalid --buf-size {}: at most 4 GiB − 1", args.buf_size)))?;
     let sizes = crate::units::parse_size_list(&args.msg_size)?;
     let message_sizes = sizes
@@ -136,7 +133,11 @@ pub fn run(args: StreamArgs) -> anyhow::Result<i32> {
         _ => args.target.clone(),
     };
     let mut engine = open(&target, &OpenOptions { seed: args.seed, ..OpenOptions::default() })?;
-    let document = Document::Stream(stream::run(engine.as_mut(), &options)?);
+    let document = match args.direction.as_str() {
+        "both" => stream::run_both(engine.as_mut(), &options)?,
+        _ => stream::run(engine.as_mut(), &options)?,
+    };
+    let document = Document::Stream(document);
     let interrupted = matches!(&document, Document::Stream(d) if d.stopped_early.is_some());
     let view_options = ViewOptions::default();
     if let Some(path) = &args.out {

@@ -143,4 +143,17 @@ pub trait Streaming {
 
     /// The engine's description (the same as [`super::Engine::info`]).
     fn info(&self) -> &EngineInfo;
+
+    /// Both directions at once on the same link (`--direction both`): the d2h ring of `plan`
+    /// and the h2d ring of the same shape, each handing its messages to its own sink
+    /// (`sinks[0]` d2h, `sinks[1]` h2d); ends in the same order. `plan.direction` is ignored.
+    /// Engines without two rings at once refuse in one line (the default).
+    fn stream_both(&mut self, plan: &RingPlan, sinks: [&mut dyn MessageSink; 2]) -> Result<[StreamEnd; 2], EngineError> {
+        let _ = (plan, sinks);
+        Err(crate::error::InvalidInput::new(format!(
+            "--direction both: {} streams one direction at a time (two rings at once are simulated only, target sim); run d2h and h2d one after the other",
+            self.info().kind
+        ))
+        .into())
+    }
 }

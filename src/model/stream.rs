@@ -23,7 +23,11 @@ use super::tlp::{self, Piece};
 use super::write::write_pieces;
 use super::{LinkParams, Span};
 
-/// The ring's shape and the host's figures the bounds need.
+/// The ring's shape and the measured figures the bounds need. Named after d2h push; for the
+/// other models ([`h2d_push_model`], [`pull_model`]) `host_buffers` is the ring the producer
+/// fills (the device's buffers), `dwell_ns` the producer's pause (h2d: the host's preparation),
+/// `host_reaction_ns` the consumer's reaction, `host_hold_ns` its hold per buffer (h2d: the
+/// device's consume time; pull: the host's use after reading).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RingShape {
     pub message_bytes: u64,
@@ -114,6 +118,98 @@ pub fn stream_model(params: &LinkParams, shape: &RingShape) -> StreamModel {
     }
 }
 
+/// Host to device push (XDMA H2C, the sim's h2d ring): per message the host writes the data as
+/// MWr TLPs (at most MPS, never across 4 KiB) and a doorbell MWr downstream, with the SKPs and
+/// the Ack and UpdateFC the device's "done" write makes the host return on the same lanes, then
+/// prepares the next for `dwell_ns`. The device consumes each buffer for `host_hold_ns`, one at
+/// a time, and gives it back with a "done" MWr upstream. Bounds: `producer` (the host's writes
+/// and its preparation), `ring` (`host_buffers` device buffers, each back after fill, consume
+/// and the done write), `device` (its consume time, one buffer at a time).
+pub fn h2d_push_model(params: &LinkParams, shape: &RingShape) -> StreamModel {
+    let link = params.link;
+    let mut pieces = tlp::cut_aligned(0, shape.message_bytes, params.mps_bytes, params.accounting);
+    let data_tlps = tlp::count(&pieces);
+    pieces.push(Piece { start: 0, len: shape.doorbell_bytes, count: 1 });
+    let message = write_pieces(params, &pieces, shape.message_bytes + shape.doorbell_bytes, Span::Steady);
+    let done = write_pieces(params, &[Piece { start: 0, len: shape.flag_bytes, count: 1 }], shape.flag_bytes, Span::Steady);
+    let dllp_bytes = done.opposite.total_bytes();
+    let link_ns = (message.data.busy_ns(link) + bytes_ns(link, dllp_bytes)).max(message.duration_ns);
+    let turnaround_ns = link_ns + shape.host_hold_ns + done.data.busy_ns(link);
+    let mbps = rate(shape.message_bytes);
+    let bounds = vec![
+        Bound {
+            name: "producer".into(),
+            mbps: mbps(link_ns + shape.dwell_ns),
+            why: format!("the host writes {data_tlps} data TLPs + doorbell ({link_ns:.0} ns on the link) and prepares the next for {:.0} ns", shape.dwell_ns),
+        },
+        Bound {
+            name: "ring".into(),
+            mbps: mbps(turnaround_ns) * shape.host_buffers as f64,
+            why: format!("{} device buffers, each back after {turnaround_ns:.0} ns (fill, consume, done write)", shape.host_buffers),
+        },
+        Bound { name: "device".into(), mbps: mbps(shape.host_hold_ns), why: format!("the device consumes each buffer {:.0} ns, one at a time", shape.host_hold_ns) },
+    ];
+    model(link_ns, data_tlps, message.data.tlp_bytes(), message.data.total_bytes() - message.data.tlp_bytes(), dllp_bytes, turnaround_ns, bounds)
+}
+
+/// Pull (document 003: "Pull mode keeps one read in flight"): the host reads each message out
+/// of a device buffer with MRd requests of at most MRRS (never across 4 KiB), the next leaving
+/// when every completion of the one before (after the completer's latency, cut at RCB and MPS)
+/// has arrived: one round trip per request ([`super::read::read_flow`], one request alone).
+/// Then a doorbell MWr frees the device buffer and the host uses its copy for `host_hold_ns`.
+/// Bounds: `reads` (the round trips alone: the link with one read in flight), `ring`
+/// (`host_buffers` device buffers, each back after the flag write, the host's reaction, the
+/// reads and the doorbell), `host` (reads and use, one message at a time).
+pub fn pull_model(params: &LinkParams, shape: &RingShape) -> StreamModel {
+    let link = params.link;
+    let requests = tlp::cut_aligned(0, shape.message_bytes, params.mrrs_bytes, params.accounting);
+    let one_at_a_time = LinkParams { in_flight: 1, ..params.clone() };
+    let (mut reads_ns, mut tlp_bytes, mut total_bytes, mut dllp_bytes, mut completions) = (0.0, 0.0, 0.0, 0.0, 0);
+    for request in &requests {
+        let flow = super::read::read_flow(&LinkParams { start_addr: request.start, ..one_at_a_time.clone() }, request.len, Span::Steady);
+        let n = request.count as f64;
+        reads_ns += n * flow.duration_ns;
+        tlp_bytes += n * flow.data.tlp_bytes();
+        total_bytes += n * flow.data.total_bytes();
+        dllp_bytes += n * flow.opposite.total_bytes();
+        completions += request.count * tlp::count(&tlp::completions(params, Piece { count: 1, ..*request }));
+    }
+    let flag = write_pieces(params, &[Piece { start: 0, len: shape.flag_bytes, count: 1 }], shape.flag_bytes, Span::Steady);
+    let doorbell = write_pieces(params, &[Piece { start: 0, len: shape.doorbell_bytes, count: 1 }], shape.doorbell_bytes, Span::Steady);
+    let turnaround_ns = flag.data.busy_ns(link) + shape.host_reaction_ns + reads_ns + doorbell.data.busy_ns(link);
+    let mbps = rate(shape.message_bytes);
+    let request_count = tlp::count(&requests);
+    let bounds = vec![
+        Bound {
+            name: "reads".into(),
+            mbps: mbps(reads_ns),
+            why: format!("{request_count} reads of at most {} bytes, one in flight, each a round trip ({reads_ns:.0} ns in all)", params.mrrs_bytes),
+        },
+        Bound {
+            name: "ring".into(),
+            mbps: mbps(turnaround_ns) * shape.host_buffers as f64,
+            why: format!("{} device buffers, each back after {turnaround_ns:.0} ns (flag, host reaction, reads, doorbell)", shape.host_buffers),
+        },
+        Bound {
+            name: "host".into(),
+            mbps: mbps(reads_ns + shape.host_hold_ns),
+            why: format!("the host reads one message at a time and uses it {:.0} ns", shape.host_hold_ns),
+        },
+    ];
+    model(reads_ns, completions, tlp_bytes, total_bytes - tlp_bytes, dllp_bytes, turnaround_ns, bounds)
+}
+
+/// Message bytes per ns as MB/s.
+fn rate(message_bytes: u64) -> impl Fn(f64) -> f64 {
+    move |ns: f64| if ns > 0.0 { message_bytes as f64 / ns * 1e3 } else { f64::INFINITY }
+}
+
+/// The model with its smallest bound named as the limit.
+fn model(link_ns: f64, data_tlps: u64, tlp_bytes: f64, skp_bytes: f64, dllp_bytes: f64, turnaround_ns: f64, bounds: Vec<Bound>) -> StreamModel {
+    let smallest = bounds.iter().min_by(|a, b| a.mbps.total_cmp(&b.mbps)).expect("three bounds");
+    StreamModel { link_ns_per_message: link_ns, data_tlps, tlp_bytes, skp_bytes, dllp_bytes, turnaround_ns, limit: smallest.name.clone(), mbps: smallest.mbps, bounds }
+}
+
 /// Document 003's convention: the link's steady write rate in full-MPS TLPs, byte-exact, no
 /// SKPs or DLLPs, times message ÷ (message + metadata and flag bytes, 24 in the document).
 pub fn doc003_convention(params: &LinkParams, message_bytes: u64, overhead_bytes: u64) -> MessageOverhead {
@@ -149,5 +245,41 @@ mod tests {
         assert!(model.mbps < 840.87 && model.mbps > 830.0, "{}", model.mbps);
         let slow = stream_model(&doc003(), &RingShape { host_hold_ns: 40_000.0, ..shape });
         assert_eq!(slow.limit, "host");
+    }
+
+    fn shape(host_hold_ns: f64) -> RingShape {
+        RingShape { message_bytes: 16352, host_buffers: 2, metadata_bytes: 16, flag_bytes: 4, doorbell_bytes: 4, dwell_ns: 0.0, host_reaction_ns: 200.0, host_hold_ns }
+    }
+
+    /// One read in flight: every request pays the completion latency once, so 1 µs more of it
+    /// costs (requests) µs more per message; and the reads are the host's work.
+    #[test]
+    fn pull_pays_the_latency_once_per_request() {
+        let mut params = doc003();
+        params.mrrs_bytes = 512;
+        params.read_latency_ns = 1_000.0;
+        let base = pull_model(&params, &shape(100.0));
+        params.read_latency_ns = 2_000.0;
+        let slower = pull_model(&params, &shape(100.0));
+        assert_eq!(base.limit, "host");
+        let extra_ns = slower.link_ns_per_message - base.link_ns_per_message;
+        assert!((extra_ns - 32_000.0).abs() < 320.0, "{extra_ns}");
+        // 128 completions of 128 bytes (RCB 64 never cuts an aligned 512-byte read short).
+        assert_eq!(base.data_tlps, 128);
+        assert!(base.mbps < 0.4 * stream_model(&doc003(), &shape(100.0)).mbps, "{}", base.mbps);
+    }
+
+    /// h2d: the host's writes (data + doorbell) are the producer; a slow device consumer is the
+    /// limit at exactly message ÷ its consume time.
+    #[test]
+    fn h2d_names_the_device_when_it_consumes_slowly() {
+        let fast = h2d_push_model(&doc003(), &shape(0.0));
+        assert_eq!(fast.limit, "producer");
+        assert_eq!(fast.data_tlps, 128);
+        // The doorbell alone is less than the push's metadata + flag.
+        assert!(fast.link_ns_per_message < stream_model(&doc003(), &shape(0.0)).link_ns_per_message);
+        let slow = h2d_push_model(&doc003(), &shape(60_000.0));
+        assert_eq!(slow.limit, "device");
+        assert!((slow.mbps - 16352.0 / 60.0).abs() < 1e-9, "{}", slow.mbps);
     }
 }

@@ -31,6 +31,12 @@ fn cause_name(cause: crate::engine::ring::WaitCause) -> String {
     word(cause)
 }
 
+/// Every point with its direction: the plan's, then (`--direction both`) the h2d ring's.
+fn directed_points(doc: &StreamDocument) -> Vec<(StreamDirection, &Point)> {
+    let h2d = doc.both.iter().flat_map(|b| b.h2d_points.iter().map(|p| (StreamDirection::H2d, p)));
+    doc.points.iter().map(|p| (doc.plan.direction, p)).chain(h2d).collect()
+}
+
 fn heading(doc: &StreamDocument) -> String {
     let plan = &doc.plan;
     let mut out = format!(
@@ -41,7 +47,7 @@ fn heading(doc: &StreamDocument) -> String {
         plan.host_buffers,
         plan.device_buffers,
         plan.buffer_bytes,
-        word(plan.direction),
+        if doc.both.is_some() { "both directions at once on one link (d2h, and h2d of the same shape)".to_string() } else { word(plan.direction) },
         word(plan.transport),
         word(plan.backpressure),
     );
@@ -68,9 +74,10 @@ fn latency_row(table: &mut Table, name: &str, latency: Option<&Latency>) {
     }
 }
 
-fn point_text(doc: &StreamDocument, p: &Point) -> String {
+fn point_text(doc: &StreamDocument, direction: StreamDirection, p: &Point) -> String {
     let sim = label(doc);
-    let mut out = format!("\n== messages of {} ({sim}) ==\n", format_size(u64::from(p.message_bytes)));
+    let which = if doc.both.is_some() { format!("{}: ", word(direction)) } else { String::new() };
+    let mut out = format!("\n== {which}messages of {} ({sim}) ==\n", format_size(u64::from(p.message_bytes)));
     let t = &p.throughput;
     let _ = writeln!(
         out,
@@ -103,9 +110,14 @@ fn point_text(doc: &StreamDocument, p: &Point) -> String {
     } else {
         out.push_str(&table.render());
     }
+    let ring = match (direction, doc.plan.transport) {
+        (_, Transport::Pull) => "ring (pull: the host holds one message at a time, from its last completion to its release; the verdict goes by the bubbles)",
+        (StreamDirection::H2d, _) => "ring (the device's buffers: written, not yet consumed)",
+        (StreamDirection::D2h, _) => "ring",
+    };
     let _ = writeln!(
         out,
-        "ring: full {:.2} % of the time (consumer-bound), empty {:.2} % (producer-bound), mean {:.2} buffers",
+        "{ring}: full {:.2} % of the time (consumer-bound), empty {:.2} % (producer-bound), mean {:.2} buffers",
         p.ring.full_share * 100.0,
         p.ring.empty_share * 100.0,
         p.ring.mean_occupancy
@@ -141,10 +153,7 @@ fn point_text(doc: &StreamDocument, p: &Point) -> String {
         let _ = writeln!(out, "slowest message: #{} at {}", slow.sequence, format_ns(slow.latency_ns));
     }
     let _ = writeln!(out, "verdict: {}-bound — {}", p.verdict.limit, p.verdict.reason);
-    let push_d2h = doc.plan.direction == StreamDirection::D2h && doc.plan.transport == Transport::Push;
-    if p.model.is_none() && !push_d2h {
-        let _ = writeln!(out, "model: not shown — it models d2h push (document 003), not {} {}", word(doc.plan.direction), word(doc.plan.transport));
-    }
+    let push_d2h = direction == StreamDirection::D2h && doc.plan.transport == Transport::Push;
     if let Some(m) = &p.model {
         let _ = writeln!(
             out,
@@ -156,6 +165,8 @@ fn point_text(doc: &StreamDocument, p: &Point) -> String {
         for bound in &m.tlp_accurate.bounds {
             let _ = writeln!(out, "  {:<8} {:>10.1} MB/s  {}", bound.name, bound.mbps, bound.why);
         }
+    }
+    if let Some(m) = p.model.as_ref().filter(|_| push_d2h) {
         let _ = writeln!(
             out,
             "document 003's convention (byte-exact TLPs, no SKPs or DLLPs, {} bytes per message): {:.3} Gb/s = {:.1} MB/s; the TLP-accurate producer bound is {:.1} MB/s: it also counts SKPs, DLLPs, and the metadata and flag as TLPs with their own header and framing",
@@ -170,8 +181,23 @@ fn point_text(doc: &StreamDocument, p: &Point) -> String {
 
 pub fn text(doc: &StreamDocument) -> String {
     let mut out = heading(doc);
-    for p in &doc.points {
-        out.push_str(&point_text(doc, p));
+    for (i, p) in doc.points.iter().enumerate() {
+        out.push_str(&point_text(doc, doc.plan.direction, p));
+        let Some(both) = &doc.both else { continue };
+        if let Some(h2d) = both.h2d_points.get(i) {
+            out.push_str(&point_text(doc, StreamDirection::H2d, h2d));
+        }
+        if let Some(sum) = both.sum.get(i) {
+            let _ = writeln!(
+                out,
+                "\n== both directions, messages of {} ({}) ==\nsum {:.1} MB/s = d2h {:.1} + h2d {:.1} MB/s, at once on one link (each direction's model is of it alone: the gap to it includes the other's share of the lanes)",
+                format_size(u64::from(sum.message_bytes)),
+                label(doc),
+                sum.sum_mbps,
+                sum.d2h_mbps,
+                sum.h2d_mbps
+            );
+        }
     }
     if let Some(fit) = &doc.overhead_fit {
         let _ = writeln!(
@@ -195,14 +221,14 @@ pub fn json(doc: &StreamDocument) -> String {
 
 /// One row per message size.
 pub fn csv(doc: &StreamDocument) -> String {
-    let mut out = String::from("label,message_bytes,messages,produced,dropped,duration_ns,sustained_MBps,median_MBps,full_share,empty_share,reaction_p50_ns,reaction_p99_ns,reaction_p99_9_ns,end_to_end_p50_ns,end_to_end_p99_ns,end_to_end_max_ns,model_MBps,model_limit,verdict\n");
+    let mut out = String::from("label,message_bytes,messages,produced,dropped,duration_ns,sustained_MBps,median_MBps,full_share,empty_share,reaction_p50_ns,reaction_p99_ns,reaction_p99_9_ns,end_to_end_p50_ns,end_to_end_p99_ns,end_to_end_max_ns,model_MBps,model_limit,verdict,direction\n");
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-    for p in &doc.points {
+    for (direction, p) in directed_points(doc) {
         let r = p.latency.host_reaction.as_ref();
         let e = p.latency.end_to_end.as_ref();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             label(doc),
             p.message_bytes,
             p.messages,
@@ -221,7 +247,8 @@ pub fn csv(doc: &StreamDocument) -> String {
             opt(e.map(|l| l.max_ns)),
             opt(p.model.as_ref().map(|m| m.tlp_accurate.mbps)),
             p.model.as_ref().map_or("", |m| m.tlp_accurate.limit.as_str()),
-            p.verdict.limit
+            p.verdict.limit,
+            word(direction)
         );
     }
     out
@@ -287,8 +314,9 @@ pub fn html(doc: &StreamDocument) -> String {
         body.push_str("<p class=\"sim\"><b>Simulated</b>: no hardware was involved; every time is the simulator's virtual time.</p>\n");
     }
     let _ = writeln!(body, "<pre>{}</pre>", escape(&text(doc)));
-    for p in &doc.points {
-        let _ = writeln!(body, "<h2>Messages of {}</h2>", escape(&format_size(u64::from(p.message_bytes))));
+    for (direction, p) in directed_points(doc) {
+        let which = if doc.both.is_some() { format!("{}: ", word(direction)) } else { String::new() };
+        let _ = writeln!(body, "<h2>{which}Messages of {}</h2>", escape(&format_size(u64::from(p.message_bytes))));
         body.push_str(&point_plots(doc, p));
     }
     format!(
@@ -299,14 +327,15 @@ pub fn html(doc: &StreamDocument) -> String {
 
 /// Prometheus text exposition: per message size, throughput, latencies, ring shares and drops.
 pub fn metrics(doc: &StreamDocument, written: SystemTime) -> String {
-    let labels = |p: &Point| -> Vec<(&'static str, String)> {
-        vec![("target", doc.target.clone()), ("message_bytes", p.message_bytes.to_string()), ("simulated", doc.simulated.to_string())]
+    let points = directed_points(doc);
+    let labels = |(direction, p): &(StreamDirection, &Point)| -> Vec<(&'static str, String)> {
+        vec![("target", doc.target.clone()), ("message_bytes", p.message_bytes.to_string()), ("direction", word(*direction)), ("simulated", doc.simulated.to_string())]
     };
     let gauge = |name, help, f: &dyn Fn(&Point) -> Option<f64>| Family {
         name,
         kind: Kind::Gauge,
         help,
-        samples: doc.points.iter().filter_map(|p| Some(Sample { labels: labels(p), value: f(p)? })).collect(),
+        samples: points.iter().filter_map(|dp| Some(Sample { labels: labels(dp), value: f(dp.1)? })).collect(),
     };
     // "quantile" is a summary's label; these are gauges, one per percentile.
     let quantiles = |l: Option<&Latency>| l.map(|l| [("50", l.p50_ns), ("90", l.p90_ns), ("99", l.p99_ns), ("99.9", l.p99_9_ns), ("100", l.max_ns)]);
@@ -314,12 +343,11 @@ pub fn metrics(doc: &StreamDocument, written: SystemTime) -> String {
         name,
         kind: Kind::Gauge,
         help,
-        samples: doc
-            .points
+        samples: points
             .iter()
-            .flat_map(|p| {
-                quantiles(pick(p)).into_iter().flatten().map(move |(q, ns)| {
-                    let mut l = labels(p);
+            .flat_map(|dp| {
+                quantiles(pick(dp.1)).into_iter().flatten().map(move |(q, ns)| {
+                    let mut l = labels(dp);
                     l.push(("percentile", q.to_string()));
                     Sample { labels: l, value: ns / 1e9 }
                 })
@@ -334,13 +362,13 @@ pub fn metrics(doc: &StreamDocument, written: SystemTime) -> String {
             name: "pcieperf_stream_dropped_messages_total",
             kind: Kind::Counter,
             help: "Messages missing from the consumer's sequence.",
-            samples: doc.points.iter().map(|p| Sample { labels: labels(p), value: p.dropped as f64 }).collect(),
+            samples: points.iter().map(|dp| Sample { labels: labels(dp), value: dp.1.dropped as f64 }).collect(),
         },
         Family {
             name: "pcieperf_stream_messages_total",
             kind: Kind::Counter,
             help: "Messages delivered.",
-            samples: doc.points.iter().map(|p| Sample { labels: labels(p), value: p.messages as f64 }).collect(),
+            samples: points.iter().map(|dp| Sample { labels: labels(dp), value: dp.1.messages as f64 }).collect(),
         },
         latency_family("pcieperf_stream_host_reaction_seconds", "Host reaction to a message's flag, by percentile (100 = max).", &|p| p.latency.host_reaction.as_ref()),
         latency_family("pcieperf_stream_end_to_end_seconds", "Device start to host seeing the message, by percentile (100 = max).", &|p| p.latency.end_to_end.as_ref()),

@@ -49,6 +49,31 @@ pub struct StreamDocument {
     pub overhead_fit: Option<fit::OverheadFit>,
     /// Why the run stopped early, if it did (a signal: the points so far are complete).
     pub stopped_early: Option<String>,
+    /// `--direction both`: `points` are the d2h ring's, these the h2d ring's that ran at the
+    /// same time on the same link, and their sum. Absent for one direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub both: Option<BothDirections>,
+}
+
+/// The h2d half of a `--direction both` run, and the two directions together.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BothDirections {
+    /// One per message size, as `points` (the plan with direction h2d).
+    pub h2d_points: Vec<Point>,
+    pub sum: Vec<BothSum>,
+}
+
+/// One message size in both directions at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BothSum {
+    pub message_bytes: u32,
+    #[serde(rename = "d2h_MBps")]
+    pub d2h_mbps: f64,
+    #[serde(rename = "h2d_MBps")]
+    pub h2d_mbps: f64,
+    /// The two sustained rates added: payload the link carried per second, both ways.
+    #[serde(rename = "sum_MBps")]
+    pub sum_mbps: f64,
 }
 
 /// The machine's memory (MemTotal), where Linux tells it.
@@ -103,9 +128,7 @@ pub fn run(engine: &mut dyn Engine, options: &StreamOptions) -> Result<StreamDoc
     check(options)?;
     let info = engine.info().clone();
     let link = engine.conditions();
-    let streaming = engine.streaming().ok_or_else(|| {
-        EngineError::Unsupported(format!("{} cannot stream messages (no ring buffers); targets that can: sim, cosim, chardev, xillybus, xdma", info.kind))
-    })?;
+    let streaming = streaming(engine, &info)?;
     let mut points = Vec::new();
     let mut stopped_early = None;
     for &size in &options.message_sizes {
@@ -131,6 +154,63 @@ pub fn run(engine: &mut dyn Engine, options: &StreamOptions) -> Result<StreamDoc
         points,
         overhead_fit,
         stopped_early,
+        both: None,
+    })
+}
+
+/// Stream every message size of `options` in both directions at once: the d2h ring of its
+/// plan and the h2d ring of the same shape, on the same link. Engines without two rings at
+/// once refuse in one line.
+pub fn run_both(engine: &mut dyn Engine, options: &StreamOptions) -> Result<StreamDocument, EngineError> {
+    use crate::engine::ring::StreamDirection;
+    check(options)?;
+    let mut d2h_options = options.clone();
+    d2h_options.plan.direction = StreamDirection::D2h;
+    let info = engine.info().clone();
+    let link = engine.conditions();
+    let params = link.as_ref().map(|c| &c.params);
+    let streaming = streaming(engine, &info)?;
+    let (mut points, mut h2d_points, mut sum) = (Vec::new(), Vec::new(), Vec::new());
+    let mut stopped_early = None;
+    for &size in &options.message_sizes {
+        let plan = RingPlan { message_bytes: size, ..d2h_options.plan.clone() };
+        let h2d_plan = RingPlan { direction: StreamDirection::H2d, ..plan.clone() };
+        let mut d2h = recorder(&plan, options);
+        let mut h2d = recorder(&h2d_plan, options);
+        let [d2h_end, h2d_end] = streaming.stream_both(&plan, [&mut d2h, &mut h2d])?;
+        d2h.finish();
+        h2d.finish();
+        let d2h_point = summary::point(&plan, &d2h, &d2h_end, params);
+        let h2d_point = summary::point(&h2d_plan, &h2d, &h2d_end, params);
+        let (d, h) = (d2h_point.throughput.sustained_mbps, h2d_point.throughput.sustained_mbps);
+        sum.push(BothSum { message_bytes: size, d2h_mbps: d, h2d_mbps: h, sum_mbps: d + h });
+        points.push(d2h_point);
+        h2d_points.push(h2d_point);
+        if d2h_end.stopped_early.is_some() {
+            stopped_early = d2h_end.stopped_early;
+            break;
+        }
+    }
+    Ok(StreamDocument {
+        schema: SCHEMA.into(),
+        target: info.target.clone(),
+        simulated: info.simulated,
+        engine: info,
+        link,
+        plan: d2h_options.plan.clone(),
+        seed: options.seed,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        points,
+        // Each direction's time per message includes the other's traffic: no overhead fit.
+        overhead_fit: None,
+        stopped_early,
+        both: Some(BothDirections { h2d_points, sum }),
+    })
+}
+
+fn streaming<'e>(engine: &'e mut dyn Engine, info: &EngineInfo) -> Result<&'e mut dyn crate::engine::ring::Streaming, EngineError> {
+    engine.streaming().ok_or_else(|| {
+        EngineError::Unsupported(format!("{} cannot stream messages (no ring buffers); targets that can: sim, cosim, chardev, xillybus, xdma", info.kind))
     })
 }
 
@@ -149,14 +229,16 @@ fn run_point(
     options: &StreamOptions,
     link: Option<&crate::model::LinkParams>,
 ) -> Result<(Point, StreamEnd), EngineError> {
-    let mut recorder = record::Recorder::new(plan.host_buffers, window_messages(plan.stop), options.bubble_threshold_ns);
+    let mut recorder = recorder(plan, options);
     let end = streaming.stream(plan, &mut recorder)?;
     recorder.finish();
-    // The model (`model::stream`) is of d2h push (document 003's OCDP): a pull or h2d run gets
-    // no bounds rather than push bounds that would read as a shortfall.
-    let modelled = plan.direction == crate::engine::ring::StreamDirection::D2h && plan.transport == crate::engine::ring::Transport::Push;
-    Ok((summary::point(plan, &recorder, &end, link.filter(|_| modelled)), end))
+    Ok((summary::point(plan, &recorder, &end, link), end))
 }
+
+fn recorder(plan: &RingPlan, options: &StreamOptions) -> record::Recorder {
+    record::Recorder::new(summary::occupancy_buffers(plan), window_messages(plan.stop), options.bubble_threshold_ns)
+}
+
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,8 @@ use super::record::{Bubble, Gap, Recorder, Slow, CAUSES};
 use crate::bench::stats::Stats;
 use crate::engine::ring::{RingPlan, StreamEnd, WaitCause};
 use crate::model::message::MessageOverhead;
-use crate::model::stream::{doc003_convention, stream_model, RingShape, StreamModel};
+use crate::engine::ring::{StreamDirection, Transport};
+use crate::model::stream::{doc003_convention, h2d_push_model, pull_model, stream_model, RingShape, StreamModel};
 use crate::model::LinkParams;
 
 /// Per-message bytes the models count: OCDP's 16-byte metadata and 4-byte flag, a 4-byte
@@ -179,13 +180,15 @@ pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd, link: Option<&LinkP
             Some(BubbleClass { cause, count: latency.count, total_ns: r.bubble_ns[i], share: share(r.bubble_ns[i]), latency, buckets: buckets(&r.bubbles[i]) })
         })
         .collect();
-    let verdict = verdict(&ring, &bubbles);
+    let verdict = verdict(plan, &ring, &bubbles);
     let per_message = |total: f64| if r.messages > 0 { total / r.messages as f64 } else { 0.0 };
     let model = link.map(|params| {
-        let dwell = bubbles.iter().find(|b| b.cause == WaitCause::DeviceDwell).map_or(0.0, |b| b.total_ns);
+        // The producer's own pause: the d2h device's dwell, the h2d host's preparation.
+        let pause_cause = if plan.direction == StreamDirection::H2d { WaitCause::ProducerIdle } else { WaitCause::DeviceDwell };
+        let dwell = bubbles.iter().find(|b| b.cause == pause_cause).map_or(0.0, |b| b.total_ns);
         let shape = RingShape {
             message_bytes: u64::from(plan.message_bytes),
-            host_buffers: u64::from(plan.host_buffers),
+            host_buffers: u64::from(ring_buffers(plan)),
             metadata_bytes: METADATA_BYTES,
             flag_bytes: FLAG_BYTES,
             doorbell_bytes: DOORBELL_BYTES,
@@ -193,7 +196,11 @@ pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd, link: Option<&LinkP
             host_reaction_ns: latency(&r.reaction).map_or(0.0, |l| l.mean_ns),
             host_hold_ns: per_message(r.hold_ns),
         };
-        let tlp_accurate = stream_model(params, &shape);
+        let tlp_accurate = match (plan.direction, plan.transport) {
+            (StreamDirection::D2h, Transport::Push) => stream_model(params, &shape),
+            (StreamDirection::H2d, _) => h2d_push_model(params, &shape),
+            (StreamDirection::D2h, Transport::Pull) => pull_model(params, &shape),
+        };
         let reached = if tlp_accurate.mbps > 0.0 { throughput.sustained_mbps / tlp_accurate.mbps } else { 0.0 };
         PointModel { shape, doc003_convention: doc003_convention(params, u64::from(plan.message_bytes), DOC003_OVERHEAD_BYTES), tlp_accurate, reached }
     });
@@ -220,32 +227,64 @@ pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd, link: Option<&LinkP
     }
 }
 
+/// The buffers the producer fills: the host's in d2h push; the device's in h2d (the host writes
+/// into them) and in pull (messages wait there until the host reads them).
+pub fn ring_buffers(plan: &RingPlan) -> u32 {
+    match (plan.direction, plan.transport) {
+        (StreamDirection::D2h, Transport::Push) => plan.host_buffers,
+        _ => plan.device_buffers,
+    }
+}
+
+/// The buffers whose occupancy the report sweeps (from each message's device done to its
+/// release): the host's ring in d2h (push, and pull, where the host takes one message at a
+/// time, so at most one is counted), the device's buffers in h2d (written, not yet consumed).
+pub fn occupancy_buffers(plan: &RingPlan) -> u32 {
+    match plan.direction {
+        StreamDirection::D2h => plan.host_buffers,
+        StreamDirection::H2d => plan.device_buffers,
+    }
+}
+
 /// The limit: a ring full half the time (or the producer waiting on it) is the consumer; a ring
-/// mostly empty is the producer (the link or the device: its dwell's share says which).
-fn verdict(ring: &RingShare, bubbles: &[BubbleClass]) -> Verdict {
+/// mostly empty is the producer (the link or its own pause: the pause's share says which). In
+/// pull the host takes one message at a time, so no ring fills: the source's idle share decides.
+fn verdict(plan: &RingPlan, ring: &RingShare, bubbles: &[BubbleClass]) -> Verdict {
     let waited = |cause| bubbles.iter().find(|b| b.cause == cause).map_or(0.0, |b| b.share);
     let no_buffer = waited(WaitCause::NoFreeBuffer);
-    let dwell = waited(WaitCause::DeviceDwell);
     let pct = |x: f64| x * 100.0;
+    if plan.transport == Transport::Pull {
+        let idle = waited(WaitCause::ProducerIdle);
+        let (limit, who) = if idle >= 0.5 { ("producer", "the device's source is slower than the host's reads") } else { ("consumer", "the host's reads (one in flight) and its use of each message set the rate") };
+        return Verdict {
+            limit: limit.into(),
+            reason: format!("pull: the host reads one message at a time; it waited for the source {:.1} % of the time and the source for a free device buffer {:.1} %: {who}", pct(idle), pct(no_buffer)),
+        };
+    }
+    let (producer, consumer, pause_cause, pause) = match plan.direction {
+        StreamDirection::D2h => ("device", "host", WaitCause::DeviceDwell, "the device's own pause between messages (dwell)"),
+        StreamDirection::H2d => ("host", "device", WaitCause::ProducerIdle, "the host's own preparation of each message"),
+    };
+    let paused = waited(pause_cause);
     if ring.full_share >= 0.5 || no_buffer >= 0.25 {
         return Verdict {
             limit: "consumer".into(),
             reason: format!(
-                "the ring was full {:.1} % of the time and the producer waited for a free buffer {:.1} % of it: the host releases buffers slower than they fill",
+                "the ring was full {:.1} % of the time and the producer waited for a free buffer {:.1} % of it: the {consumer} releases buffers slower than they fill",
                 pct(ring.full_share),
                 pct(no_buffer)
             ),
         };
     }
     if ring.empty_share >= 0.5 {
-        let who = if dwell >= 0.25 { "the device's own pause between messages (dwell)" } else { "the producer's transfer of each message (the link or the device)" };
+        let who = if paused >= 0.25 { pause.to_string() } else { format!("the producer's transfer of each message (the link or the {producer})") };
         return Verdict {
             limit: "producer".into(),
             reason: format!(
-                "the ring was empty {:.1} % of the time (full {:.1} %): the host waits for messages; {:.1} % of the time went to the device's dwell, so the limit is {who}",
+                "the ring was empty {:.1} % of the time (full {:.1} %): the {consumer} waits for messages; {:.1} % of the time went to {pause}, so the limit is {who}",
                 pct(ring.empty_share),
                 pct(ring.full_share),
-                pct(dwell)
+                pct(paused)
             ),
         };
     }

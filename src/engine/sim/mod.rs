@@ -19,6 +19,7 @@ pub mod host;
 pub mod link_time;
 pub mod regs;
 pub mod ring;
+mod ring_both;
 mod ring_h2d;
 mod ring_pull;
 pub mod rng;

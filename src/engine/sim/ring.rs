@@ -32,11 +32,11 @@ pub const FLAG_BYTES: u64 = 4;
 pub const DOORBELL_BYTES: u64 = 4;
 
 /// Where the ring's parts live in host memory (simulated addresses: 4 KiB aligned, apart).
-const DATA_BASE: u64 = 1 << 40;
-const METADATA_BASE: u64 = 1 << 39;
-const FLAG_BASE: u64 = 1 << 38;
+pub(super) const DATA_BASE: u64 = 1 << 40;
+pub(super) const METADATA_BASE: u64 = 1 << 39;
+pub(super) const FLAG_BASE: u64 = 1 << 38;
 /// The doorbell register in the device's BAR.
-const DOORBELL_ADDR: u64 = 0x1000;
+pub(super) const DOORBELL_ADDR: u64 = 0x1000;
 /// Messages between two looks at the cancel flag (a 16 KiB message is ~500 link events).
 const CANCEL_EVERY: u64 = 64;
 
@@ -215,6 +215,19 @@ impl Streaming for SimRing {
 
     fn info(&self) -> &EngineInfo {
         &self.info
+    }
+
+    fn stream_both(&mut self, plan: &RingPlan, sinks: [&mut dyn MessageSink; 2]) -> Result<[StreamEnd; 2], EngineError> {
+        let config = self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
+        if plan.transport == Transport::Pull || plan.backpressure == Backpressure::Lossy {
+            return Err(InvalidInput::new("--direction both: the simulated rings run both directions in lossless push only (h2d has neither pull nor lossy)").into());
+        }
+        self.check(&RingPlan { direction: StreamDirection::H2d, ..plan.clone() })?;
+        let mut rng = self.rng.fork(0x5712_EA);
+        let both = super::ring_both::BothRun { sim: LinkSim::driven(config)?, mps_bytes: config.mps_bytes, plan, behaviour: &self.behaviour, rng: &mut rng, sinks };
+        // Only the single-direction streams keep a truth.
+        self.truth = None;
+        both.run()
     }
 }
 

@@ -18,9 +18,9 @@ use crate::link::{transaction, Direction as LinkDirection, LinkSim, TlpKind};
 use super::ring::{RingBehaviour, RingTruth, FLAG_BYTES};
 
 /// The device's buffers in its BAR, its doorbell register, the host's "done" flags.
-const DEVICE_DATA_BASE: u64 = 1 << 32;
+pub(super) const DEVICE_DATA_BASE: u64 = 1 << 32;
 const DOORBELL_ADDR: u64 = 0x1000;
-const DONE_BASE: u64 = 1 << 38;
+pub(super) const DONE_BASE: u64 = 1 << 38;
 const CANCEL_EVERY: u64 = 64;
 
 /// A message the host has written, not yet consumed by the device.
