@@ -104,7 +104,7 @@ pub fn stream_model(params: &LinkParams, shape: &RingShape) -> StreamModel {
         },
         Bound { name: "host".into(), mbps: mbps(shape.host_hold_ns), why: format!("the host holds each buffer {:.0} ns, one at a time", shape.host_hold_ns) },
     ];
-    let smallest = bounds.iter().min_by(|a, b| a.mbps.total_cmp(&b.mbps)).expect("three bounds");
+    let smallest = bounds.iter().min_by(|a, b| a.mbps.total_cmp(&b.mbps)).expect("the link stage bounds");
     StreamModel {
         link_ns_per_message: link_ns,
         data_tlps,
@@ -205,8 +205,11 @@ fn rate(message_bytes: u64) -> impl Fn(f64) -> f64 {
 }
 
 /// The model with its smallest bound named as the limit.
-fn model(link_ns: f64, data_tlps: u64, tlp_bytes: f64, skp_bytes: f64, dllp_bytes: f64, turnaround_ns: f64, bounds: Vec<Bound>) -> StreamModel {
-    let smallest = bounds.iter().min_by(|a, b| a.mbps.total_cmp(&b.mbps)).expect("three bounds");
+fn model(link_ns: f64, data_tlps: u64, tlp_bytes: f64, skp_bytes: f64, dllp_bytes: f64, turnaround_ns: f64, mut bounds: Vec<Bound>) -> StreamModel {
+    // A stage that takes no time (a device that consumes instantly) bounds nothing: leave it
+    // out rather than print "inf MB/s". The link's stage always takes time, so one remains.
+    bounds.retain(|bound| bound.mbps.is_finite());
+    let smallest = bounds.iter().min_by(|a, b| a.mbps.total_cmp(&b.mbps)).expect("the link stage bounds");
     StreamModel { link_ns_per_message: link_ns, data_tlps, tlp_bytes, skp_bytes, dllp_bytes, turnaround_ns, limit: smallest.name.clone(), mbps: smallest.mbps, bounds }
 }
 
@@ -276,6 +279,8 @@ mod tests {
         let fast = h2d_push_model(&doc003(), &shape(0.0));
         assert_eq!(fast.limit, "producer");
         assert_eq!(fast.data_tlps, 128);
+        // A device that consumes instantly bounds nothing: no infinite bound is listed.
+        assert!(fast.bounds.iter().all(|b| b.name != "device" && b.mbps.is_finite()), "{:?}", fast.bounds);
         // The doorbell alone is less than the push's metadata + flag.
         assert!(fast.link_ns_per_message < stream_model(&doc003(), &shape(0.0)).link_ns_per_message);
         let slow = h2d_push_model(&doc003(), &shape(60_000.0));
