@@ -138,6 +138,11 @@ impl EventQueue {
         self.keys.last().map(|&key| decode(key))
     }
 
+    /// Time of the earliest event.
+    pub fn next_time(&self) -> Option<u64> {
+        self.keys.last().map(|&key| (key >> (ORDER_BITS + CODE_BITS)) as u64)
+    }
+
     pub fn len(&self) -> usize {
         self.keys.len()
     }

@@ -141,6 +141,11 @@ pub struct LinkSim {
     /// events that would come out one right after the other may be one
     /// ([`Event::ArriveAndFree`]). Off where a driver or the fast-forward steps event by event.
     fuse_events: bool,
+    /// Within a fused event's handling: a transmitter woken for now while nothing else is due
+    /// now starts right after the event instead of through the queue ([`LinkSim::wake`]).
+    wake_inline: bool,
+    /// Those transmitters, in the order their wake-ups would have come out of the queue.
+    woken_now: Vec<Direction>,
 }
 
 impl LinkSim {
@@ -225,6 +230,8 @@ impl LinkSim {
             delivered_tlps: [0; 2],
             delivered_completions: [0; 2],
             fuse_events: false,
+            wake_inline: false,
+            woken_now: Vec::with_capacity(4),
         };
         if sim.cpu.is_some() {
             sim.schedule(0, Event::CpuIssue);
@@ -254,7 +261,10 @@ impl LinkSim {
                 self.events.pop();
             }
             self.now = time;
+            self.wake_inline = self.fuse_events;
             self.handle(event);
+            self.start_woken_now();
+            self.wake_inline = false;
             return true;
         }
         // Partial Ack or UpdateFC groups would wait for a timer forever: flush them.
@@ -326,8 +336,25 @@ impl LinkSim {
         if !tx.woken {
             tx.woken = true;
             let at = tx.free_at.max(self.now);
-            self.schedule(at, Event::TxFree(direction));
+            // With nothing else due now, this wake-up's key would come out right after the
+            // event being handled (and after those woken before it): start it then.
+            if self.wake_inline && at == self.now && self.events.next_time().map_or(true, |next| next > at) {
+                self.woken_now.push(direction);
+            } else {
+                self.schedule(at, Event::TxFree(direction));
+            }
         }
+    }
+
+    /// The transmitters [`LinkSim::wake`] woke for now, in order, as their `TxFree` would.
+    fn start_woken_now(&mut self) {
+        let mut k = 0;
+        while let Some(&direction) = self.woken_now.get(k) {
+            self.tx[direction.index()].woken = false;
+            self.transmit(direction);
+            k += 1;
+        }
+        self.woken_now.clear();
     }
 
     /// Start the next packet: a due SKP, then DLLPs, then a TLP the credits allow.
