@@ -22,6 +22,9 @@ pub enum Event {
     TxFree(Direction),
     /// The oldest packet on the lanes of `Direction` reached the far end.
     Arrive(Direction),
+    /// `Arrive`, then `TxFree`, of `Direction` at one tick: with no wire delay a packet arrives
+    /// as its transmitter frees, and the two keys would come out one right after the other.
+    ArriveAndFree(Direction),
     /// A completer has the data of the oldest waiting read request ready; completions go in
     /// `Direction`.
     CompletionReady(Direction),
@@ -36,8 +39,8 @@ pub enum Event {
     FcRefresh(Direction),
 }
 
-const CODE_BITS: u32 = 4;
-const ORDER_BITS: u32 = 60;
+const CODE_BITS: u32 = 5;
+const ORDER_BITS: u32 = 59;
 
 impl Event {
     fn code(self) -> u128 {
@@ -50,6 +53,7 @@ impl Event {
             Event::CpuIssue => (5, Direction::Downstream),
             Event::ReplayTimer(d) => (6, d),
             Event::FcRefresh(d) => (7, d),
+            Event::ArriveAndFree(d) => (8, d),
         };
         kind << 1 | direction.index() as u128
     }
@@ -64,6 +68,7 @@ impl Event {
             4 => Event::FcTimer(direction),
             6 => Event::ReplayTimer(direction),
             7 => Event::FcRefresh(direction),
+            8 => Event::ArriveAndFree(direction),
             _ => Event::CpuIssue,
         }
     }
@@ -87,7 +92,7 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn push(&mut self, time: u64, event: Event) {
-        // 2^60 events would take years of wall time; wrapping would only reorder equal times.
+        // 2^59 events would take years of wall time; wrapping would only reorder equal times.
         self.order = (self.order + 1) & ((1 << ORDER_BITS) - 1);
         let key = (time as u128) << (ORDER_BITS + CODE_BITS) | (self.order as u128) << CODE_BITS | event.code();
         self.insert(key);
@@ -133,6 +138,11 @@ impl EventQueue {
         self.keys.last().map(|&key| decode(key))
     }
 
+    /// Time of the earliest event.
+    pub fn next_time(&self) -> Option<u64> {
+        self.keys.last().map(|&key| (key >> (ORDER_BITS + CODE_BITS)) as u64)
+    }
+
     pub fn len(&self) -> usize {
         self.keys.len()
     }
@@ -164,6 +174,7 @@ mod tests {
             Event::FcTimer(Direction::Upstream),
             Event::ReplayTimer(Direction::Downstream),
             Event::FcRefresh(Direction::Upstream),
+            Event::ArriveAndFree(Direction::Downstream),
         ];
         for (i, event) in all.iter().enumerate() {
             queue.push(100 - i as u64 % 2, *event);

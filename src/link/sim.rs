@@ -137,6 +137,15 @@ pub struct LinkSim {
     delivered_tlps: [u64; 2],
     /// Of those, completions (a driver tells its reads' data from its own writes).
     delivered_completions: [u64; 2],
+    /// A whole run ([`LinkSim::run`]): nothing looks at the simulator between two events, so
+    /// events that would come out one right after the other may be one
+    /// ([`Event::ArriveAndFree`]). Off where a driver or the fast-forward steps event by event.
+    fuse_events: bool,
+    /// Within a fused event's handling: a transmitter woken for now while nothing else is due
+    /// now starts right after the event instead of through the queue ([`LinkSim::wake`]).
+    wake_inline: bool,
+    /// Those transmitters, in the order their wake-ups would have come out of the queue.
+    woken_now: Vec<Direction>,
 }
 
 impl LinkSim {
@@ -220,6 +229,9 @@ impl LinkSim {
             },
             delivered_tlps: [0; 2],
             delivered_completions: [0; 2],
+            fuse_events: false,
+            wake_inline: false,
+            woken_now: Vec::with_capacity(4),
         };
         if sim.cpu.is_some() {
             sim.schedule(0, Event::CpuIssue);
@@ -231,6 +243,7 @@ impl LinkSim {
 
     /// Run until nothing is left to send, then hand back what crossed the link.
     pub fn run(mut self) -> Outcome {
+        self.fuse_events = true;
         while self.step() {}
         self.outcome
     }
@@ -248,7 +261,10 @@ impl LinkSim {
                 self.events.pop();
             }
             self.now = time;
+            self.wake_inline = self.fuse_events;
             self.handle(event);
+            self.start_woken_now();
+            self.wake_inline = false;
             return true;
         }
         // Partial Ack or UpdateFC groups would wait for a timer forever: flush them.
@@ -287,11 +303,12 @@ impl LinkSim {
                 self.tx[direction.index()].woken = false;
                 self.transmit(direction);
             }
-            Event::Arrive(direction) => match self.on_lanes[direction.index()].pop_front() {
-                Some((packet, false)) => self.arrive(direction, packet),
-                Some((packet, true)) => self.arrive_corrupted(direction, packet),
-                None => {}
-            },
+            Event::Arrive(direction) => self.arrive_oldest(direction),
+            Event::ArriveAndFree(direction) => {
+                self.arrive_oldest(direction);
+                self.tx[direction.index()].woken = false;
+                self.transmit(direction);
+            }
             Event::CompletionReady(direction) => {
                 if let Some(request) = self.requests[direction.index()].pop_front() {
                     self.complete_request(direction, &request);
@@ -319,8 +336,25 @@ impl LinkSim {
         if !tx.woken {
             tx.woken = true;
             let at = tx.free_at.max(self.now);
-            self.schedule(at, Event::TxFree(direction));
+            // With nothing else due now, this wake-up's key would come out right after the
+            // event being handled (and after those woken before it): start it then.
+            if self.wake_inline && at == self.now && self.events.next_time().map_or(true, |next| next > at) {
+                self.woken_now.push(direction);
+            } else {
+                self.schedule(at, Event::TxFree(direction));
+            }
         }
+    }
+
+    /// The transmitters [`LinkSim::wake`] woke for now, in order, as their `TxFree` would.
+    fn start_woken_now(&mut self) {
+        let mut k = 0;
+        while let Some(&direction) = self.woken_now.get(k) {
+            self.tx[direction.index()].woken = false;
+            self.transmit(direction);
+            k += 1;
+        }
+        self.woken_now.clear();
     }
 
     /// Start the next packet: a due SKP, then DLLPs, then a TLP the credits allow.
@@ -425,8 +459,15 @@ impl LinkSim {
         let arrival = end + self.ticks.wire;
         let corrupted = self.corrupts(direction, start, end, &packet, bytes);
         self.on_lanes[direction.index()].push_back((packet, corrupted));
-        self.schedule(arrival, Event::Arrive(direction));
-        self.wake(direction);
+        let tx = &mut self.tx[direction.index()];
+        if self.fuse_events && arrival == end && !tx.woken {
+            // The wake-up's key (time `end`, the next order) would come right after the arrival's.
+            tx.woken = true;
+            self.schedule(arrival, Event::ArriveAndFree(direction));
+        } else {
+            self.schedule(arrival, Event::Arrive(direction));
+            self.wake(direction);
+        }
     }
 
     fn note(&mut self, direction: Direction, start: u64, end: u64, packet: Packet) {
@@ -493,6 +534,15 @@ fn validate_workload(config: &SimConfig, workload: &Workload) -> Result<(), Inva
 
 /// Receiving side: data link layer (Acks), flow control (UpdateFC) and the agents.
 impl LinkSim {
+    /// The oldest packet on the lanes of `direction` reached the far end.
+    fn arrive_oldest(&mut self, direction: Direction) {
+        match self.on_lanes[direction.index()].pop_front() {
+            Some((packet, false)) => self.arrive(direction, packet),
+            Some((packet, true)) => self.arrive_corrupted(direction, packet),
+            None => {}
+        }
+    }
+
     fn arrive(&mut self, direction: Direction, packet: Packet) {
         match packet {
             Packet::Tlp(tlp) => self.receive_checked(direction, &tlp, false),
@@ -641,5 +691,60 @@ impl LinkSim {
             }
         }
         self.events.len() > before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::config::{ClassCredits, Credits};
+
+    /// Event by event, as a driver or the fast-forward steps: no fused events.
+    fn stepped(config: &SimConfig, workload: &Workload) -> Outcome {
+        let mut sim = LinkSim::new(config, workload).unwrap();
+        while sim.step() {}
+        sim.outcome
+    }
+
+    /// A whole run fuses events that would come out one after the other: every time, count
+    /// and record must be those of stepping event by event.
+    #[test]
+    fn a_whole_run_equals_stepping_event_by_event() {
+        let workloads = [
+            Workload::DmaWrite { addr: 0, bytes: 256 << 10 },
+            Workload::DmaRead { addr: 0, bytes: 256 << 10 },
+            Workload::DmaBoth { write_addr: 0, write_bytes: 128 << 10, read_addr: 1 << 30, read_bytes: 128 << 10 },
+            Workload::CpuWrites { addr: 0, bytes: 4, count: 300, spacing_ns: 0.0 },
+            Workload::CpuReads { addr: 0, bytes: 4, count: 20, gap_ns: 100.0 },
+        ];
+        let mut checked = 0;
+        for link in ["gen1x1", "gen3x16", "gen5x4"] {
+            for variant in 0..5 {
+                let mut config = SimConfig::for_link(link).unwrap();
+                match variant {
+                    0 => {}
+                    1 => config.errors = crate::link::ErrorConfig { ber: 2e-5, seed: 7, corrupt: Vec::new() },
+                    2 => {
+                        let rx = Receiver { ack: AckPolicy::EveryTlps(4), fc: FcPolicy::Timer { delay_ns: 200.0 }, ..Receiver::immediate() };
+                        (config.host_rx, config.device_rx) = (rx, rx);
+                    }
+                    3 => {
+                        let class = ClassCredits::Finite { header: 8, data: 64 };
+                        let credits = Credits { posted: class, non_posted: class, completion: ClassCredits::Infinite };
+                        config.mps_bytes = 128;
+                        config.host_rx.credits = credits;
+                        config.device_rx.credits = credits;
+                    }
+                    _ => config.wire_delay_ns = 40.0,
+                }
+                for workload in &workloads {
+                    let whole = crate::link::simulate(&config, workload).unwrap();
+                    assert!(!whole.record.is_empty());
+                    assert_eq!(whole, stepped(&config, workload), "{link} variant {variant} {workload:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 75);
     }
 }
