@@ -53,6 +53,11 @@ impl TxCredits {
         used.1 += data;
     }
 
+    /// Limit and consumed credits (header, data) of `class`; None for an infinite class.
+    pub fn state(&self, class: FcClass) -> Option<((u64, u64), (u64, u64))> {
+        Some((self.limit[class.index()]?, self.consumed[class.index()]))
+    }
+
     /// An UpdateFC arrived. Limits only grow (a stale update never takes credits back).
     pub fn update(&mut self, class: FcClass, header: u64, data: u64) {
         if let Some(limit) = &mut self.limit[class.index()] {
