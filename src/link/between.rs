@@ -18,6 +18,7 @@
 
 use super::agents::Workload;
 use super::config::SimConfig;
+use super::flow::ClassState;
 use super::inject::Injection;
 use super::packet::Direction;
 use super::record::DirectionStats;
@@ -176,7 +177,7 @@ fn covered_ticks(sim: &mut LinkSim, sample_ticks: u64) -> u64 {
             continue;
         }
         for part in 0..2 {
-            let counter = |state: &[Option<((u64, u64), (u64, u64))>; 2]| {
+            let counter = |state: &[ClassState; 2]| {
                 let ((limit_h, limit_d), (used_h, used_d)) = state[class].unwrap_or_default();
                 let (limit, used) = if part == 0 { (limit_h, used_h) } else { (limit_d, used_d) };
                 (limit as f64 - used as f64, used as f64)

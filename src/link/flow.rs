@@ -24,6 +24,9 @@ fn counters(credits: &Credits) -> [Counter; 3] {
     })
 }
 
+/// One class's (limit, consumed) as (header, data) each; None for an infinite class.
+pub type ClassState = Option<((u64, u64), (u64, u64))>;
+
 /// What a transmitter knows of its partner's receive buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxCredits {
@@ -54,7 +57,7 @@ impl TxCredits {
     }
 
     /// Limit and consumed credits (header, data) of `class`; None for an infinite class.
-    pub fn state(&self, class: FcClass) -> Option<((u64, u64), (u64, u64))> {
+    pub fn state(&self, class: FcClass) -> ClassState {
         Some((self.limit[class.index()]?, self.consumed[class.index()]))
     }
 

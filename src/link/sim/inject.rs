@@ -123,7 +123,7 @@ impl LinkSim {
 
     /// The device's transmitter's view of the host's credits for posted and non-posted TLPs:
     /// (limit, consumed) as (header, data) each, None for an infinite class.
-    pub(in crate::link) fn upstream_credits(&self) -> [Option<((u64, u64), (u64, u64))>; 2] {
+    pub(in crate::link) fn upstream_credits(&self) -> [crate::link::flow::ClassState; 2] {
         let credits = &self.tx[Direction::Upstream.index()].credits;
         [FcClass::Posted, FcClass::NonPosted].map(|class| credits.state(class))
     }
