@@ -164,6 +164,33 @@ fn leaving_out_the_time_between_events_agrees_with_full_simulation() {
     }
 }
 
+/// Holds the device's credits in hand certainly cover are left out with the stretch around
+/// them (the fast-forward proves it from the simulated steady state): the full run must not
+/// starve on them either, and the times must agree. Holds that do starve are compared in
+/// `leaving_out_the_time_between_events_agrees_with_full_simulation`, where an overestimated
+/// cover would lose their stalls.
+#[test]
+fn covered_holds_are_left_out_and_starve_nothing_in_full_simulation() {
+    let holds = |per_s: f64, min_ns: f64, max_ns: f64, seed: u64| Injection { holds_per_s: per_s, hold_min_ns: min_ns, hold_max_ns: max_ns, threshold_ns: 3_000.0, seed, ..Default::default() };
+    let cases = [
+        // The read engine's 4 requests fit the non-posted credits: about 10 µs covered.
+        ("doc001 read", with(endpoint_link("doc001"), holds(20_000.0, 300.0, 6_000.0, 6)), read(32 * MIB), 0.97),
+        ("gen5x16 read", with(endpoint_link("gen5x16"), holds(200_000.0, 100.0, 600.0, 7)), read(64 * MIB), 0.9),
+        ("gen3x8 write", with(endpoint_link("gen3x8"), holds(100_000.0, 10.0, 60.0, 8)), write(64 * MIB), 0.9),
+    ];
+    for (name, config, workload, share) in cases {
+        let full = link::simulate(&config, &workload).unwrap();
+        let fast = link::fast_forward(&config, &workload, &SteadyOptions::default()).unwrap();
+        let (a, b) = (end_ns(&full), end_ns(&fast.outcome));
+        let tlps = full.stats[UP].tlps;
+        println!("{name}: full {a:.1} ns, fast-forward {b:.1} ns ({:+.4} %), {} of {tlps} TLPs left out; stalls {} / {}", (b - a) / a * 100.0, fast.skipped_tlps, full.starvation[UP].count, fast.outcome.starvation[UP].count);
+        assert!((b - a).abs() <= 1e-3 * a, "{name}: {a} against {b}");
+        assert_eq!(full.starvation[UP], fast.outcome.starvation[UP], "{name}: covered holds starve nothing");
+        assert_eq!(full.starvation[UP].count, 0, "{name}");
+        assert!(fast.skipped_tlps as f64 >= share * tlps as f64, "{name}: the holds were left out ({} of {tlps})", fast.skipped_tlps);
+    }
+}
+
 #[test]
 fn bad_injections_are_refused() {
     let bad = [

@@ -9,13 +9,16 @@
 //! agree ([`super::steady`]). A stretch is left out when nothing injected is in progress: the
 //! clock, every queued event and both transmitters' schedules move on by its length, each
 //! channel by whole TLPs of its rate (the fraction carried to the next stretch, so nothing
-//! drifts). It ends before the next hold starts, before the payload reaches the next injected
-//! error, and leaves the end of every channel to full simulation. Leaving out steady time while
+//! drifts). It ends before the next hold the device's credits in hand may not cover (a hold
+//! they certainly cover is left out with it: [`covered_ticks`] proves it from the simulated
+//! steady state), before the payload reaches the next injected error, and leaves the end of
+//! every channel to full simulation. Leaving out steady time while
 //! the link is in a steady state only moves later what follows, so each event meets the link as
 //! the full run would (`tests/link_inject.rs` compares both).
 
 use super::agents::Workload;
 use super::config::SimConfig;
+use super::flow::ClassState;
 use super::inject::Injection;
 use super::packet::Direction;
 use super::record::DirectionStats;
@@ -46,7 +49,7 @@ pub(super) fn fast_forward(config: &SimConfig, workload: &Workload, options: &St
     let mut result = Steady { outcome: Outcome::default(), skipped_ns: 0.0, skipped_tlps: 0 };
     let long = estimated_tlps(config, workload) >= WHOLE_BELOW_WINDOWS * options.window_tlps + options.warmup_tlps;
     if sim.dma.is_some() && long {
-        let mut baselines: [Option<Option<Span>>; 4] = Default::default();
+        let mut baselines: [Option<Option<Baseline>>; 4] = Default::default();
         let mut carry = Carry::default();
         let mut steps = 0u32;
         while sim.step() {
@@ -66,8 +69,8 @@ pub(super) fn fast_forward(config: &SimConfig, workload: &Workload, options: &St
                 carry = Carry { mix, ..Carry::default() };
             }
             let baseline = baselines[mix].get_or_insert_with(|| steady_baseline(config, workload, mix, options));
-            let Some(span) = baseline.as_ref() else { continue };
-            if let Some(ticks) = stretch_ticks(&mut sim, span, config.tags as u64) {
+            let Some(Baseline { span, covered_ticks }) = baseline.as_ref() else { continue };
+            if let Some(ticks) = stretch_ticks(&mut sim, span, *covered_ticks, config.tags as u64) {
                 let tlps = leave_out(&mut sim, span, ticks, &mut carry);
                 result.skipped_ns += sim.phy().ns(ticks);
                 result.skipped_tlps += tlps;
@@ -95,10 +98,18 @@ fn channel_mix(sim: &LinkSim) -> usize {
     (0..2).filter(|&c| dma.channels[c].as_ref().is_some_and(|ch| ch.left_bytes() > 0)).map(|c| 1 << c).sum()
 }
 
+/// The steady state of one channel mix, and the longest hold it certainly rides out.
+struct Baseline {
+    span: Span,
+    /// A credit hold no longer than this (ticks) cannot starve the device's transmitter in this
+    /// steady state ([`covered_ticks`]): the fast-forward leaves it out with the stretch around.
+    covered_ticks: u64,
+}
+
 /// The steady state of the same stream with only the channels of `mix` moving and nothing
 /// injected: simulated from the start until two successive windows agree (or, after
-/// [`MAX_WINDOWS`], the last two as they are). None if it cannot be simulated.
-fn steady_baseline(config: &SimConfig, workload: &Workload, mix: usize, options: &SteadyOptions) -> Option<Span> {
+/// [`MAX_WINDOWS`], the last two as they are, covering no hold). None if it cannot be simulated.
+fn steady_baseline(config: &SimConfig, workload: &Workload, mix: usize, options: &SteadyOptions) -> Option<Baseline> {
     let quiet = SimConfig { inject: Injection::default(), record: false, ..config.clone() };
     let (write_addr, read_addr) = match *workload {
         Workload::DmaWrite { addr, .. } => (addr, addr),
@@ -128,11 +139,66 @@ fn steady_baseline(config: &SimConfig, workload: &Workload, mix: usize, options:
                     to = next;
                 }
             }
-            return Some(Span { from: a, to });
+            let span = Span { from: a, to };
+            let window_ticks = span.ticks() * options.window_tlps / span.upstream_tlps().max(1);
+            let holds = config.inject.holds_per_s > 0.0 || !config.inject.holds.is_empty();
+            let covered_ticks = if holds { covered_ticks(&mut sim, window_ticks) } else { 0 };
+            return Some(Baseline { span, covered_ticks });
         }
         (a, b) = (b, c);
     }
-    Some(Span { from: a, to: b })
+    Some(Baseline { span: Span { from: a, to: b }, covered_ticks: 0 })
+}
+
+/// The longest credit hold that certainly cannot starve the device's transmitter in the
+/// steady state `sim` is in, in ticks, from `sample_ticks` more of it simulated.
+///
+/// During a hold the host sends no UpdateFC, so the device has at most the credits in hand
+/// at the hold's start (UpdateFCs still on their way only add). Over the sample, for each
+/// finite credit counter (posted and non-posted headers and data) it measures the least in
+/// hand, the steady rate of consumption and how far consumption strays from that straight line
+/// (its bursts, plus the largest single TLP). A hold of `h` ticks consumes at most
+/// rate·(h + lag) + bursts, `lag` being the release's UpdateFC reaching the device
+/// ([`LinkSim::release_lag_ticks`]); while that fits into the least in hand, no TLP is refused.
+fn covered_ticks(sim: &mut LinkSim, sample_ticks: u64) -> u64 {
+    let lag = sim.release_lag_ticks() as f64;
+    let until = sim.now_ticks() + sample_ticks;
+    let mut samples = Vec::new();
+    while sim.now_ticks() < until && sim.step() {
+        samples.push((sim.now_ticks(), sim.upstream_credits()));
+    }
+    let (Some(&(t0, first)), Some(&(t1, last))) = (samples.first(), samples.last()) else { return 0 };
+    if t1 <= t0 {
+        return 0;
+    }
+    let mut covered = f64::INFINITY;
+    for class in 0..2 {
+        if first[class].is_none() {
+            continue;
+        }
+        for part in 0..2 {
+            let counter = |state: &[ClassState; 2]| {
+                let ((limit_h, limit_d), (used_h, used_d)) = state[class].unwrap_or_default();
+                let (limit, used) = if part == 0 { (limit_h, used_h) } else { (limit_d, used_d) };
+                (limit as f64 - used as f64, used as f64)
+            };
+            let rate = (counter(&last).1 - counter(&first).1) / (t1 - t0) as f64;
+            let (mut least, mut low, mut high, mut jump, mut before) = (f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, 0.0f64, counter(&first).1);
+            for (t, state) in &samples {
+                let (in_hand, used) = counter(state);
+                let stray = used - rate * (t - t0) as f64;
+                (least, low, high, jump, before) = (least.min(in_hand), low.min(stray), high.max(stray), jump.max(used - before), used);
+            }
+            let room = least - (high - low) - jump;
+            if room < 0.0 {
+                return 0;
+            }
+            if rate > 0.0 {
+                covered = covered.min(room / rate - lag);
+            }
+        }
+    }
+    covered.clamp(0.0, u64::MAX as f64 / 4.0) as u64
 }
 
 /// What the channels and totals moved beyond whole TLPs in earlier stretches, so that leaving
@@ -144,13 +210,13 @@ struct Carry {
     stats: [[f64; 7]; 2],
 }
 
-/// How long a stretch from now can be left out, in ticks: up to a simulated lead before the next hold, before the
+/// How long a stretch from now can be left out, in ticks: up to a simulated lead before the
+/// next hold longer than `covered_ticks`, before the
 /// payload of a channel reaches the next injected error, leaving every channel's end to full
 /// simulation. None if too short to be worth it.
-fn stretch_ticks(sim: &mut LinkSim, span: &Span, tags: u64) -> Option<u64> {
+fn stretch_ticks(sim: &mut LinkSim, span: &Span, covered_ticks: u64, tags: u64) -> Option<u64> {
     let now = sim.now_ticks();
-    let lead = sim.lead_ticks();
-    let mut ticks = sim.next_hold_ticks().saturating_sub(now).saturating_sub(lead) as f64;
+    let mut ticks = f64::INFINITY;
     let dma = sim.dma.as_ref()?;
     for c in 0..2 {
         let Some(channel) = dma.channels[c].as_ref() else { continue };
@@ -161,6 +227,14 @@ fn stretch_ticks(sim: &mut LinkSim, span: &Span, tags: u64) -> Option<u64> {
         let reserve = (END_CHUNKS + tags) * channel.chunk_bytes;
         let room = (channel.left_bytes().saturating_sub(reserve) as f64).min(sim.bytes_to_next_error(PAYLOAD[c]) - 2.0 * channel.chunk_bytes as f64);
         ticks = ticks.min(room.max(0.0) / rate);
+    }
+    // Holds the credits in hand certainly cover are left out with the stretch; the stretch
+    // ends a simulated lead before the next one they may not.
+    let until = now.saturating_add(ticks.min(u64::MAX as f64 / 4.0) as u64);
+    let hold = sim.next_uncovered_hold_ticks(covered_ticks, until);
+    if hold != u64::MAX {
+        let lead = sim.lead_ticks();
+        ticks = ticks.min(hold.saturating_sub(now).saturating_sub(lead) as f64);
     }
     let tlp_ticks = span.ticks() as f64 / span.upstream_tlps().max(1) as f64;
     (ticks >= MIN_SKIP_TLPS * tlp_ticks).then_some(ticks.floor() as u64)

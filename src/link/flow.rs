@@ -24,6 +24,9 @@ fn counters(credits: &Credits) -> [Counter; 3] {
     })
 }
 
+/// One class's (limit, consumed) as (header, data) each; None for an infinite class.
+pub type ClassState = Option<((u64, u64), (u64, u64))>;
+
 /// What a transmitter knows of its partner's receive buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxCredits {
@@ -51,6 +54,11 @@ impl TxCredits {
         let used = &mut self.consumed[tlp.kind.class().index()];
         used.0 += header;
         used.1 += data;
+    }
+
+    /// Limit and consumed credits (header, data) of `class`; None for an infinite class.
+    pub fn state(&self, class: FcClass) -> ClassState {
+        Some((self.limit[class.index()]?, self.consumed[class.index()]))
     }
 
     /// An UpdateFC arrived. Limits only grow (a stale update never takes credits back).

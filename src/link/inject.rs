@@ -159,6 +159,23 @@ impl HoldSchedule {
         Some((start, end))
     }
 
+    /// The first hold in progress at `now_ns` or later that lasts longer than `covered_ns`
+    /// and starts before `until_ns`, as [start, end) in ns; the schedule itself does not move.
+    pub fn first_longer_than(&self, now_ns: f64, covered_ns: f64, until_ns: f64) -> Option<(f64, f64)> {
+        let mut ahead = self.clone();
+        let mut from_ns = now_ns;
+        while let Some((start, end)) = ahead.at(from_ns) {
+            if start >= until_ns {
+                return None;
+            }
+            if end - start > covered_ns {
+                return Some((start, end));
+            }
+            from_ns = end;
+        }
+        None
+    }
+
     /// The hold in progress at `now_ns` or the next one, as [start, end) in ns (holds that
     /// ended by `now_ns` are dropped).
     pub fn at(&mut self, now_ns: f64) -> Option<(f64, f64)> {

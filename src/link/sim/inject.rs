@@ -6,7 +6,7 @@ use super::{Event, LinkSim};
 use crate::link::inject::Starvation;
 #[allow(unused_imports)] // named in the documentation
 use crate::link::inject::InjectState;
-use crate::link::packet::{Direction, Tlp, TlpKind};
+use crate::link::packet::{Direction, FcClass, Tlp, TlpKind};
 use crate::link::record::Crossing;
 
 /// After an injected error, the fast-forward waits this many REPLAY_TIMER periods (Nak, replay
@@ -95,9 +95,17 @@ impl LinkSim {
             && self.tx.iter().all(|tx| tx.retry.to_replay == 0 && tx.retry.replay_num == 0)
     }
 
-    /// Start of the next credit hold, in ticks (u64::MAX: none).
-    pub(in crate::link) fn next_hold_ticks(&mut self) -> u64 {
-        self.hold_ticks().map_or(u64::MAX, |(start, _)| start)
+    /// Start of the first credit hold from now that lasts longer than `covered_ticks` (those
+    /// the device's credits in hand certainly cover) and starts before `until_ticks`, in ticks
+    /// (u64::MAX: none).
+    pub(in crate::link) fn next_uncovered_hold_ticks(&mut self, covered_ticks: u64, until_ticks: u64) -> u64 {
+        // A hold's length in whole ticks may round one tick above its length in ns.
+        let covered_ns = self.phy.ns(covered_ticks.saturating_sub(1));
+        let until_ns = self.phy.ns(until_ticks);
+        match self.inject.holds.first_longer_than(self.phy.ns(self.now), covered_ns, until_ns) {
+            Some((start_ns, _)) => self.phy.ticks(start_ns),
+            None => u64::MAX,
+        }
     }
 
     /// How much simulated time the fast-forward leaves before the next hold: half a loop to one
@@ -111,6 +119,22 @@ impl LinkSim {
             loop_ticks += self.phy.ticks(self.config.host_completion_latency_ns) as f64;
         }
         (0.5 * loop_ticks + self.inject.jitter() * loop_ticks) as u64
+    }
+
+    /// The device's transmitter's view of the host's credits for posted and non-posted TLPs:
+    /// (limit, consumed) as (header, data) each, None for an infinite class.
+    pub(in crate::link) fn upstream_credits(&self) -> [crate::link::flow::ClassState; 2] {
+        let credits = &self.tx[Direction::Upstream.index()].credits;
+        [FcClass::Posted, FcClass::NonPosted].map(|class| credits.state(class))
+    }
+
+    /// Ticks from a hold's end until the UpdateFC it released has reached the device, at most:
+    /// the downstream lanes finishing their packet (the largest TLP, a SKP ordered set, DLLPs
+    /// queued before it), then the UpdateFC and the wire.
+    pub(in crate::link) fn release_lag_ticks(&self) -> u64 {
+        let skp = self.phy.skp_span(0);
+        let dllp = self.phy.dllp_bytes();
+        2 * self.config.largest_replay_entry_bytes() + (skp.1 - skp.0) + 4 * dllp + self.ticks.wire + self.ticks.lane_align * 4
     }
 
     /// Payload bytes `direction` may still carry before the next injected error.
