@@ -40,7 +40,7 @@ const CODE_BITS: u32 = 4;
 const ORDER_BITS: u32 = 60;
 
 impl Event {
-    fn code(self) -> u128 {
+    pub(super) fn code(self) -> u128 {
         let (kind, direction) = match self {
             Event::TxFree(d) => (0, d),
             Event::Arrive(d) => (1, d),
@@ -131,6 +131,11 @@ impl EventQueue {
     /// The earliest event and its time, left in the queue.
     pub fn peek(&self) -> Option<(u64, Event)> {
         self.keys.last().map(|&key| decode(key))
+    }
+
+    /// The queued events in the order they will be handled, with their times.
+    pub fn in_order(&self) -> impl Iterator<Item = (u64, Event)> + '_ {
+        self.keys.iter().rev().map(|&key| decode(key))
     }
 
     pub fn len(&self) -> usize {

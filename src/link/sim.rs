@@ -5,6 +5,9 @@
 mod driven;
 mod flit_tx;
 mod inject;
+mod periodic;
+
+pub use periodic::LinkCounts;
 mod retry;
 
 use std::collections::VecDeque;
@@ -256,7 +259,7 @@ impl LinkSim {
     }
 
     /// Now, in ticks.
-    pub(super) fn now_ticks(&self) -> u64 {
+    pub fn now_ticks(&self) -> u64 {
         self.now
     }
 
