@@ -3,9 +3,11 @@
 //!
 //! Before each message the device's loop takes the key of the whole state (the link's, from
 //! [`LinkSim::periodic_key`], and the ring's: its pending times relative to now, its counts
-//! relative to each other) and looks it up among the recent ones. Equal keys `T` ns and `P`
-//! numbered messages apart mean the simulation from here is the one from there, shifted: the
-//! next periods' events are the last period's with sequence numbers `P` on and times `T` later.
+//! relative to each other) and looks its 128-bit hash up among the recent ones. A hash seen
+//! before names a candidate period; one more period is simulated in full and its end's key
+//! compared, value by value, with its start's. Equal keys `T` ns and `P` numbered messages
+//! apart mean the simulation from here is the one from there, shifted: the next periods'
+//! events are the last period's with sequence numbers `P` on and times `T` later.
 //! So they are handed to the sink without stepping the link, and the link's and the ring's
 //! state are moved on by as many periods (the counts by what one period added). The stream's
 //! end is never extrapolated: the last one or two periods before the stop are simulated in full,
