@@ -43,7 +43,7 @@ const CODE_BITS: u32 = 5;
 const ORDER_BITS: u32 = 59;
 
 impl Event {
-    fn code(self) -> u128 {
+    pub(super) fn code(self) -> u128 {
         let (kind, direction) = match self {
             Event::TxFree(d) => (0, d),
             Event::Arrive(d) => (1, d),
@@ -141,6 +141,11 @@ impl EventQueue {
     /// Time of the earliest event.
     pub fn next_time(&self) -> Option<u64> {
         self.keys.last().map(|&key| (key >> (ORDER_BITS + CODE_BITS)) as u64)
+    }
+
+    /// The queued events in the order they will be handled, with their times.
+    pub fn in_order(&self) -> impl Iterator<Item = (u64, Event)> + '_ {
+        self.keys.iter().rev().map(|&key| decode(key))
     }
 
     pub fn len(&self) -> usize {

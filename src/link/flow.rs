@@ -61,6 +61,12 @@ impl TxCredits {
         Some((self.limit[class.index()]?, self.consumed[class.index()]))
     }
 
+    /// Per class, the advertised limit and the credits consumed (None: infinite), for the
+    /// periodic-state key (`link/sim/periodic.rs`).
+    pub fn counters(&self) -> [(Counter, (u64, u64)); 3] {
+        [0, 1, 2].map(|c| (self.limit[c], self.consumed[c]))
+    }
+
     /// An UpdateFC arrived. Limits only grow (a stale update never takes credits back).
     pub fn update(&mut self, class: FcClass, header: u64, data: u64) {
         if let Some(limit) = &mut self.limit[class.index()] {
@@ -90,6 +96,12 @@ impl RxCredits {
             *allocated = (allocated.0 + header, allocated.1 + data);
             self.freed_since_update[class] += 1;
         }
+    }
+
+    /// Per class, the credits allocated so far (None: infinite) and the TLPs freed since the
+    /// last UpdateFC, for the periodic-state key.
+    pub fn counters(&self) -> [(Counter, u32); 3] {
+        [0, 1, 2].map(|c| (self.allocated[c], self.freed_since_update[c]))
     }
 
     /// TLPs of `class` freed since its last UpdateFC (always 0 for an infinite class).

@@ -131,6 +131,11 @@ impl<T: Clone> ReplayBuffer<T> {
         ReplayBuffer { modulo, entries: VecDeque::new(), bytes: 0, to_replay: 0, replay_num: 0 }
     }
 
+    /// Sequence number and link bytes of each entry, oldest first (the periodic-state key).
+    pub fn entries(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.entries.iter().map(|(seq, _, bytes)| (*seq, *bytes))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -213,6 +218,11 @@ impl RxSequence {
     }
 
     /// The last sequence number received in order.
+    /// NAK_SCHEDULED (the periodic-state key).
+    pub fn nak_scheduled(&self) -> bool {
+        self.nak_scheduled
+    }
+
     pub fn last_good(&self) -> u16 {
         (self.next + self.modulo - 1) & (self.modulo - 1)
     }

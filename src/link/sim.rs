@@ -5,6 +5,9 @@
 mod driven;
 mod flit_tx;
 mod inject;
+mod periodic;
+
+pub use periodic::LinkCounts;
 mod retry;
 
 use std::collections::VecDeque;
@@ -272,7 +275,7 @@ impl LinkSim {
     }
 
     /// Now, in ticks.
-    pub(super) fn now_ticks(&self) -> u64 {
+    pub fn now_ticks(&self) -> u64 {
         self.now
     }
 

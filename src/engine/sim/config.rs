@@ -65,7 +65,7 @@ pub struct SimConfig {
 }
 
 /// Free-form keys: (name, meaning).
-pub const KEYS: [(&str, &str); 29] = [
+pub const KEYS: [(&str, &str); 30] = [
     ("mps", "MaxPayload bytes"),
     ("mrrs", "MaxReadRequest bytes"),
     ("header", "3dw or 4dw"),
@@ -95,6 +95,7 @@ pub const KEYS: [(&str, &str); 29] = [
     ("host_stall_every", "stream: messages between injected host stalls (0 = none)"),
     ("host_stall_ns", "stream: length of an injected host stall"),
     ("source_mbps", "stream pull: device source rate into its buffers, MBps (0 = always ready)"),
+    ("fast_forward", "stream push d2h: repeating periods as shifted copies (0 = simulate every message)"),
 ];
 
 impl SimConfig {
@@ -272,6 +273,7 @@ impl SimConfig {
             "host_stall_every" => self.ring.host_stall_every = whole()?,
             "host_stall_ns" => self.ring.host_stall_ns = number()?,
             "source_mbps" => self.ring.source_mbps = number()?,
+            "fast_forward" => self.ring.fast_forward = whole()? != 0,
             _ => {
                 return Err(InvalidInput::new(format!("unknown simulator option '{key}': keys are {}", key_names())));
             }

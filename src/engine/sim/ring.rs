@@ -24,6 +24,8 @@ use crate::link::{self, transaction, Direction as LinkDirection, LinkSim, TlpKin
 
 use super::rng::SimRng;
 
+mod steady;
+
 /// Bytes of the metadata each message carries (length, opcode, a 64-bit time: document 003).
 pub const METADATA_BYTES: u64 = 16;
 /// Bytes of the flag write that tells the host a buffer is full (one DW).
@@ -57,12 +59,15 @@ pub struct RingBehaviour {
     /// Pull mode: the device's source makes a message every `message_bytes / source_mbps`
     /// (MBps = 10^6 bytes/s); 0: whenever a device buffer is free.
     pub source_mbps: f64,
+    /// Push d2h: once the state repeats, whole periods are the last one's events shifted
+    /// (`ring/steady.rs`); false simulates every message.
+    pub fast_forward: bool,
 }
 
 impl Default for RingBehaviour {
     /// A host that polls in a tight loop and does nothing with the data; OCDP's short dwell.
     fn default() -> Self {
-        RingBehaviour { dwell_ns: 0.0, react_ns: 200.0, react_jitter_ns: 0.0, host_use_ns: 100.0, host_stall_every: 0, host_stall_ns: 0.0, source_mbps: 0.0 }
+        RingBehaviour { dwell_ns: 0.0, react_ns: 200.0, react_jitter_ns: 0.0, host_use_ns: 100.0, host_stall_every: 0, host_stall_ns: 0.0, source_mbps: 0.0, fast_forward: true }
     }
 }
 
@@ -80,6 +85,8 @@ pub struct RingTruth {
     pub dropped_after_last: u64,
     /// The reaction delays drawn, in message order (only the first `REACTIONS_KEPT`).
     pub reactions_ns: Vec<f64>,
+    /// Messages handed over as shifted copies of a repeating period, not simulated one by one.
+    pub fast_forwarded: u64,
 }
 
 /// Reaction delays kept in the truth (enough for percentiles in tests, bounded for long runs).
@@ -136,6 +143,7 @@ struct Run<'a> {
     first_start_ns: Option<f64>,
     last_release_ns: f64,
     sink_error: Option<EngineError>,
+    ff: steady::FastForward,
 }
 
 impl SimRing {
@@ -206,6 +214,7 @@ impl Streaming for SimRing {
             first_start_ns: None,
             last_release_ns: 0.0,
             sink_error: None,
+            ff: steady::FastForward::new(plan, &self.behaviour, config.mps_bytes),
         };
         let result = run.produce();
         let (end, truth) = run.finish(result);
@@ -240,16 +249,19 @@ impl Run<'_> {
             StreamStop::Messages(n) => (n, f64::INFINITY),
             StreamStop::Duration(d) => (u64::MAX, d.as_secs_f64() * 1e9),
         };
-        let mut sequence = 0u64;
-        let mut ready_ns = 0.0f64;
-        let mut last_done_ns = 0.0f64;
-        let mut period_ns = 0.0f64;
-        while sequence < limit_messages && ready_ns < limit_ns {
-            if sequence % CANCEL_EVERY == 0 && crate::cancel::requested() {
+        let mut at = steady::LoopState { sequence: 0, ready_ns: 0.0, last_done_ns: 0.0, period_ns: 0.0 };
+        while at.sequence < limit_messages && at.ready_ns < limit_ns {
+            if at.sequence % CANCEL_EVERY == 0 && crate::cancel::requested() {
                 return Ok(Some("interrupted".into()));
             }
             if let Some(error) = self.sink_error.take() {
                 return Err(error);
+            }
+            if let Some(stopped) = self.fast_forward(&mut at)? {
+                return Ok(Some(stopped));
+            }
+            if !(at.sequence < limit_messages && at.ready_ns < limit_ns) {
+                break;
             }
             let (start_ns, cause) = match self.plan.backpressure {
                 Backpressure::Lossless => {
@@ -259,28 +271,28 @@ impl Run<'_> {
                         }
                     }
                     let freed_at = if self.committed >= host_buffers { self.last_doorbell_arrival_ns } else { 0.0 };
-                    if freed_at > ready_ns { (freed_at, WaitCause::NoFreeBuffer) } else { (ready_ns, self.idle_cause()) }
+                    if freed_at > at.ready_ns { (freed_at, WaitCause::NoFreeBuffer) } else { (at.ready_ns, self.idle_cause()) }
                 }
                 Backpressure::Lossy => {
-                    self.run_until(ready_ns);
+                    self.run_until(at.ready_ns);
                     if self.committed - self.doorbells_arrived >= host_buffers {
                         self.truth.dropped += 1;
-                        sequence += 1;
+                        at.sequence += 1;
                         // The source does not wait: its next message comes a message time later.
-                        ready_ns += period_ns.max(1.0);
+                        at.ready_ns += at.period_ns.max(1.0);
                         continue;
                     }
-                    (ready_ns, self.idle_cause())
+                    (at.ready_ns, self.idle_cause())
                 }
             };
-            let wait_before_ns = if sequence == 0 && self.committed == 0 { 0.0 } else { start_ns - last_done_ns };
+            let wait_before_ns = if at.sequence == 0 && self.committed == 0 { 0.0 } else { start_ns - at.last_done_ns };
             let cause = if wait_before_ns > 0.0 { cause } else { WaitCause::None };
-            let done_ns = self.send_message(sequence, start_ns, wait_before_ns, cause);
+            let done_ns = self.send_message(at.sequence, start_ns, wait_before_ns, cause);
             self.first_start_ns.get_or_insert(start_ns);
-            period_ns = done_ns - start_ns + self.behaviour.dwell_ns;
-            last_done_ns = done_ns;
-            ready_ns = done_ns + self.behaviour.dwell_ns;
-            sequence += 1;
+            at.period_ns = done_ns - start_ns + self.behaviour.dwell_ns;
+            at.last_done_ns = done_ns;
+            at.ready_ns = done_ns + self.behaviour.dwell_ns;
+            at.sequence += 1;
         }
         Ok(None)
     }
@@ -398,6 +410,7 @@ impl Run<'_> {
             wait_before_ns: message.wait_before_ns,
             wait_cause: message.wait_cause,
         };
+        self.ff.note(&event);
         if self.sink_error.is_none() {
             if let Err(error) = self.sink.message(&event) {
                 self.sink_error = Some(error);
@@ -436,6 +449,7 @@ impl Run<'_> {
         }
         let start_ns = self.first_start_ns.unwrap_or(0.0);
         self.truth.span_ns = self.last_release_ns - start_ns;
+        self.truth.fast_forwarded = self.ff.fast_forwarded;
         let produced = self.committed + self.truth.dropped;
         let end = match stopped {
             Ok(stopped_early) => match self.sink_error.take() {
