@@ -188,7 +188,7 @@ impl Phase {
     fn group_round_ns(&self, tags: u32) -> Option<f64> {
         let Phase { after_request_ns: after, write_tlp_ns: write, request_ns, ack_ns, completion_set_ns, skp_share } = *self;
         let spacing_ns = completion_set_ns.max(request_ns);
-        let spread_ns = (tags - 1) as f64 * spacing_ns;
+        let spread_ns = tags.saturating_sub(1) as f64 * spacing_ns;
         let burst_ns = tags as f64 * (request_ns + ack_ns);
         if spread_ns + burst_ns > write {
             return None;
