@@ -223,7 +223,8 @@ fn a_window_shorter_than_one_round_of_tags_is_not_compared() {
     assert!(document.skipped.iter().any(|s| s.starts_with("both at once: 1 combinations")), "{:?}", document.skipped);
 }
 
-fn both_at_once(generation: Generation, width: u32, mps: u64, header: pcieperf::model::HeaderFormat, mrrs: u64, tags: u32, latency_ns: f64, size: u64) -> Grid {
+/// Both at once on one `(generation, width)` link at 2 µs completion latency.
+fn both_at_once((generation, width): (Generation, u32), mps: u64, header: pcieperf::model::HeaderFormat, mrrs: u64, tags: u32, size: u64) -> Grid {
     Grid {
         generations: vec![generation],
         widths: vec![width],
@@ -233,7 +234,7 @@ fn both_at_once(generation: Generation, width: u32, mps: u64, header: pcieperf::
         sizes_bytes: vec![size],
         mrrs_bytes: vec![mrrs],
         tags: vec![tags],
-        latencies_ns: vec![latency_ns],
+        latencies_ns: vec![2000.0],
         ..Grid::default()
     }
 }
@@ -248,7 +249,7 @@ fn both_at_once(generation: Generation, width: u32, mps: u64, header: pcieperf::
 fn both_streams_are_measured_over_whole_rounds_of_the_reads() {
     use pcieperf::model::HeaderFormat::{Dw3, Dw4};
     for (header, mrrs, stream) in [(Dw4, 4096, Kind::Read), (Dw3, 512, Kind::Write)] {
-        let document = crosscheck::run(&both_at_once(Generation::Gen3, 16, 512, header, mrrs, 8, 2000.0, 65_536)).unwrap();
+        let document = crosscheck::run(&both_at_once((Generation::Gen3, 16), 512, header, mrrs, 8, 65_536)).unwrap();
         let text = pcieperf::report::crosscheck::text(&document, true);
         let point = document.points.iter().find(|p| p.stream == Some(stream)).unwrap_or_else(|| panic!("not compared:\n{text}"));
         assert!(point.agrees(), "{text}");
@@ -264,7 +265,7 @@ fn both_streams_are_measured_over_whole_rounds_of_the_reads() {
 #[test]
 fn reads_locked_into_one_group_per_round_are_explained_by_the_locked_round() {
     use pcieperf::model::bidir::{bidirectional_waiting, RequestWait};
-    let grid = both_at_once(Generation::Gen3, 4, 4096, pcieperf::model::HeaderFormat::Dw4, 512, 8, 2000.0, 1 << 20);
+    let grid = both_at_once((Generation::Gen3, 4), 4096, pcieperf::model::HeaderFormat::Dw4, 512, 8, 1 << 20);
     let document = crosscheck::run(&grid).unwrap();
     let text = pcieperf::report::crosscheck::text(&document, true);
     let read = document.points.iter().find(|p| p.stream == Some(Kind::Read)).unwrap_or_else(|| panic!("no read stream compared:\n{text}"));
