@@ -26,7 +26,7 @@ pub const TOLERANCE: f64 = 0.005;
 /// Both at once compares steady rates: where fewer write TLPs or completions than this cross
 /// while both streams run (a short transfer; writes that end while the first completions are
 /// still on their way), there is no steady state, and the point is not compared. (Reads that
-/// come in bursts are measured over whole rounds of their tags instead, which need no count.)
+/// repeat in whole rounds of their tags are measured over those rounds, which need no count.)
 pub const STEADY_WINDOW_TLPS: u64 = 64;
 
 /// What a point transfers.
@@ -446,12 +446,26 @@ fn explain_both(config: &SimConfig, stream: Kind, size_bytes: u64, sim_ns: f64) 
     let none_ns = bidirectional_waiting_ns(&params, size_bytes, RequestWait::Ns(0.0))[i];
     let whole_ns = bidirectional_waiting_ns(&params, size_bytes, RequestWait::Ns(write_tlp_ns))[i];
     let (low, high) = (none_ns.min(whole_ns), none_ns.max(whole_ns));
-    if sim_ns < low * (1.0 - TOLERANCE) || sim_ns > high * (1.0 + TOLERANCE) {
+    let name = crate::named::Named::name(stream);
+    if sim_ns >= low * (1.0 - TOLERANCE) && sim_ns <= high * (1.0 + TOLERANCE) {
+        return Some(format!(
+            "read requests wait behind write TLPs ({write_tlp_ns:.1} ns each on the requester's lanes): with every request delayed by 0 to one write TLP the model gives {low:.1}–{high:.1} ns for the {name} stream"
+        ));
+    }
+    // Tags that all free within one write TLP can lock into one group per round, each round
+    // then ending on a write TLP boundary after the last tag frees: more than one write TLP of
+    // wait for the tags that free first (`model::bidir::RequestWait::Group`). Not at Gen6,
+    // whose flit grid the group round does not follow.
+    if config.link.generation == Generation::Gen6 {
+        return None;
+    }
+    let group_ns = bidirectional_waiting_ns(&params, size_bytes, RequestWait::Group)[i];
+    let (low, high) = (low.min(group_ns), high.max(group_ns));
+    if group_ns == whole_ns || sim_ns < low * (1.0 - TOLERANCE) || sim_ns > high * (1.0 + TOLERANCE) {
         return None;
     }
     Some(format!(
-        "read requests wait behind write TLPs ({write_tlp_ns:.1} ns each on the requester's lanes): with every request delayed by 0 to one write TLP the model gives {low:.1}–{high:.1} ns for the {} stream",
-        crate::named::Named::name(stream)
+        "read requests go out in one group per round behind a write TLP ({write_tlp_ns:.1} ns each on the requester's lanes): the tags free within one write TLP, and the round locks to the writes; with 0 wait to that locked round the model gives {low:.1}–{high:.1} ns for the {name} stream ({group_ns:.1} ns locked)"
     ))
 }
 
@@ -499,14 +513,14 @@ pub fn simulated_ns(config: &SimConfig, kind: Kind, size_bytes: u64) -> Result<V
 
 /// Writes and reads at once, from the record: each stream's payload rate while both run —
 /// between the end of the first completion and the end of whichever stream finishes first — as
-/// the time `size_bytes` would take at that rate: [write, read]. The writes' rate is the
-/// least-squares slope of bytes delivered against time, and so is the reads' where their
-/// completions stream. Where the tags' rounds arrive as bursts with the latency idle between
-/// them, a slope over the few steps of that staircase depends on where the window cuts one
-/// (+3.7 % at Gen6 x16, 32 tags, 2 µs, with the writes ending 4 rounds into 256), so the reads'
-/// rate is taken over whole rounds instead ([`rounds`]); and a window that ends before the
-/// first tag's second round has begun holds no steady read rate at all (a burst of the first
-/// round only), so the point is not compared.
+/// the time `size_bytes` would take at that rate: [write, read]. Where the reads repeat in whole
+/// rounds of their tags ([`rounds`]), both rates are taken over those rounds: the schedule
+/// repeats each round, and a least-squares slope over a few rounds depends on where the window
+/// cuts one (+3.7 % at Gen6 x16, 32 tags, 2 µs, a staircase of bursts; −2.0 % at Gen3 x16,
+/// MRRS 4096, 8 tags, 2 µs, 64 KiB, completions that stream but for a 3 % gap, over 1.2 rounds).
+/// Otherwise (tags that drift) both are slopes. A window that ends before the first tag's
+/// second round has begun holds no steady read rate at all (a burst of the first round only),
+/// so the point is not compared.
 fn steady_both_ns(record: &[link::Crossing], size_bytes: u64, mrrs_bytes: u64, tags: u32) -> Option<[f64; 2]> {
     let tlps = |kind: TlpKind| {
         record.iter().filter_map(move |c| match c.packet {
@@ -529,14 +543,32 @@ fn steady_both_ns(record: &[link::Crossing], size_bytes: u64, mrrs_bytes: u64, t
         let slope = least_squares_slope(&points);
         (points.len() as u64 >= STEADY_WINDOW_TLPS && slope > 0.0).then(|| size_bytes as f64 / slope)
     };
-    let write_ns = slope_ns(TlpKind::MemWrite)?;
+    let slope_write_ns = slope_ns(TlpKind::MemWrite)?;
     let tags_reused = size_bytes.div_ceil(mrrs_bytes) > tags as u64;
-    let read_ns = match rounds(record, from_ns, until_ns, mrrs_bytes, tags) {
-        Rounds::Whole { until_ns: rounds_until_ns, bytes, bursts: true } => size_bytes as f64 * (rounds_until_ns - from_ns) / bytes as f64,
+    let [write_ns, read_ns] = match rounds(record, from_ns, until_ns, mrrs_bytes, tags) {
+        Rounds::Whole { until_ns: rounds_until_ns, bytes, .. } => {
+            let writes = tlps(TlpKind::MemWrite).map(|(end, t)| (end, t.len_bytes));
+            let write_ns = whole_tlps_ns(writes, from_ns, rounds_until_ns, size_bytes).unwrap_or(slope_write_ns);
+            [write_ns, size_bytes as f64 * (rounds_until_ns - from_ns) / bytes as f64]
+        }
         Rounds::NotYet if tags_reused => return None,
-        _ => slope_ns(TlpKind::CompletionData)?,
+        _ => [slope_write_ns, slope_ns(TlpKind::CompletionData)?],
     };
     Some([write_ns, read_ns])
+}
+
+/// A stream's rate over a window of whole read rounds, as the time `size_bytes` would take:
+/// from the end of its first TLP in the window to the end of its last, over the bytes of the
+/// TLPs after the first. The schedule repeats each round (requests and Acks of the reads come
+/// in bursts among the writes), so a rate over whole rounds sees each burst once; a slope does
+/// not see a burst at the window's start at all (it shifts every later point alike): −0.53 %
+/// at Gen3 x16, MPS 512, 8 tags, 2 µs, 64 KiB, a window of 1.2 rounds. `None` with fewer than
+/// two TLPs (the window is whole rounds, which [`rounds`] found; its TLP count does not matter).
+fn whole_tlps_ns(tlps: impl Iterator<Item = (f64, u64)>, from_ns: f64, until_ns: f64, size_bytes: u64) -> Option<f64> {
+    let inside: Vec<(f64, u64)> = tlps.filter(|(end, _)| *end >= from_ns && *end <= until_ns).collect();
+    let (&(first_ns, _), &(last_ns, _)) = (inside.first()?, inside.last()?);
+    let bytes: u64 = inside[1..].iter().map(|(_, len)| len).sum();
+    (inside.len() >= 2 && bytes > 0).then(|| size_bytes as f64 * (last_ns - first_ns) / bytes as f64)
 }
 
 /// What the window holds of a read stream's rounds (one request per tag, answered a latency later).
@@ -549,16 +581,9 @@ enum Rounds {
     Irregular,
     /// Whole rounds, from the first completion to the last one that opens a request on the
     /// same tag, each delivering exactly `tags` × MRRS bytes: `bytes` arrived after the first
-    /// completion, up to `until_ns`. `bursts`: in the first round no completion arrived for at
-    /// least [`BURST_GAP_OF_ROUND`] of the round in one stretch (the latency between bursts).
-    Whole { until_ns: f64, bytes: u64, bursts: bool },
+    /// completion, up to `until_ns`.
+    Whole { until_ns: f64, bytes: u64 },
 }
-
-/// A stretch without completions this long, as a share of the round, makes the rounds bursts:
-/// a staircase whose few steps a slope does not average away. Latency-bound rounds idle for
-/// about half the round or more (Gen6 x16, MRRS 4096, 32 tags, 2 µs: 49 %; at a threshold of
-/// a half that point stayed on the slope, −1.1 %), streaming ones for a few per cent.
-const BURST_GAP_OF_ROUND: f64 = 0.25;
 
 fn rounds(record: &[link::Crossing], from_ns: f64, until_ns: f64, mrrs_bytes: u64, tags: u32) -> Rounds {
     let completions = record.iter().filter_map(|c| match c.packet {
@@ -567,13 +592,9 @@ fn rounds(record: &[link::Crossing], from_ns: f64, until_ns: f64, mrrs_bytes: u6
     });
     let Some((_, first)) = completions.clone().find(|(c, _)| c.end_ns == from_ns) else { return Rounds::NotYet };
     let round_bytes = tags as u64 * mrrs_bytes;
-    let (mut round, mut total, mut last_ns, mut longest_gap_ns, mut previous_end_ns) = (0, 0, None, 0.0f64, from_ns);
+    let (mut round, mut total, mut last_ns) = (0, 0, None);
     for (crossing, t) in completions.filter(|(c, _)| c.end_ns > from_ns && c.end_ns <= until_ns) {
         round += t.len_bytes;
-        if last_ns.is_none() {
-            longest_gap_ns = longest_gap_ns.max(crossing.start_ns - previous_end_ns);
-            previous_end_ns = crossing.end_ns;
-        }
         if t.tag == first.tag && t.addr % mrrs_bytes == first.addr % mrrs_bytes {
             // This completion opens the next round: a repeating schedule delivered one request
             // per tag since the previous opening.
@@ -587,7 +608,7 @@ fn rounds(record: &[link::Crossing], from_ns: f64, until_ns: f64, mrrs_bytes: u6
     }
     match last_ns {
         None => Rounds::NotYet,
-        Some(ns) => Rounds::Whole { until_ns: ns, bytes: total, bursts: longest_gap_ns >= BURST_GAP_OF_ROUND * (ns - from_ns) / total as f64 * round_bytes as f64 },
+        Some(ns) => Rounds::Whole { until_ns: ns, bytes: total },
     }
 }
 
