@@ -112,6 +112,23 @@ fn a_duration_is_virtual_time_on_the_simulator() {
     assert!((point["duration_ns"].as_f64().unwrap() - 2e6).abs() < 25e3, "{}", point["duration_ns"]);
 }
 
+/// A long stream of small messages is fast-forwarded once its schedule repeats, and every view
+/// says how many messages were copies of a simulated period; `fast_forward=0` copies none.
+#[test]
+fn fast_forwarded_messages_are_counted_in_the_views() {
+    let run = |target: &str| {
+        let assert = pcieperf().args(["stream", "--target", target, "--msg-size", "64", "--messages", "40000", "--json"]).assert().success();
+        let doc: Value = serde_json::from_slice(&assert.get_output().stdout).unwrap();
+        doc["points"][0]["fast_forwarded"].as_u64().unwrap()
+    };
+    let copied = run("sim:doc003");
+    assert!(copied > 10_000 && copied < 40_000, "{copied}");
+    assert_eq!(run("sim:doc003,fast_forward=0"), 0);
+    let text = pcieperf().args(["stream", "--target", "sim:doc003", "--msg-size", "64", "--messages", "40000"]).assert().success();
+    let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
+    assert!(text.contains(&format!("fast-forwarded: {copied} of 40000 messages")), "{text}");
+}
+
 /// `--direction both`: each direction's point, and their sum, in every view; engines without
 /// two rings at once refuse in one line.
 #[test]

@@ -55,6 +55,7 @@ fn compare(target: &str, plan: &RingPlan) -> u64 {
         assert!(same, "{target}: message {i} differs:\n fast {a:?}\n full {b:?}");
     }
     assert_eq!(fast_end.produced, full_end.produced, "{target}: produced");
+    assert_eq!((fast_end.fast_forwarded, full_end.fast_forwarded), (fast_truth.fast_forwarded, 0), "{target}: the stream's end reports what was fast-forwarded");
     assert_eq!(fast_end.dropped_by_producer, full_end.dropped_by_producer, "{target}: drops");
     assert!(close(fast_end.end_ns, full_end.end_ns), "{target}: end {} vs {}", fast_end.end_ns, full_end.end_ns);
     assert!(close(fast_truth.full_ns, full_truth.full_ns), "{target}: full time {} vs {}", fast_truth.full_ns, full_truth.full_ns);

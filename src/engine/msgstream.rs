@@ -187,6 +187,7 @@ pub fn run(nodes: &Nodes<'_>, plan: &RingPlan, sink: &mut dyn MessageSink) -> Re
         start_ns: run.start_ns,
         end_ns: nodes.clock.now_ns(),
         stopped_early,
+        fast_forwarded: 0,
     })
 }
 

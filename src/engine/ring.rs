@@ -129,6 +129,10 @@ pub struct StreamEnd {
     pub end_ns: f64,
     /// The stream stopped early (a signal, the deadline, a closed peer): why, in one line.
     pub stopped_early: Option<String>,
+    /// Messages of `produced` that the engine emitted as time-shifted copies of a simulated
+    /// steady period (the sim ring's fast-forward); 0 where every message was simulated or
+    /// measured.
+    pub fast_forwarded: u64,
 }
 
 /// Message streaming, offered by engines that can (see [`super::Engine::streaming`]).

@@ -143,6 +143,9 @@ fn point_text(doc: &StreamDocument, direction: StreamDirection, p: &Point) -> St
         p.dropped_by_producer.map_or(String::new(), |d| format!(", {d} counted by the producer")),
         if p.gaps_left_out > 0 { format!(" ({} gaps beyond the first {} only counted)", p.gaps_left_out, p.gaps.len()) } else { String::new() }
     );
+    if p.fast_forwarded > 0 {
+        let _ = writeln!(out, "fast-forwarded: {} of {} messages are time-shifted copies of a simulated steady period (docs/stream.md)", p.fast_forwarded, p.produced);
+    }
     if p.reordered > 0 {
         let _ = writeln!(out, "out of order: {} messages", p.reordered);
     }

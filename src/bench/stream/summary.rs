@@ -104,6 +104,10 @@ pub struct Point {
     /// Drops found from sequence gaps, and those the producer counted (where it can).
     pub dropped: u64,
     pub dropped_by_producer: Option<u64>,
+    /// Messages the engine produced as copies of a simulated steady period, not stepped one by
+    /// one ([`crate::engine::ring::StreamEnd::fast_forwarded`]).
+    #[serde(default)]
+    pub fast_forwarded: u64,
     pub gaps: Vec<Gap>,
     pub gaps_left_out: u64,
     pub reordered: u64,
@@ -216,6 +220,7 @@ pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd, link: Option<&LinkP
         bubbles,
         dropped: r.dropped,
         dropped_by_producer: end.dropped_by_producer,
+        fast_forwarded: end.fast_forwarded,
         gaps: r.gaps.clone(),
         gaps_left_out: r.gaps_left_out,
         reordered: r.reordered,

@@ -186,6 +186,7 @@ impl Streaming for CosimEngine {
                     start_ns,
                     end_ns,
                     stopped_early: Some("interrupted".into()),
+                    fast_forwarded: 0,
                 });
             }
             let words = self.call(&format!("stream_next {CHUNK_MESSAGES}"))?;
@@ -208,6 +209,7 @@ impl Streaming for CosimEngine {
                         start_ns,
                         end_ns,
                         stopped_early: Some(error.to_string()),
+                        fast_forwarded: 0,
                     });
                 }
             }
@@ -219,6 +221,7 @@ impl Streaming for CosimEngine {
                     start_ns,
                     end_ns,
                     stopped_early: None,
+                    fast_forwarded: 0,
                 });
             }
         }

@@ -460,6 +460,7 @@ impl Run<'_> {
                     start_ns,
                     end_ns: self.last_release_ns,
                     stopped_early,
+                    fast_forwarded: self.ff.fast_forwarded,
                 }),
             },
             Err(error) => Err(error),

@@ -81,7 +81,7 @@ impl Producer {
     }
 
     fn end(&self) -> StreamEnd {
-        StreamEnd { produced: self.sequence, dropped_by_producer: Some(0), start_ns: self.first_start_ns.unwrap_or(0.0), end_ns: self.last_release_ns, stopped_early: None }
+        StreamEnd { produced: self.sequence, dropped_by_producer: Some(0), start_ns: self.first_start_ns.unwrap_or(0.0), end_ns: self.last_release_ns, stopped_early: None, fast_forwarded: 0 }
     }
 }
 

@@ -124,7 +124,7 @@ impl<'a> H2dRun<'a> {
         let truth = RingTruth { span_ns: self.last_release_ns - start_ns, ..RingTruth::default() };
         let end = match self.sink_error.take() {
             Some(error) => Err(error),
-            None => Ok(StreamEnd { produced: sequence, dropped_by_producer: Some(0), start_ns, end_ns: self.last_release_ns, stopped_early }),
+            None => Ok(StreamEnd { produced: sequence, dropped_by_producer: Some(0), start_ns, end_ns: self.last_release_ns, stopped_early, fast_forwarded: 0 }),
         };
         (end, truth)
     }

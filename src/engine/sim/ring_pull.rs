@@ -226,7 +226,7 @@ impl PullRun<'_> {
         truth.span_ns = last_release_ns - start_ns;
         let end = match sink_error {
             Some(error) => Err(error),
-            None => Ok(StreamEnd { produced: committed + truth.dropped, dropped_by_producer: Some(truth.dropped), start_ns, end_ns: last_release_ns, stopped_early }),
+            None => Ok(StreamEnd { produced: committed + truth.dropped, dropped_by_producer: Some(truth.dropped), start_ns, end_ns: last_release_ns, stopped_early, fast_forwarded: 0 }),
         };
         (end, truth)
     }
