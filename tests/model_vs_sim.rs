@@ -180,19 +180,7 @@ fn latency_bound_reads_beside_writes_are_measured_over_whole_rounds() {
         (Generation::Gen6, 16, 512, Dw4, 4096, 8, 1 << 20),
     ];
     for (generation, width, mps, header, mrrs, tags, size) in cases {
-        let grid = Grid {
-            generations: vec![generation],
-            widths: vec![width],
-            mps_bytes: vec![mps],
-            headers: vec![header],
-            kinds: vec![Kind::Both],
-            sizes_bytes: vec![size],
-            mrrs_bytes: vec![mrrs],
-            tags: vec![tags],
-            latencies_ns: vec![2000.0],
-            ..Grid::default()
-        };
-        let document = crosscheck::run(&grid).unwrap();
+        let document = crosscheck::run(&both_at_once((generation, width), mps, header, mrrs, tags, size)).unwrap();
         let text = pcieperf::report::crosscheck::text(&document, true);
         let read = document.points.iter().find(|p| p.stream == Some(Kind::Read)).unwrap_or_else(|| panic!("no read stream compared:\n{text}"));
         assert!(read.difference_percent.abs() < 0.05, "{read:?}");
@@ -206,18 +194,7 @@ fn latency_bound_reads_beside_writes_are_measured_over_whole_rounds() {
 /// now left out as having no steady window.
 #[test]
 fn a_window_shorter_than_one_round_of_tags_is_not_compared() {
-    let grid = Grid {
-        generations: vec![Generation::Gen6],
-        widths: vec![16],
-        mps_bytes: vec![128],
-        headers: vec![pcieperf::model::HeaderFormat::Dw3],
-        kinds: vec![Kind::Both],
-        sizes_bytes: vec![1 << 20],
-        mrrs_bytes: vec![128],
-        tags: vec![64],
-        latencies_ns: vec![5000.0],
-        ..Grid::default()
-    };
+    let grid = Grid { latencies_ns: vec![5000.0], ..both_at_once((Generation::Gen6, 16), 128, pcieperf::model::HeaderFormat::Dw3, 128, 64, 1 << 20) };
     let document = crosscheck::run(&grid).unwrap();
     assert!(document.points.is_empty(), "{:?}", document.points);
     assert!(document.skipped.iter().any(|s| s.starts_with("both at once: 1 combinations")), "{:?}", document.skipped);
