@@ -278,6 +278,10 @@ impl SimConfig {
                 return Err(InvalidInput::new(format!("unknown simulator option '{key}': keys are {}", key_names())));
             }
         }
+        // Set on the target, the flow-control stalls are also the stream ring's credit holds.
+        if matches!(key, "stalls_per_s" | "stall_min_ns" | "stall_max_ns") {
+            self.ring.credit_holds = true;
+        }
         if self.stall_min_ns > self.stall_max_ns || self.long_stall_min_ns > self.long_stall_max_ns {
             return Err(InvalidInput::new("simulator stall minimum is above its maximum"));
         }

@@ -98,6 +98,25 @@ pub struct SimEngine {
     ring: ring::SimRing,
 }
 
+/// The stream ring's driven link: the endpoint's, with the target's flow-control stalls as
+/// credit holds when it set them ([`ring::RingBehaviour::credit_holds`]), seeded from the run's
+/// seed. The link then simulates what they cost: the device's transmitter starving for credits.
+fn ring_link(config: &SimConfig, seed: u64) -> Result<crate::link::SimConfig, InvalidInput> {
+    let mut link = link_time::link_config(&config.params)?;
+    if config.ring.credit_holds {
+        link.inject = crate::link::Injection {
+            holds_per_s: config.stalls_per_s,
+            hold_min_ns: config.stall_min_ns,
+            hold_max_ns: config.stall_max_ns,
+            seed: seed ^ 0xC2ED_17_0003,
+            threshold_ns: DemoRegisters::default().threshold_ns(),
+            ..Default::default()
+        };
+        link.inject.validate()?;
+    }
+    Ok(link)
+}
+
 impl SimEngine {
     /// Open `sim[:ARGUMENT]`; `target` is kept as written for the description.
     pub fn open(target: &str, options: &OpenOptions) -> Result<Self, EngineError> {
@@ -144,7 +163,7 @@ impl SimEngine {
             link: LinkTimes::new(&config.params),
             ring: ring::SimRing {
                 info: info.clone(),
-                link: link_time::link_config(&config.params),
+                link: ring_link(&config, seed),
                 behaviour: config.ring.clone(),
                 rng: SimRng::new(seed ^ 0x0003_0003),
                 truth: None,

@@ -62,12 +62,16 @@ pub struct RingBehaviour {
     /// Push d2h: once the state repeats, whole periods are the last one's events shifted
     /// (`ring/steady.rs`); false simulates every message.
     pub fast_forward: bool,
+    /// The target set a flow-control stall key (`stalls_per_s`, `stall_min_ns`, `stall_max_ns`):
+    /// the push d2h ring's link withholds the host's UpdateFCs for those holds
+    /// ([`link::Injection`]). Presets alone inject none, so their streams stay as they were.
+    pub credit_holds: bool,
 }
 
 impl Default for RingBehaviour {
     /// A host that polls in a tight loop and does nothing with the data; OCDP's short dwell.
     fn default() -> Self {
-        RingBehaviour { dwell_ns: 0.0, react_ns: 200.0, react_jitter_ns: 0.0, host_use_ns: 100.0, host_stall_every: 0, host_stall_ns: 0.0, source_mbps: 0.0, fast_forward: true }
+        RingBehaviour { dwell_ns: 0.0, react_ns: 200.0, react_jitter_ns: 0.0, host_use_ns: 100.0, host_stall_every: 0, host_stall_ns: 0.0, source_mbps: 0.0, fast_forward: true, credit_holds: false }
     }
 }
 
@@ -87,6 +91,9 @@ pub struct RingTruth {
     pub reactions_ns: Vec<f64>,
     /// Messages handed over as shifted copies of a repeating period, not simulated one by one.
     pub fast_forwarded: u64,
+    /// The device's (upstream) transmitter's credit starvation over the stream, as the link
+    /// counted it (injected credit holds).
+    pub credit_starvation: link::Starvation,
 }
 
 /// Reaction delays kept in the truth (enough for percentiles in tests, bounded for long runs).
@@ -146,10 +153,19 @@ struct Run<'a> {
     ff: steady::FastForward,
 }
 
+/// Credit holds are attributed on the d2h push ring only; elsewhere they would hide in other
+/// causes' bubbles.
+const HOLDS_D2H_PUSH_ONLY: &str = "credit holds (stalls_per_s, stall_min_ns, stall_max_ns on a sim target) are simulated on the d2h push ring only: drop them for --pull, --direction h2d or both";
+
 impl SimRing {
     /// The truth of the last stream (None before any).
     pub fn truth(&self) -> Option<&RingTruth> {
         self.truth.as_ref()
+    }
+
+    /// The ring's link withholds credits ([`RingBehaviour::credit_holds`] with a rate above 0).
+    fn holds_injected(&self) -> bool {
+        self.link.as_ref().is_ok_and(|link| link.inject.holds_per_s > 0.0)
     }
 }
 
@@ -164,6 +180,9 @@ impl Streaming for SimRing {
         }
         if plan.device_buffers == 0 {
             return Err(InvalidInput::new("the simulated ring needs at least one device buffer").into());
+        }
+        if self.holds_injected() && (plan.direction == StreamDirection::H2d || plan.transport == Transport::Pull) {
+            return Err(InvalidInput::new(HOLDS_D2H_PUSH_ONLY).into());
         }
         Ok(())
     }
@@ -230,6 +249,9 @@ impl Streaming for SimRing {
         let config = self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
         if plan.transport == Transport::Pull || plan.backpressure == Backpressure::Lossy {
             return Err(InvalidInput::new("--direction both: the simulated rings run both directions in lossless push only (h2d has neither pull nor lossy)").into());
+        }
+        if self.holds_injected() {
+            return Err(InvalidInput::new(HOLDS_D2H_PUSH_ONLY).into());
         }
         self.check(&RingPlan { direction: StreamDirection::H2d, ..plan.clone() })?;
         let mut rng = self.rng.fork(0x5712_EA);
@@ -302,9 +324,16 @@ impl Run<'_> {
         if self.behaviour.dwell_ns > 0.0 { WaitCause::DeviceDwell } else { WaitCause::None }
     }
 
-    /// Queue one message's TLPs at `start_ns`; returns when its flag write left the device.
-    fn send_message(&mut self, sequence: u64, start_ns: f64, wait_before_ns: f64, wait_cause: WaitCause) -> f64 {
-        self.run_until(start_ns);
+    /// Queue one message's TLPs at `queued_ns`; returns when its flag write left the device.
+    ///
+    /// With credit holds the device's transmitter may starve while the message goes out: the
+    /// message's start is then its queueing moved later by that starvation, and the starvation
+    /// is a bubble before it (`Credits` when it is the larger part of the bubble). So the
+    /// device's service is the time its TLPs took without a credit stall, and every stall shows
+    /// as one bubble of its own length.
+    fn send_message(&mut self, sequence: u64, queued_ns: f64, idle_before_ns: f64, idle_cause: WaitCause) -> f64 {
+        self.run_until(queued_ns);
+        let starved_before_ns = self.upstream_starvation().total_ns;
         let slot = self.committed % u64::from(self.plan.host_buffers);
         let bytes = u64::from(self.plan.message_bytes);
         let mut split = transaction::Splitter::new(DATA_BASE + slot * u64::from(self.plan.buffer_bytes), bytes, self.sim_mps());
@@ -321,16 +350,24 @@ impl Run<'_> {
             }
         }
         let done_ns = self.sim.last_tlp_end_ns(LinkDirection::Upstream);
+        // Every TLP of the message has left, so any starvation during it has ended and is counted.
+        let starved_ns = self.upstream_starvation().total_ns - starved_before_ns;
+        let wait_before_ns = idle_before_ns + starved_ns;
+        let wait_cause = if starved_ns > 0.0 && starved_ns >= idle_before_ns { WaitCause::Credits } else { idle_cause };
         self.in_flight.push_back(InFlight {
             sequence,
             bytes: self.plan.message_bytes,
             last_tlp: self.sent_tlps,
-            device_start_ns: start_ns,
+            device_start_ns: queued_ns + starved_ns,
             device_done_ns: done_ns,
             wait_before_ns,
             wait_cause,
         });
         done_ns
+    }
+
+    fn upstream_starvation(&self) -> link::Starvation {
+        self.sim.outcome().starvation[LinkDirection::Upstream.index()]
     }
 
     fn sim_mps(&self) -> u64 {
@@ -450,6 +487,7 @@ impl Run<'_> {
         let start_ns = self.first_start_ns.unwrap_or(0.0);
         self.truth.span_ns = self.last_release_ns - start_ns;
         self.truth.fast_forwarded = self.ff.fast_forwarded;
+        self.truth.credit_starvation = self.upstream_starvation();
         let produced = self.committed + self.truth.dropped;
         let end = match stopped {
             Ok(stopped_early) => match self.sink_error.take() {
