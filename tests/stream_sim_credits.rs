@@ -1,0 +1,118 @@
+//! Credit holds on the simulated d2h push ring (issue 21): with the target's flow-control stall
+//! keys set, the ring's link withholds the host's UpdateFCs, the device's transmitter starves,
+//! and the report's `credits` bubbles add up to the starvation the link counted — over several
+//! seeds. The truth is the link's own starvation counter (`RingTruth::credit_starvation`),
+//! never the report's figures.
+
+use pcieperf::bench::stream::{self, StreamDocument, StreamOptions};
+use pcieperf::engine::ring::{Backpressure, RingPlan, StreamDirection, StreamStop, Transport, WaitCause};
+use pcieperf::engine::sim::ring::RingTruth;
+use pcieperf::engine::sim::{SimConfig, SimEngine};
+use pcieperf::engine::Engine;
+
+const SEEDS: [u64; 3] = [1, 7, 2026];
+/// Holds of 20–50 µs, 5000 per second: far longer than the credits the device holds cover.
+const HOLDS: &str = "doc003,stalls_per_s=5000,stall_max_ns=50000,stall_min_ns=20000";
+
+fn plan(message_bytes: u32, messages: u64, backpressure: Backpressure) -> RingPlan {
+    RingPlan {
+        direction: StreamDirection::D2h,
+        transport: Transport::Push,
+        backpressure,
+        host_buffers: 200,
+        device_buffers: 2,
+        buffer_bytes: 16384,
+        message_bytes,
+        stop: StreamStop::Messages(messages),
+    }
+}
+
+fn run(target: &str, seed: u64, plan: RingPlan) -> (StreamDocument, RingTruth) {
+    let mut engine = SimEngine::new(&format!("sim:{target}"), SimConfig::parse(target).unwrap(), seed);
+    let options = StreamOptions { message_sizes: vec![plan.message_bytes], plan, bubble_threshold_ns: 1_000.0, host_memory_bytes: None, seed };
+    let doc = stream::run(&mut engine, &options).unwrap();
+    let truth = engine.ring_truth().unwrap().clone();
+    (doc, truth)
+}
+
+/// The report's `credits` bubbles: (count, total ns).
+fn credit_bubbles(doc: &StreamDocument) -> (u64, f64) {
+    doc.points[0].bubbles.iter().filter(|b| b.cause == WaitCause::Credits).fold((0, 0.0), |(n, t), b| (n + b.count, t + b.total_ns))
+}
+
+#[test]
+fn credits_bubbles_add_up_to_the_links_starvation() {
+    for seed in SEEDS {
+        for (message_bytes, dwell) in [(16352, ""), (1024, ",dwell_ns=500")] {
+            let target = format!("{HOLDS}{dwell}");
+            let (doc, truth) = run(&target, seed, plan(message_bytes, 2000, Backpressure::Lossless));
+            let starvation = truth.credit_starvation;
+            assert!(starvation.count > 10, "seed {seed} {target}: the holds must starve the device ({starvation:?})");
+            let (count, total_ns) = credit_bubbles(&doc);
+            assert!(count > 0, "seed {seed} {target}: credits bubbles appear");
+            // A message during which the transmitter starved twice has one bubble of both.
+            assert!(count <= starvation.count, "seed {seed} {target}: {count} bubbles from {} starvations", starvation.count);
+            // With a dwell, a credits bubble also holds the message's dwell before it (≤ 500 ns
+            // each), and a starvation shorter than the dwell is a `device_dwell` bubble.
+            assert!((total_ns - starvation.total_ns).abs() <= 0.03 * starvation.total_ns, "seed {seed} {target}: credits bubbles {total_ns} ns, link starved {} ns", starvation.total_ns);
+            assert_eq!(doc.points[0].dropped, 0, "a lossless run never drops");
+            assert_eq!(truth.fast_forwarded, 0, "no fast-forward over injected holds");
+        }
+    }
+}
+
+#[test]
+fn holds_slow_the_stream_by_the_starvation() {
+    let (clean, _) = run("doc003", 1, plan(16352, 2000, Backpressure::Lossless));
+    let (held, truth) = run(HOLDS, 1, plan(16352, 2000, Backpressure::Lossless));
+    let clean_span_ns = clean.points[0].messages as f64 * 16352.0 / clean.points[0].throughput.sustained_mbps * 1e3;
+    let held_span_ns = held.points[0].messages as f64 * 16352.0 / held.points[0].throughput.sustained_mbps * 1e3;
+    // The stream takes longer by what the transmitter starved (the rest of the link's time
+    // is the same TLPs), within 2 %.
+    let extra_ns = held_span_ns - clean_span_ns;
+    let starved_ns = truth.credit_starvation.total_ns;
+    assert!(starved_ns > 0.05 * clean_span_ns, "holds must cost something: {starved_ns} ns of {clean_span_ns}");
+    assert!((extra_ns - starved_ns).abs() <= 0.02 * starved_ns, "stream {extra_ns} ns longer, link starved {starved_ns} ns");
+}
+
+#[test]
+fn without_holds_there_are_no_credits_bubbles() {
+    for seed in SEEDS {
+        // The preset alone (its stall keys not set on the target), and the rate set to 0.
+        for target in ["doc003", "doc003,stalls_per_s=0", "doc003,dwell_ns=500"] {
+            let (doc, truth) = run(target, seed, plan(16352, 1000, Backpressure::Lossless));
+            assert_eq!(credit_bubbles(&doc).0, 0, "seed {seed} {target}");
+            assert_eq!(truth.credit_starvation.count, 0, "seed {seed} {target}: nothing starves without a hold");
+        }
+    }
+}
+
+#[test]
+fn holds_the_devices_credits_cover_cost_nothing() {
+    // 0.5–1 µs holds: the device's posted credits last longer, so it never starves.
+    let (doc, truth) = run("doc003,stalls_per_s=20000,stall_max_ns=1000,stall_min_ns=500", 1, plan(16352, 1000, Backpressure::Lossless));
+    let (clean, _) = run("doc003", 1, plan(16352, 1000, Backpressure::Lossless));
+    assert_eq!((truth.credit_starvation.count, credit_bubbles(&doc).0), (0, 0));
+    assert_eq!(doc.points[0].throughput.sustained_mbps, clean.points[0].throughput.sustained_mbps);
+}
+
+#[test]
+fn lossy_ring_with_holds_counts_its_drops() {
+    // A small ring and a host stalling now and then, plus holds: drops and credits bubbles.
+    let target = format!("{HOLDS},host_stall_every=25,host_stall_ns=200000");
+    let (doc, truth) = run(&target, 7, RingPlan { host_buffers: 4, ..plan(16352, 1500, Backpressure::Lossy) });
+    let point = &doc.points[0];
+    assert!(truth.dropped > 0 && credit_bubbles(&doc).0 > 0, "drops {} and credits bubbles", truth.dropped);
+    assert_eq!(point.dropped, truth.dropped);
+}
+
+#[test]
+fn holds_are_refused_off_the_d2h_push_ring() {
+    let mut engine = SimEngine::new("sim", SimConfig::parse(HOLDS).unwrap(), 1);
+    let ring = engine.streaming().unwrap();
+    ring.check(&plan(16352, 10, Backpressure::Lossless)).unwrap();
+    for refused in [RingPlan { transport: Transport::Pull, ..plan(16352, 10, Backpressure::Lossless) }, RingPlan { direction: StreamDirection::H2d, ..plan(16352, 10, Backpressure::Lossless) }] {
+        let error = ring.check(&refused).unwrap_err().to_string();
+        assert!(error.contains("d2h push ring only"), "{error}");
+    }
+}
