@@ -108,7 +108,7 @@ fn ring_link(config: &SimConfig, seed: u64) -> Result<crate::link::SimConfig, In
             holds_per_s: config.stalls_per_s,
             hold_min_ns: config.stall_min_ns,
             hold_max_ns: config.stall_max_ns,
-            seed: seed ^ 0xC2ED_17_0003,
+            seed: seed ^ 0x00C2_ED17_0003,
             threshold_ns: DemoRegisters::default().threshold_ns(),
             ..Default::default()
         };
