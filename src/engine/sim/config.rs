@@ -213,6 +213,7 @@ impl SimConfig {
         for item in items.filter(|s| !s.is_empty()) {
             config.set(item)?;
         }
+        config.check_ranges()?;
         config.params.validate()?;
         // The link simulator refuses what it cannot simulate (Gen6 flit mode, tags beyond 1024).
         super::link_time::link_config(&config.params)?;
@@ -282,12 +283,17 @@ impl SimConfig {
         if matches!(key, "stalls_per_s" | "stall_min_ns" | "stall_max_ns") {
             self.ring.credit_holds = true;
         }
+        Ok(())
+    }
+
+    /// Checks across keys, once every override is applied (so their order does not matter).
+    fn check_ranges(&self) -> Result<(), InvalidInput> {
         if self.stall_min_ns > self.stall_max_ns || self.long_stall_min_ns > self.long_stall_max_ns {
             return Err(InvalidInput::new("simulator stall minimum is above its maximum"));
         }
         // One stall per ns is already a dead link; beyond that the counters would only overflow.
         if self.stalls_per_s > MAX_STALLS_PER_S || self.long_stalls_per_s > MAX_STALLS_PER_S {
-            return Err(InvalidInput::new(format!("simulator stall rate {key}: at most {MAX_STALLS_PER_S:e} per second")));
+            return Err(InvalidInput::new(format!("simulator stall rate: at most {MAX_STALLS_PER_S:e} per second")));
         }
         if self.timer_period_ns > 0.0 && 1.5 * self.timer_irq_ns >= self.timer_period_ns {
             return Err(InvalidInput::new("simulator timer interrupt must be shorter than its period"));
@@ -340,5 +346,17 @@ mod tests {
         assert!(SimConfig::parse("gen3x8,mps=100").unwrap_err().0.contains("MaxPayload"));
         assert!(SimConfig::parse("gen3x8,colour=red").unwrap_err().0.contains("latency_ns"));
         assert!(SimConfig::parse("gen3x8,tags=-1").is_err());
+    }
+
+    /// Raising both stall bounds works in either order; a minimum above the maximum is refused
+    /// once every key is read.
+    #[test]
+    fn stall_bounds_are_checked_after_every_key() {
+        for target in ["doc003,stall_min_ns=20000,stall_max_ns=50000", "doc003,stall_max_ns=50000,stall_min_ns=20000"] {
+            let config = SimConfig::parse(target).unwrap();
+            assert_eq!((config.stall_min_ns, config.stall_max_ns), (20_000.0, 50_000.0), "{target}");
+        }
+        let refused = SimConfig::parse("doc003,stall_max_ns=1000,stall_min_ns=5000").unwrap_err().0;
+        assert!(refused.contains("minimum is above its maximum"), "{refused}");
     }
 }
