@@ -89,8 +89,7 @@ pub fn stream_model(params: &LinkParams, shape: &RingShape) -> StreamModel {
     let link_ns = link_ns.max(message.duration_ns);
     let doorbell_ns = doorbell.data.busy_ns(link);
     let turnaround_ns = link_ns + shape.host_reaction_ns + shape.host_hold_ns + doorbell_ns;
-    let bytes = shape.message_bytes as f64;
-    let mbps = |ns: f64| if ns > 0.0 { bytes / ns * 1e3 } else { f64::INFINITY };
+    let mbps = rate(shape.message_bytes);
     let bounds = vec![
         Bound {
             name: "producer".into(),
@@ -104,18 +103,7 @@ pub fn stream_model(params: &LinkParams, shape: &RingShape) -> StreamModel {
         },
         Bound { name: "host".into(), mbps: mbps(shape.host_hold_ns), why: format!("the host holds each buffer {:.0} ns, one at a time", shape.host_hold_ns) },
     ];
-    let smallest = bounds.iter().min_by(|a, b| a.mbps.total_cmp(&b.mbps)).expect("the link stage bounds");
-    StreamModel {
-        link_ns_per_message: link_ns,
-        data_tlps,
-        tlp_bytes: message.data.tlp_bytes(),
-        skp_bytes: message.data.total_bytes() - message.data.tlp_bytes(),
-        dllp_bytes,
-        turnaround_ns,
-        limit: smallest.name.clone(),
-        mbps: smallest.mbps,
-        bounds,
-    }
+    model(link_ns, data_tlps, message.data.tlp_bytes(), message.data.total_bytes() - message.data.tlp_bytes(), dllp_bytes, turnaround_ns, bounds)
 }
 
 /// Host to device push (XDMA H2C, the sim's h2d ring): per message the host writes the data as
