@@ -9,9 +9,12 @@ cargo test --all-targets --locked "$@" 2>&1 | tee "$log"
 
 # The HDL core's cocotb tests (Icarus Verilog) and verilator lint: hdl/tb/run.py prints one
 # "test result:" line counted below; exit 77 = prerequisites missing (it names them).
+# Their Python packages live in hdl/.venv (hdl/requirements.txt) when it exists.
 hdl_status=0
-if command -v python3 >/dev/null; then
-  python3 hdl/tb/run.py test 2>&1 | tee -a "$log" || hdl_status=$?
+python=python3
+[ -x hdl/.venv/bin/python3 ] && python=hdl/.venv/bin/python3
+if command -v "$python" >/dev/null; then
+  "$python" hdl/tb/run.py test 2>&1 | tee -a "$log" || hdl_status=$?
 else
   echo "skipped: HDL tests (python3 not found)"
 fi

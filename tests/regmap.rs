@@ -32,7 +32,7 @@ fn generated_copies_match_the_rdl_source() {
     let out = std::env::temp_dir().join(format!("pcieperf-regmap-drift-{}", std::process::id()));
     let _ = fs::remove_dir_all(&out);
     let script = repository().join("hdl/regs/generate.py");
-    let run = match Command::new("python3").arg(&script).arg("--out").arg(&out).output() {
+    let run = match Command::new(pcieperf::engine::cosim::hdl_python()).arg(&script).arg("--out").arg(&out).output() {
         Ok(run) => run,
         Err(e) => {
             println!("skipped: python3 cannot run the register map generator: {e}");
@@ -104,7 +104,7 @@ fn the_generator_refuses_a_map_whose_names_repeat() {
          };\n",
     )
     .unwrap();
-    let run = Command::new("python3")
+    let run = Command::new(pcieperf::engine::cosim::hdl_python())
         .arg(repository().join("hdl/regs/generate.py"))
         .arg("--source")
         .arg(&source)

@@ -101,6 +101,21 @@ fn hdl_dir() -> PathBuf {
     std::env::var_os("PCIEPERF_HDL_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("hdl"))
 }
 
+/// The Python that runs the testbench: `PCIEPERF_PYTHON`, else the HDL tests' own virtual
+/// environment (`hdl/.venv`, where .ci/run and the README install hdl/requirements.txt), else
+/// `python3` from PATH.
+pub fn hdl_python() -> PathBuf {
+    if let Some(python) = std::env::var_os("PCIEPERF_PYTHON") {
+        return PathBuf::from(python);
+    }
+    let venv = hdl_dir().join(".venv").join("bin").join("python3");
+    if venv.exists() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
 fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> EngineError {
     let what = what.into();
     move |source| EngineError::Io { what, source }
@@ -122,7 +137,8 @@ fn start_testbench(link: &str) -> Result<(Testbench, PathBuf), EngineError> {
     // run.py's own lines (a missing prerequisite) go to a file: a pipe nobody reads could fill.
     let said = dir.join("run.out");
     let out = std::fs::File::create(&said).map_err(io_error(format!("create {}", said.display())))?;
-    let child = Command::new("python3")
+    let python = hdl_python();
+    let child = Command::new(&python)
         .arg(&script)
         .args(["cosim", "--link", link, "--socket"])
         .arg(&socket)
@@ -134,7 +150,10 @@ fn start_testbench(link: &str) -> Result<(Testbench, PathBuf), EngineError> {
         .spawn()
         .map_err(|e| {
             let _ = std::fs::remove_dir_all(&dir);
-            EngineError::Unsupported(format!("cosim needs python3 with cocotb, cocotbext-pcie, cocotbext-axi and iverilog: {e}"))
+            EngineError::Unsupported(format!(
+                "cosim needs python3 with cocotb, cocotbext-pcie, cocotbext-axi and iverilog ({}: {e})",
+                python.display()
+            ))
         })?;
     let mut process = Testbench { child, dir };
     let started = Instant::now();
