@@ -326,6 +326,54 @@ fn both_directions_count_bytes_of_both_legs() {
 }
 
 #[test]
+fn both_directions_are_reported_each_on_its_own_and_summed() {
+    // d2h at 1000 MB/s, h2d taking twice as long: 500 MB/s. nvbandwidth's bidirectional figure
+    // is the sum, 1500; both directions' bytes over the time until both ended is 1000.
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.per_transfer_ns = 0.0;
+    engine.h2d_leg_factor = 2.0;
+    let r = run(&mut engine, &options(&[Mode::Both, Mode::D2h], &[1 << 20]));
+    let both = r.points.iter().find(|p| p.mode == Mode::Both).unwrap();
+    let d = both.directions.expect("a both point has its directions");
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * b;
+    assert!(close(d.d2h_median_mbps, 1000.0) && close(d.h2d_median_mbps, 500.0), "{d:?}");
+    assert!(close(d.sum_mbps, 1500.0), "{d:?}");
+    assert!(close(both.summary.as_ref().unwrap().median_mbps, 1000.0));
+    assert!(both.samples.iter().all(|s| s.legs_ns.is_some()));
+    let d2h = r.points.iter().find(|p| p.mode == Mode::D2h).unwrap();
+    assert!(d2h.directions.is_none() && d2h.samples.iter().all(|s| s.legs_ns.is_none()), "one direction has no split");
+
+    let text = pcieperf::report::text::render(&r);
+    assert!(text.contains("h2d 500 + d2h 1000 = 1500 MB/s"), "{text}");
+    assert!(text.contains("Both directions at once, each on its own"), "{text}");
+    let csv = pcieperf::report::csv::render(&r);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let column = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!((column("h2d_median_MBps"), column("d2h_median_MBps"), column("sum_MBps")), ("500.00", "1000.00", "1500.00"));
+    let metrics = pcieperf::report::metrics::render(&r, std::time::SystemTime::now());
+    assert!(metrics.lines().any(|l| l.starts_with("pcieperf_direction_throughput_bytes_per_second{") && l.contains("direction=\"h2d\"") && l.ends_with(" 500000000")), "{metrics}");
+    let back: Results = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(back.points[0].directions, both.directions.into());
+}
+
+#[test]
+fn the_slow_tail_is_a_transfer_time_above_the_median_and_its_rate_below() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    engine.jitter = 0.3;
+    let mut o = options(&[Mode::D2h], &[64 << 10]);
+    o.stop.ci_target = 0.001;
+    o.duration = Duration::from_millis(20);
+    let r = run(&mut engine, &o);
+    let s = r.points[0].summary.as_ref().unwrap();
+    assert!(s.time_ns.p99 > s.time_ns.median && s.p99_mbps < s.median_mbps, "{s:?}");
+    let text = pcieperf::report::text::points_table(&r, None);
+    assert!(text.contains("time p99/max (MB/s at p99)"), "{text}");
+    let csv = pcieperf::report::csv::render(&r);
+    assert!(csv.lines().next().unwrap().contains("median_ns,p99_ns,max_ns"), "{csv}");
+}
+
+#[test]
 fn a_fit_that_describes_nothing_is_rejected_with_its_reason() {
     // Times that shrink by a constant: no positive per-transfer cost m describes them (as a copy
     // to user space that grows faster than the transfer once made m = −111 µs).

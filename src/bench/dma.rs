@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::bench::clock::HostClock;
 use crate::bench::interrupts::{self, Snapshot};
 use crate::bench::predict;
-use crate::bench::results::{Convergence, LinkHealth, Mode, Point, Results, RunConditions, Sample, Stopped, Summary, VerificationSummary, SCHEMA};
+use crate::bench::results::{Convergence, DirectionRates, Legs, LinkHealth, Mode, Point, Results, RunConditions, Sample, Stopped, Summary, VerificationSummary, SCHEMA};
 use crate::bench::stalls;
 use crate::bench::stats::{Stats, StopRule};
 use crate::bench::verify::{Check, Verifier, VerifyKind, VerifyTally};
@@ -496,7 +496,8 @@ impl<'a> PointRunner<'a> {
         let start_ns = legs.iter().map(|t| t.start_ns).fold(f64::INFINITY, f64::min);
         let end_ns = legs.iter().map(|t| t.end_ns).fold(f64::NEG_INFINITY, f64::max);
         let device_ns = legs.iter().filter_map(|t| t.device.device_ns).reduce(f64::max);
-        let sample = Sample { start_ns, engine_ns: end_ns - start_ns, wall_ns, device_ns, copy_ns };
+        let legs_ns = (self.mode == Mode::Both).then(|| Legs { h2d_ns: legs[0].host_ns(), d2h_ns: legs[1].host_ns() });
+        let sample = Sample { start_ns, engine_ns: end_ns - start_ns, wall_ns, device_ns, copy_ns, legs_ns };
         self.counters.extend(legs.into_iter().map(|t| t.device));
         self.samples.push(sample.clone());
         Ok(Some(sample))
@@ -523,6 +524,7 @@ impl<'a> PointRunner<'a> {
         let engine_times: Vec<f64> = self.samples.iter().map(|s| s.engine_ns).collect();
         let stalls = stalls::from_device(&self.counters, self.options.stall_threshold_ns)
             .unwrap_or_else(|| stalls::from_durations(&engine_times, self.options.stall_threshold_ns));
+        let directions = DirectionRates::of(&self.samples, self.size);
         let ceiling = link.map(|l| {
             let c = predict::ceiling(l, self.mode, self.size);
             match &summary {
@@ -548,6 +550,7 @@ impl<'a> PointRunner<'a> {
             verification: VerifyTally { last_write_checked: self.verifier.last_write_checked(), ..self.tally },
             ceiling,
             error: None,
+            directions,
         }
     }
 }

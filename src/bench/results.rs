@@ -134,6 +134,42 @@ pub struct Sample {
     pub device_ns: Option<f64>,
     /// Copy (and CRC) into a user buffer on the host clock, in ns (`--copy-to-user`).
     pub copy_ns: Option<f64>,
+    /// For `both`: each direction's own time, its start to its end on the engine clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legs_ns: Option<Legs>,
+}
+
+/// The two directions of a `both` step, each timed on its own, in ns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Legs {
+    pub h2d_ns: f64,
+    pub d2h_ns: f64,
+}
+
+/// A `both` point direction by direction, as nvbandwidth reports a bidirectional copy: each
+/// direction's size over its own median time, and the sum of the two rates. The point's
+/// headline rate is both directions' bytes over the time until both ended, which is at most this
+/// sum (equal when the two directions take the same time).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DirectionRates {
+    #[serde(rename = "h2d_median_MBps")]
+    pub h2d_median_mbps: f64,
+    #[serde(rename = "d2h_median_MBps")]
+    pub d2h_median_mbps: f64,
+    #[serde(rename = "sum_MBps")]
+    pub sum_mbps: f64,
+}
+
+impl DirectionRates {
+    /// From the samples' legs; `None` when no sample timed its legs.
+    pub fn of(samples: &[Sample], size_bytes: u64) -> Option<DirectionRates> {
+        let median = |leg: fn(&Legs) -> f64| {
+            let times: Vec<f64> = samples.iter().filter_map(|s| s.legs_ns.as_ref().map(leg)).collect();
+            Stats::of(&times).map(|s| size_bytes as f64 * 1e3 / s.median)
+        };
+        let (h2d, d2h) = (median(|l| l.h2d_ns)?, median(|l| l.d2h_ns)?);
+        Some(DirectionRates { h2d_median_mbps: h2d, d2h_median_mbps: d2h, sum_mbps: h2d + d2h })
+    }
 }
 
 impl Sample {
@@ -163,6 +199,9 @@ pub struct Point {
     /// Why the point has no result, when no timed transfer completed (an error: exit code 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// For `both`: each direction on its own and their sum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directions: Option<DirectionRates>,
 }
 
 /// Distribution of one point's samples.

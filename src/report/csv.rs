@@ -32,6 +32,12 @@ pub const COLUMNS: &[&str] = &[
     "verify_passed",
     "verify_failed",
     "sustained_MBps",
+    "median_ns",
+    "p99_ns",
+    "max_ns",
+    "h2d_median_MBps",
+    "d2h_median_MBps",
+    "sum_MBps",
 ];
 
 fn field(text: &str) -> String {
@@ -101,6 +107,12 @@ pub fn render(results: &Results) -> String {
             p.verification.passed.to_string(),
             p.verification.failed.to_string(),
             opt(MBps, s.map(|s| s.sustained_mbps)),
+            opt(Ns, s.map(|s| s.time_ns.median)),
+            opt(Ns, s.map(|s| s.time_ns.p99)),
+            opt(Ns, s.map(|s| s.time_ns.max)),
+            opt(MBps, p.directions.map(|d| d.h2d_median_mbps)),
+            opt(MBps, p.directions.map(|d| d.d2h_median_mbps)),
+            opt(MBps, p.directions.map(|d| d.sum_mbps)),
         ];
         out.push_str(&row.join(","));
         out.push('\n');

@@ -171,9 +171,26 @@ pub fn run_families(results: &Results, written: SystemTime) -> Vec<Family> {
         results.fits.iter().filter_map(|fit| Some(Sample { labels: with(&[("mode", fit.mode.name().to_string())]), value: f(fit)? })).collect()
     };
     let once = |value: f64| [Sample { labels: with(&[]), value }];
+    let per_direction: Vec<Sample> = results
+        .points
+        .iter()
+        .filter_map(|p| Some((p, p.directions?)))
+        .flat_map(|(p, d)| {
+            [("h2d", d.h2d_median_mbps), ("d2h", d.d2h_median_mbps)].map(|(direction, mbps)| Sample {
+                labels: with(&[("mode", p.mode.name().to_string()), ("size_bytes", p.size_bytes.to_string()), ("direction", direction.to_string())]),
+                value: mbps * 1e6,
+            })
+        })
+        .collect();
     let mut out = Families::default();
     use Kind::*;
     out.add("pcieperf_throughput_bytes_per_second", Gauge, "Median measured throughput.", per_point(&|p| Some(p.summary.as_ref()?.median_mbps * 1e6)));
+    out.add(
+        "pcieperf_direction_throughput_bytes_per_second",
+        Gauge,
+        "Median throughput of each direction of a both-directions-at-once point, on its own.",
+        per_direction,
+    );
     out.add("pcieperf_ceiling_bytes_per_second", Gauge, "Model ceiling for the same link, conditions and size.", per_point(&|p| Some(p.ceiling.as_ref()?.mbps * 1e6)));
     out.add("pcieperf_ceiling_ratio", Gauge, "Measured median divided by the model ceiling.", per_point(&|p| Some(p.ceiling.as_ref()?.percent_reached? / 100.0)));
     // Per-run figures are gauges: a newer run may count fewer, which a counter must never do.

@@ -74,7 +74,7 @@ pub fn points_table(results: &Results, width: Option<usize>) -> String {
         (rate_header.as_str(), Align::Right),
         ("95% CI", Align::Right),
         ("sustained", Align::Right),
-        ("spread min/p99/max", Align::Right),
+        ("time p99/max (MB/s at p99)", Align::Right),
         ("model MB/s", Align::Right),
         ("% of model", Align::Right),
         ("model limit", Align::Left),
@@ -100,7 +100,7 @@ pub fn points_table(results: &Results, width: Option<usize>) -> String {
             s.map_or_else(|| p.error.as_ref().map_or_else(dash, |_| "NO RESULT".into()), |s| rate(s.median_mbps)),
             s.and_then(|s| s.median_ci_mbps).map_or_else(|| "<6 samples".into(), |(lo, hi)| format!("{}–{}", rate(lo), rate(hi))),
             s.map_or_else(dash, |s| rate(s.sustained_mbps)),
-            s.map_or_else(dash, |s| format!("{}/{}/{}", rate(s.min_mbps), rate(s.p99_mbps), rate(s.max_mbps))),
+            s.map_or_else(dash, |s| format!("{} ({})", times_in_one_unit(&[s.time_ns.p99, s.time_ns.max]), rate(s.p99_mbps))),
             c.map_or_else(|| "no link info".into(), |c| rate(c.mbps)),
             c.and_then(|c| c.percent_reached).map_or_else(dash, |v| format!("{v:.1}")),
             c.map_or_else(dash, |c| limit_name(c.limit)),
@@ -125,6 +125,44 @@ pub fn points_table(results: &Results, width: Option<usize>) -> String {
             (text, left_out) => format!("{text}({left_out} columns left out to fit {width} columns: --wide, or a pipe, shows all)\n"),
         },
     }
+}
+
+/// Times that belong together (p99/max) in the unit of the largest: `9.50/10.7 µs`.
+fn times_in_one_unit(times_ns: &[f64]) -> String {
+    let largest = times_ns.iter().copied().fold(0.0, f64::max);
+    let unit_text = format_ns(largest);
+    let unit = unit_text.rsplit(' ').next().unwrap_or("ns");
+    let scale = match unit {
+        "s" => 1e9,
+        "ms" => 1e6,
+        "µs" => 1e3,
+        _ => 1.0,
+    };
+    let values: Vec<String> = times_ns
+        .iter()
+        .map(|ns| {
+            let value = ns / scale;
+            let decimals = if value >= 100.0 { 0 } else if value >= 10.0 { 1 } else { 2 };
+            format!("{value:.decimals$}")
+        })
+        .collect();
+    format!("{} {unit}", values.join("/"))
+}
+
+/// A `both` point direction by direction, when the engine timed each direction.
+fn directions_table(results: &Results) -> Option<String> {
+    let mut table = Table::new(&[
+        ("size", Align::Right),
+        ("h2d MB/s", Align::Right),
+        ("d2h MB/s", Align::Right),
+        ("sum MB/s", Align::Right),
+        ("both, to the last end MB/s", Align::Right),
+    ]);
+    for p in &results.points {
+        let (Some(d), Some(s)) = (&p.directions, &p.summary) else { continue };
+        table.row(vec![format_size(p.size_bytes), rate(d.h2d_median_mbps), rate(d.d2h_median_mbps), rate(d.sum_mbps), rate(s.median_mbps)]);
+    }
+    (!table.is_empty()).then(|| table.render())
 }
 
 fn clocks_table(results: &Results) -> Option<String> {
@@ -253,9 +291,12 @@ pub fn headline(results: &Results) -> String {
         let (passed, failed): (u64, u64) = points.iter().fold((0, 0), |(a, b), p| (a + p.verification.passed, b + p.verification.failed));
         let verified = if failed > 0 { format!("{failed} FAILED verification") } else { format!("{passed} verified") };
         let interval = s.median_ci_mbps.map_or(String::new(), |(lo, hi)| format!(" [95% CI {}–{}]", rate(lo), rate(hi)));
+        let directions = p.directions.map_or(String::new(), |d| {
+            format!(" (each direction: h2d {} + d2h {} = {} MB/s)", rate(d.h2d_median_mbps), rate(d.d2h_median_mbps), rate(d.sum_mbps))
+        });
         let _ = writeln!(
             out,
-            "  {:<4}  {} MB/s{interval} ({}) at {} = {model}{fit}; {stalls} stalls > {:.0} µs (longest {}); {verified}",
+            "  {:<4}  {} MB/s{interval}{directions} ({}) at {} = {model}{fit}; {stalls} stalls > {:.0} µs (longest {}); {verified}",
             mode.name(),
             rate(s.median_mbps),
             results.label(),
@@ -277,12 +318,20 @@ pub fn render_within(results: &Results, width: Option<usize>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(results));
     out.push_str(&conditions(results));
-    let _ = writeln!(out, "Rates in MB/s = 10^6 bytes/s: the median transfer with its 95 % confidence interval, then the spread of single transfers; {}; model = pcieperf's ceiling for the same conditions and size.\n", if results.simulated {
+    let _ = writeln!(out, "Rates in MB/s = 10^6 bytes/s: the median transfer with its 95 % confidence interval, then the slow tail (p99 and slowest transfer time, and the rate at the p99 time); {}; model = pcieperf's ceiling for the same conditions and size.\n", if results.simulated {
         format!("every figure is {}", results.label())
     } else {
         "measured figures".into()
     });
     out.push_str(&points_table(results, width));
+    if let Some(directions) = directions_table(results) {
+        let _ = writeln!(
+            out,
+            "\nBoth directions at once, each on its own (medians, {}; sum = h2d + d2h, as nvbandwidth reports a bidirectional copy; the last column is both directions' bytes over the time until both ended):",
+            results.label()
+        );
+        out.push_str(&directions);
+    }
     if let Some(copy) = copy_table(results) {
         let _ = writeln!(out, "\nCopy to user space (host clock; document 002 saw 1000 → 250 MB/s):");
         out.push_str(&copy);

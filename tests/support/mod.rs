@@ -19,6 +19,8 @@ pub struct TestEngine {
     pub now_ns: f64,
     /// Steady-state rate in MB/s (bytes per µs).
     pub rate_mbps: f64,
+    /// In `transfer_both`, the h2d leg takes this many times the d2h leg's time (≥ 1).
+    pub h2d_leg_factor: f64,
     /// Fixed cost per transfer (m), in ns.
     pub per_transfer_ns: f64,
     /// Relative jitter of each transfer time, uniform in ±jitter, deterministic.
@@ -79,6 +81,7 @@ impl TestEngine {
             conditions: Some(link("gen2x4", 256)),
             now_ns: 0.0,
             rate_mbps: 1000.0,
+            h2d_leg_factor: 1.0,
             per_transfer_ns: 10_000.0,
             jitter: 0.0,
             device_clock: false,
@@ -210,9 +213,11 @@ impl Engine for TestEngine {
         self.move_data(Io::D2h(d2h), device_offset, &mut dev_d)?;
         self.move_data(Io::H2d(h2d), device_offset, &mut dev_h)?;
         let start_ns = self.now_ns;
-        self.now_ns += m_ns + data_ns + stall_ns;
-        let leg = |direction, bytes: usize, device| Transfer { direction, bytes: bytes as u64, start_ns, end_ns: self.now_ns, device };
-        Ok((leg(Direction::H2d, h2d.len(), dev_h), leg(Direction::D2h, d2h.len(), dev_d)))
+        let d2h_ns = m_ns + data_ns + stall_ns;
+        let h2d_ns = d2h_ns * self.h2d_leg_factor;
+        self.now_ns += d2h_ns.max(h2d_ns);
+        let leg = |direction, bytes: usize, took_ns: f64, device| Transfer { direction, bytes: bytes as u64, start_ns, end_ns: start_ns + took_ns, device };
+        Ok((leg(Direction::H2d, h2d.len(), h2d_ns, dev_h), leg(Direction::D2h, d2h.len(), d2h_ns, dev_d)))
     }
 
     fn now_ns(&self) -> f64 {
