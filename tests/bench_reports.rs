@@ -173,7 +173,7 @@ fn the_point_table_fits_a_terminal_and_keeps_every_column_when_piped() {
         text.lines().skip_while(|l| !l.starts_with("mode ")).take_while(|l| !l.is_empty() && !l.starts_with('(')).map(str::to_string).collect()
     };
     let full = text::render_within(&r, None);
-    assert!(table_lines(&full)[0].contains("max stall") && table_lines(&full)[0].contains("spread"), "{full}");
+    assert!(table_lines(&full)[0].contains("max stall") && table_lines(&full)[0].contains("time p99/max"), "{full}");
     assert!(table_lines(&full).iter().any(|l| l.chars().count() > 100));
     let narrow = text::render_within(&r, Some(100));
     let lines = table_lines(&narrow);
@@ -198,8 +198,19 @@ fn comparison_lists_differing_conditions_first_then_ratios() {
     assert!(conditions_at < seed_at && seed_at < ratios_at, "{out}");
     // At 1 MiB the per-transfer cost is small: half the rate gives a ratio near 0.5.
     let line = out.lines().find(|l| l.starts_with("d2h") && l.contains("1MiB")).unwrap();
-    let ratio: f64 = line.split_whitespace().last().unwrap().parse().unwrap();
+    let ratio: f64 = line.split_whitespace().nth(4).unwrap().parse().unwrap();
     assert!((ratio - 0.5).abs() < 0.01, "{line}");
+    assert!(line.ends_with("significant: B slower"), "{line}");
+    let same = compare::render(&a, &a, ("a.json", "a.json"));
+    assert!(same.lines().filter(|l| l.starts_with("d2h")).all(|l| l.ends_with("within noise")), "{same}");
+    let row = &compare::compare(&a, &b, ("a", "b")).rows[0];
+    let (low, high) = row.ratio_ci.unwrap();
+    assert!(low <= row.ratio && row.ratio <= high && row.significant == Some(true), "{row:?}");
+    // The start time and the clock's calibration are listed apart, as incidental.
+    let mut later = a.clone();
+    later.conditions.start_time_utc = "2030-01-01T00:00:00Z".into();
+    let out = compare::render(&a, &later, ("a.json", "later.json"));
+    assert!(out.contains("Conditions that differ (they can change the results):\n  none\nIncidental (differ between any two runs, change nothing measured): start_time_utc"), "{out}");
     let diffs = compare::differing_conditions(&a, &a);
     assert!(diffs.is_empty());
     // Nested conditions are compared field by field.

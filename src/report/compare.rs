@@ -23,8 +23,11 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, Strin
     }
 }
 
-/// Conditions that vary from run to run without changing what was measured: listed last.
-const INCIDENTAL: &[&str] = &["start_time_utc", "host_clock.tsc_hz", "host_clock.tsc_hz_run", "host_clock.timestamp_overhead_ns"];
+/// Conditions that vary from run to run without changing what was measured (the start time, the
+/// clock's calibration): listed apart.
+fn incidental(condition: &str) -> bool {
+    condition == "start_time_utc" || condition.starts_with("host_clock.")
+}
 
 /// Conditions (by dotted JSON path, e.g. `link.link.width`) whose values differ between the
 /// runs, with both values; incidental ones (start time, TSC calibration) last.
@@ -41,7 +44,7 @@ pub fn differing_conditions(a: &Results, b: &Results) -> Vec<(String, String, St
     let show = |v: Option<&String>| v.cloned().unwrap_or_else(|| "-".into());
     let mut diffs: Vec<(String, String, String)> =
         keys.into_iter().filter(|k| fa.get(*k) != fb.get(*k)).map(|k| (k.clone(), show(fa.get(k)), show(fb.get(k)))).collect();
-    diffs.sort_by_key(|d| INCIDENTAL.contains(&d.0.as_str()));
+    diffs.sort_by_key(|d| incidental(&d.0));
     diffs
 }
 
@@ -56,6 +59,22 @@ pub struct Row {
     pub b_median_mbps: f64,
     /// B/A of the medians.
     pub ratio: f64,
+    /// 95 % confidence interval of B/A, from each median's own interval (their log widths
+    /// combined as independent errors); `None` when either run has fewer than 6 samples there.
+    pub ratio_ci: Option<(f64, f64)>,
+    /// Whether B differs from A beyond chance: the interval excludes 1; `None` without it.
+    pub significant: Option<bool>,
+}
+
+/// z of a two-sided 95 % interval.
+const Z95: f64 = 1.959_964;
+
+/// B/A's interval from the medians' intervals: each rate's interval gives a standard error of
+/// its logarithm (half its log width over z), the two add as independent errors.
+fn ratio_interval(ratio: f64, a_ci: Option<(f64, f64)>, b_ci: Option<(f64, f64)>) -> Option<(f64, f64)> {
+    let log_se = |(low, high): (f64, f64)| (low > 0.0 && high >= low).then(|| (high / low).ln() / (2.0 * Z95));
+    let se = log_se(a_ci?)?.hypot(log_se(b_ci?)?);
+    Some((ratio * (-Z95 * se).exp(), ratio * (Z95 * se).exp()))
 }
 
 /// One side of a comparison.
@@ -99,12 +118,15 @@ pub fn compare(a: &Results, b: &Results, names: (&str, &str)) -> Comparison {
         .filter_map(|pa| {
             let pb = b.point(pa.mode, pa.size_bytes)?;
             let (sa, sb) = (pa.summary.as_ref()?, pb.summary.as_ref()?);
-            Some(Row { mode: pa.mode, size_bytes: pa.size_bytes, a_median_mbps: sa.median_mbps, b_median_mbps: sb.median_mbps, ratio: sb.median_mbps / sa.median_mbps })
+            let ratio = sb.median_mbps / sa.median_mbps;
+            let ratio_ci = ratio_interval(ratio, sa.median_ci_mbps, sb.median_ci_mbps);
+            let significant = ratio_ci.map(|(low, high)| !(low <= 1.0 && 1.0 <= high));
+            Some(Row { mode: pa.mode, size_bytes: pa.size_bytes, a_median_mbps: sa.median_mbps, b_median_mbps: sb.median_mbps, ratio, ratio_ci, significant })
         })
         .collect();
     let differing_conditions = differing_conditions(a, b)
         .into_iter()
-        .map(|(condition, a, b)| Difference { incidental: INCIDENTAL.contains(&condition.as_str()), condition, a, b })
+        .map(|(condition, a, b)| Difference { incidental: incidental(&condition), condition, a, b })
         .collect();
     Comparison { schema: SCHEMA, a: side(a, names.0), b: side(b, names.1), differing_conditions, rows }
 }
@@ -116,13 +138,18 @@ pub fn render(a: &Results, b: &Results, names: (&str, &str)) -> String {
     let label = |s: &Side| if s.simulated { "simulated" } else { "measured" };
     let _ = writeln!(out, "A: {} — {} ({}){}", c.a.file, c.a.target, label(&c.a), if c.a.complete { "" } else { ", INCOMPLETE" });
     let _ = writeln!(out, "B: {} — {} ({}){}", c.b.file, c.b.target, label(&c.b), if c.b.complete { "" } else { ", INCOMPLETE" });
-    let _ = writeln!(out, "\nConditions that differ:");
-    if c.differing_conditions.iter().all(|d| d.incidental) {
-        let _ = writeln!(out, "  none besides the start time and clock calibration");
+    let clip = |s: &str| if s.chars().count() > 60 { format!("{}…", s.chars().take(60).collect::<String>()) } else { s.to_string() };
+    let (incidental, real): (Vec<&Difference>, Vec<&Difference>) = c.differing_conditions.iter().partition(|d| d.incidental);
+    let _ = writeln!(out, "\nConditions that differ (they can change the results):");
+    if real.is_empty() {
+        let _ = writeln!(out, "  none");
     }
-    for d in &c.differing_conditions {
-        let clip = |s: &str| if s.chars().count() > 60 { format!("{}…", s.chars().take(60).collect::<String>()) } else { s.to_string() };
+    for d in real {
         let _ = writeln!(out, "  {}: A {} | B {}", d.condition, clip(&d.a), clip(&d.b));
+    }
+    if !incidental.is_empty() {
+        let names: Vec<&str> = incidental.iter().map(|d| d.condition.as_str()).collect();
+        let _ = writeln!(out, "Incidental (differ between any two runs, change nothing measured): {}", names.join(", "));
     }
     let mut table = Table::new(&[
         ("mode", Align::Left),
@@ -130,6 +157,8 @@ pub fn render(a: &Results, b: &Results, names: (&str, &str)) -> String {
         ("A MB/s", Align::Right),
         ("B MB/s", Align::Right),
         ("B/A", Align::Right),
+        ("95% CI", Align::Right),
+        ("difference", Align::Left),
     ]);
     for row in &c.rows {
         table.row(vec![
@@ -138,13 +167,47 @@ pub fn render(a: &Results, b: &Results, names: (&str, &str)) -> String {
             format!("{:.1}", row.a_median_mbps),
             format!("{:.1}", row.b_median_mbps),
             format!("{:.3}", row.ratio),
+            row.ratio_ci.map_or_else(|| "-".into(), |(low, high)| format!("{low:.3}–{high:.3}")),
+            match row.significant {
+                Some(true) if row.ratio > 1.0 => "significant: B faster".into(),
+                Some(true) => "significant: B slower".into(),
+                Some(false) => "within noise".into(),
+                None => "unknown (< 6 samples)".into(),
+            },
         ]);
     }
     if table.is_empty() {
         let _ = writeln!(out, "\nNo (mode, size) measured in both runs.");
     } else {
-        let _ = writeln!(out, "\nMedian rates (MB/s = 10^6 B/s) where both runs measured the same mode and size:");
+        let _ = writeln!(
+            out,
+            "\nMedian rates (MB/s = 10^6 B/s) where both runs measured the same mode and size; B/A with its 95 % interval \
+             (from each median's own interval), significant when the interval excludes 1:"
+        );
         out.push_str(&table.render());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ratio_interval_combines_both_medians_errors() {
+        // Each side ±2 % → log se of each ≈ 0.0102; combined ≈ 0.0144, so B/A = 1.05 ± ≈ 2.9 %.
+        let (low, high) = ratio_interval(1.05, Some((98.0, 102.0)), Some((102.9, 107.1))).unwrap();
+        assert!((low - 1.05 * (-Z95 * 0.0144_f64).exp()).abs() < 1e-3 && (high - 1.05 * (Z95 * 0.0144_f64).exp()).abs() < 1e-3, "{low} {high}");
+        assert!(low > 1.0, "5 % apart with ±2 % each is significant");
+        let (low, high) = ratio_interval(1.01, Some((98.0, 102.0)), Some((99.0, 103.0))).unwrap();
+        assert!(low < 1.0 && high > 1.0, "1 % apart with ±2 % each is not");
+        assert_eq!(ratio_interval(1.0, None, Some((1.0, 1.0))), None);
+        assert_eq!(ratio_interval(1.2, Some((5.0, 5.0)), Some((6.0, 6.0))), Some((1.2, 1.2)), "exact medians: a zero-width interval");
+    }
+
+    #[test]
+    fn incidental_conditions_are_the_start_time_and_the_clock_calibration() {
+        assert!(incidental("start_time_utc") && incidental("host_clock.tsc_hz") && incidental("host_clock.timestamp_overhead_ns"));
+        assert!(!incidental("seed") && !incidental("link.link.width") && !incidental("engine.description"));
+    }
 }
