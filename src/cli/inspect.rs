@@ -37,8 +37,9 @@ pub struct InspectArgs {
     /// Root of the sysfs tree to read (default /sys).
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
-    /// pci.ids file for names (default /usr/share/misc/pci.ids or /usr/share/hwdata/pci.ids).
-    #[arg(long, value_name = "PATH")]
+    /// pci.ids file for names (default /usr/share/misc/pci.ids or /usr/share/hwdata/pci.ids);
+    /// `-i` as lspci.
+    #[arg(long, short = 'i', value_name = "PATH")]
     pub pci_ids: Option<PathBuf>,
     /// Only devices in [[[domain]:][bus]:][device][.[function]], as lspci -s.
     #[arg(short = 's', value_name = "SELECTOR")]
@@ -57,6 +58,20 @@ pub struct InspectArgs {
     /// through --dump).
     #[arg(short = 'x', action = clap::ArgAction::Count)]
     pub hex: u8,
+    /// Machine-readable output as lspci prints it: -m (backward-compatible) or -mm one quoted
+    /// line per device, -vmm tagged blocks.
+    #[arg(short = 'm', action = clap::ArgAction::Count, conflicts_with_all = ["hex", "json", "metrics"])]
+    pub machine: u8,
+    /// Slots named by their path through the bridges above (-P), with every hop's bus (-PP),
+    /// as lspci.
+    #[arg(short = 'P', action = clap::ArgAction::Count)]
+    pub path: u8,
+    /// Every slot with its PCI domain, as lspci -D.
+    #[arg(short = 'D')]
+    pub domains: bool,
+    /// The kernel driver in use (from sysfs), as lspci -k.
+    #[arg(short = 'k')]
+    pub kernel: bool,
     /// The bus tree as lspci -t draws it (-tv with names; -n/-nn as lspci).
     #[arg(short = 't', conflicts_with_all = ["hex", "json", "metrics"])]
     pub tree: bool,
@@ -83,7 +98,15 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
         (None, None) => Source::Sysfs(pci::sysfs::default_root()),
     };
     let options = InspectOptions { source, pci_ids: args.pci_ids.clone(), selector: args.select, ids: args.ids };
-    let view_options = ViewOptions { detail: Detail { verbose: args.verbose, numeric: args.numeric, hex: args.hex }, ..ViewOptions::default() };
+    let view_options = ViewOptions { detail: Detail {
+            verbose: args.verbose,
+            numeric: args.numeric,
+            hex: args.hex,
+            machine: args.machine,
+            path: args.path,
+            domains: args.domains,
+            kernel: args.kernel,
+        }, ..ViewOptions::default() };
     if args.tree {
         let (tree, notes) = pci::tree(&options, args.verbose > 0, Naming::from_count(args.numeric))?;
         notes.iter().for_each(super::note);
@@ -91,13 +114,20 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     // Measurement targets exist only on the live machine, and only the table and JSON show them.
-    let shows_targets = args.json || (args.verbose == 0 && args.hex == 0 && args.metrics.is_none());
+    let shows_targets = args.json || (args.verbose == 0 && args.hex == 0 && args.machine == 0 && !args.kernel && args.metrics.is_none());
     let document = inspect_run::run(&options, live && shows_targets)?;
     document.inspection.notes.iter().for_each(super::note);
     if (args.select.is_some() || args.ids.is_some()) && document.inspection.devices.is_empty() {
         // As lspci: a selector that matches nothing prints nothing and is not an error.
         super::note("no PCI device matches -s/-d");
         return Ok(0);
+    }
+    let mut document = document;
+    if args.path > 0 {
+        let mut paths = pci::lspci_paths(&options)?;
+        for device in &mut document.inspection.devices {
+            device.lspci_path = paths.remove(&device.bdf).unwrap_or_default();
+        }
     }
     let (partly_decoded, warned) = (document.partly_decoded_note(args.dump.is_some()), document.warned());
     let document = Document::Inspect(document);
@@ -106,7 +136,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     } else {
         view::print(&document, if args.json { Format::Json } else { Format::Text }, &view_options)?;
     }
-    if let Some(note) = partly_decoded.filter(|_| !args.json && args.hex == 0) {
+    if let Some(note) = partly_decoded.filter(|_| !args.json && args.hex == 0 && args.machine == 0) {
         super::note(note);
     }
     Ok(if args.strict && warned { 1 } else { 0 })

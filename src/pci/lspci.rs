@@ -88,14 +88,9 @@ pub struct Identity<'a> {
     pub subsystem_names: (Option<&'a str>, Option<&'a str>),
 }
 
-/// `bb:dd.f`, with the domain when any device of the source has a non-zero one (as lspci).
-pub fn slot(bdf: &Bdf, domains: bool) -> String {
-    let short = format!("{:02x}:{:02x}.{}", bdf.bus, bdf.device, bdf.function);
-    if domains { format!("{:04x}:{short}", bdf.domain) } else { short }
-}
-
-/// The device line: `00:1f.3 Audio device: Intel … (rev 21)`; `verbose` adds `(prog-if NN)`.
-pub fn device_line(id: &Identity, naming: Naming, domains: bool, verbose: bool) -> String {
+/// The device line: `00:1f.3 Audio device: Intel … (rev 21)`, after the slot name
+/// ([`super::lspci_machine::slot_name`]); `verbose` adds `(prog-if NN)`.
+pub fn device_line(id: &Identity, naming: Naming, slot: &str, verbose: bool) -> String {
     let config = id.config;
     // A byte lspci cannot read is ff, as a failed config read returns.
     let class_code = config.class_code().unwrap_or(0xff_ffff);
@@ -104,7 +99,7 @@ pub fn device_line(id: &Identity, naming: Naming, domains: bool, verbose: bool) 
     let class_naming = if id.class_name_exact { naming } else { Naming { numbers: true, ..naming } };
     let class_text = fit(name_or(id.class_name, "Class", format!("{class:04x}"), class_naming), SHORT_NAME_BYTES);
     let (vendor, device) = (config.vendor_id().unwrap_or(0xffff), config.device_id().unwrap_or(0xffff));
-    let mut line = format!("{} {class_text}: {}", slot(&id.bdf, domains), fit(name_pair(id.names.0, id.names.1, (vendor, device), naming), SHORT_NAME_BYTES));
+    let mut line = format!("{slot} {class_text}: {}", fit(name_pair(id.names.0, id.names.1, (vendor, device), naming), SHORT_NAME_BYTES));
     if let Some(revision) = Some(config.revision().unwrap_or(0xff)).filter(|r| *r != 0) {
         line += &format!(" (rev {revision:02x})");
     }

@@ -17,6 +17,7 @@ pub mod health;
 pub mod filter;
 pub mod ids;
 pub mod lspci;
+pub mod lspci_machine;
 pub mod report;
 pub mod sysfs;
 pub mod topology;
@@ -193,19 +194,34 @@ fn names_for(machine: &Machine, options: &InspectOptions) -> anyhow::Result<ids:
 pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> anyhow::Result<(String, Vec<String>)> {
     let machine = Machine::load(&options.source)?;
     let names = names_for(&machine, options)?;
-    let devices: Vec<tree::TreeDevice> = machine
-        .devices
-        .values()
-        .map(|d| tree::TreeDevice {
-            bdf: d.bdf,
-            bridge_buses: tree::bridge_buses(&d.config),
-            parent: d.sysfs_parent,
-            name: lspci::fit(names.named(d.config.vendor_id().unwrap_or(0xffff), d.config.device_id().unwrap_or(0xffff), naming), lspci::LONG_NAME_BYTES),
-            selected: options.selects(d),
-        })
-        .collect();
+    let devices = tree_devices(&machine, options, |d| lspci::fit(names.named(d.config.vendor_id().unwrap_or(0xffff), d.config.device_id().unwrap_or(0xffff), naming), lspci::LONG_NAME_BYTES));
     let notes = machine.notes.into_iter().chain(unread_ids_note(options, &names)).collect();
     Ok((tree::render(&devices, verbose, options.selector.is_some() || options.ids.is_some()), notes))
+}
+
+/// Every device of the source with the bridges above it as lspci places them (nearest first):
+/// what `-P`/`-PP` name slots by.
+pub fn lspci_paths(options: &InspectOptions) -> anyhow::Result<HashMap<Bdf, Vec<Bdf>>> {
+    let machine = Machine::load(&options.source)?;
+    let devices = tree_devices(&machine, options, |_| String::new());
+    let parents = tree::parents(&devices);
+    let chain = |mut at: usize| {
+        let mut up = Vec::new();
+        while let Some(parent) = parents[at].filter(|p| up.len() <= devices.len() && *p != at) {
+            up.push(devices[parent].bdf);
+            at = parent;
+        }
+        up
+    };
+    Ok(devices.iter().enumerate().map(|(at, d)| (d.bdf, chain(at))).collect())
+}
+
+fn tree_devices(machine: &Machine, options: &InspectOptions, name: impl Fn(&Device) -> String) -> Vec<tree::TreeDevice> {
+    machine
+        .devices
+        .values()
+        .map(|d| tree::TreeDevice { bdf: d.bdf, bridge_buses: tree::bridge_buses(&d.config), parent: d.sysfs_parent, name: name(d), selected: options.selects(d) })
+        .collect()
 }
 
 impl InspectOptions {

@@ -150,6 +150,10 @@ pub struct DeviceReport {
     /// pci.ids' names of the subsystem vendor and the subsystem, for lspci's `Subsystem:` line.
     #[serde(skip)]
     pub subsystem_names: (Option<String>, Option<String>),
+    /// The bridges above as lspci places them, nearest first ([`super::lspci_paths`]), filled
+    /// only for `-P`/`-PP`.
+    #[serde(skip)]
+    pub lspci_path: Vec<Bdf>,
 }
 
 /// One capability as `-v` lists it: its heading, its decoded fields (`-vv`) and raw registers
@@ -311,6 +315,7 @@ pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
         subsystem_vendor_id: subsystem.map(|s| s.0),
         subsystem_id: subsystem.map(|s| s.1),
         subsystem_names: subsystem.map_or((None, None), |ids| subsystem_names(names, vendor_id.zip(device_id), ids)),
+        lspci_path: Vec::new(),
         config: device.config.clone(),
         capability_sections: capability_sections(device, names),
     }
@@ -370,11 +375,16 @@ pub struct Style {
     /// capability field, 3 adds raw registers.
     pub verbose: u8,
     pub naming: Naming,
-    /// Print domains (some device of the source has a non-zero one, as lspci decides).
-    pub domains: bool,
+    /// How slots are named: domains (auto-detected as lspci does, or `-D`), `-P`/`-PP` paths.
+    pub slots: super::lspci_machine::SlotNaming,
 }
 
 impl DeviceReport {
+    /// Its slot as lspci names it with these options (`machine`: the `-m` views' domain rule).
+    pub fn slot_name(&self, slots: super::lspci_machine::SlotNaming, machine: bool) -> String {
+        super::lspci_machine::slot_name(&self.bdf, &self.lspci_path, slots, machine)
+    }
+
     pub fn identity(&self) -> Identity<'_> {
         Identity { bdf: self.bdf, config: &self.config, names: (self.names.0.as_deref(), self.names.1.as_deref()), class_name: self.class_name.as_deref(), class_name_exact: self.class_name_exact, prog_if_name: self.prog_if_name.as_deref(), subsystem_names: (self.subsystem_names.0.as_deref(), self.subsystem_names.1.as_deref()) }
     }
@@ -384,7 +394,7 @@ impl DeviceReport {
 /// analysis: link now and capable, path, bandwidth, ceiling, warnings.
 pub fn render_verbose(report: &DeviceReport, style: Style) -> String {
     let id = report.identity();
-    let mut out = lspci::device_line(&id, style.naming, style.domains, true);
+    let mut out = lspci::device_line(&id, style.naming, &report.slot_name(style.slots, false), true);
     out.push('\n');
     for text in lspci_verbose_lines(report, &id, style).into_iter().chain(analysis_lines(report)) {
         out += "\t";

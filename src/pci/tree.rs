@@ -76,6 +76,25 @@ pub fn render(devices: &[TreeDevice], verbose: bool, filtered: bool) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Each device's parent as lspci places it (the bridge that opens the bus it hangs on; `None`
+/// on a bus of the host bridge): what `-P`/`-PP` name a slot by.
+pub fn parents(devices: &[TreeDevice]) -> Vec<Option<usize>> {
+    let forest = Forest::grow(devices);
+    let mut bridge_of_bus = vec![HOST; forest.buses.len()];
+    for (b, bridge) in forest.bridges.iter().enumerate() {
+        for &bus in &bridge.buses {
+            bridge_of_bus[bus] = b;
+        }
+    }
+    let mut parent = vec![None; devices.len()];
+    for (bus, owner) in bridge_of_bus.into_iter().enumerate() {
+        for &index in &forest.buses[bus].devices {
+            parent[index] = forest.bridges[owner].device;
+        }
+    }
+    parent
+}
+
 impl<'a> Forest<'a> {
     fn grow(devices: &'a [TreeDevice]) -> Self {
         let host = Bridge { domain: 0, primary: u32::MAX, secondary: 0, subordinate: u32::MAX, device: None, buses: Vec::new(), children: Vec::new() };

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::bench::inspect_run::InspectDocument;
 use crate::pci::lspci::{self, Naming};
+use crate::pci::lspci_machine::{self, MachineFacts, SlotNaming};
 use crate::pci::report::{self, Style};
 
 /// lspci's detail flags, as counted on the command line.
@@ -16,13 +17,25 @@ pub struct Detail {
     pub numeric: u8,
     /// `-x`, `-xxx`, `-xxxx`.
     pub hex: u8,
+    /// `-m`, `-mm`: lspci's machine-readable views.
+    pub machine: u8,
+    /// `-P`, `-PP`: slots named by their path through the bridges above.
+    pub path: u8,
+    /// `-D`: every slot with its domain.
+    pub domains: bool,
+    /// `-k`: the kernel driver in use (also in the `-vmm` view).
+    pub kernel: bool,
 }
 
-/// The table, or with `-v`/`-x` lspci's blocks.
+/// The table, or with `-v`/`-x`/`-m`/`-k` lspci's blocks.
 pub fn text(document: &InspectDocument, detail: Detail) -> String {
     let inspection = &document.inspection;
-    let style = Style { verbose: detail.verbose, naming: Naming::from_count(detail.numeric), domains: inspection.domains };
-    if detail.verbose > 0 || detail.hex > 0 {
+    let slots = SlotNaming { domains: inspection.domains || detail.domains, domains_requested: detail.domains, path: detail.path };
+    let style = Style { verbose: detail.verbose, naming: Naming::from_count(detail.numeric), slots };
+    if detail.machine > 0 {
+        return machine_readable(document, style, detail);
+    }
+    if detail.verbose > 0 || detail.hex > 0 || detail.kernel {
         return lspci_style(document, style, detail.hex);
     }
     let mut out = report::render_table(&inspection.devices, style.naming);
@@ -43,13 +56,36 @@ fn lspci_style(document: &InspectDocument, style: Style, hex: u8) -> String {
         if style.verbose > 0 {
             out += &report::render_verbose(device, style);
         } else {
-            out += &lspci::device_line(&device.identity(), style.naming, style.domains, false);
+            out += &lspci::device_line(&device.identity(), style.naming, &device.slot_name(style.slots, false), false);
             out.push('\n');
+            if let Some(driver) = &device.driver {
+                // -k without -v: the driver line -v would print.
+                out += &format!("\tKernel driver in use: {driver}\n");
+            }
         }
         if hex > 0 {
             out += &lspci::hex_dump(&device.config, hex);
         }
-        out.push('\n');
+        // lspci ends a block with a blank line only when the block has more than the device line.
+        if style.verbose > 0 || hex > 0 {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `-m`/`-mm` lines and `-vm`/`-vmm` blocks, as lspci prints them.
+fn machine_readable(document: &InspectDocument, style: Style, detail: Detail) -> String {
+    let mut out = String::new();
+    for device in &document.inspection.devices {
+        let facts = MachineFacts {
+            slot: device.slot_name(style.slots, true),
+            subsystem: device.subsystem_vendor_id.zip(device.subsystem_id),
+            driver: device.driver.as_deref(),
+            numa_node: device.numa_node,
+        };
+        let id = device.identity();
+        out += &if detail.verbose > 0 { lspci_machine::block(&id, &facts, style.naming, detail.machine, detail.kernel) } else { lspci_machine::line(&id, &facts, style.naming) };
     }
     out
 }
