@@ -494,8 +494,14 @@ impl<'a> PointRunner<'a> {
             return Ok(None);
         }
         let start_ns = legs.iter().map(|t| t.start_ns).fold(f64::INFINITY, f64::min);
-        let end_ns = legs.iter().map(|t| t.end_ns).fold(f64::NEG_INFINITY, f64::max);
+        // The transfer ends before any copy the engine modelled on its own clock.
+        let end_ns = legs.iter().map(|t| t.end_ns - t.copy_ns.unwrap_or(0.0)).fold(f64::NEG_INFINITY, f64::max);
         let device_ns = legs.iter().filter_map(|t| t.device.device_ns).reduce(f64::max);
+        let modelled_copy_ns = legs.iter().filter_map(|t| t.copy_ns).reduce(|a, b| a + b);
+        // One clock per sample: a simulated engine's copy is its own (or none), never the host's.
+        if modelled_copy_ns.is_some() || engine.info().simulated {
+            copy_ns = modelled_copy_ns;
+        }
         let sample = Sample { start_ns, engine_ns: end_ns - start_ns, wall_ns, device_ns, copy_ns };
         self.counters.extend(legs.into_iter().map(|t| t.device));
         self.samples.push(sample.clone());

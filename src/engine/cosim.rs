@@ -385,7 +385,7 @@ impl CosimEngine {
     }
 
     fn transfer_of(&self, direction: Direction, bytes: usize, (start_ns, end_ns): (f64, f64), device: DeviceCounters) -> Transfer {
-        Transfer { direction, bytes: bytes as u64, start_ns, end_ns, device }
+        Transfer { direction, bytes: bytes as u64, start_ns, end_ns, device, copy_ns: None }
     }
 }
 

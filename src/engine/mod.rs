@@ -137,6 +137,11 @@ pub struct Transfer {
     pub start_ns: f64,
     pub end_ns: f64,
     pub device: DeviceCounters,
+    /// The copy to user space when the engine models it on its own clock (the simulator's
+    /// `copy_mbps`), in ns, included in `end_ns`: a simulated run's copy stays on the
+    /// simulation's clock instead of mixing in the host's. `None` when it models none.
+    #[serde(default)]
+    pub copy_ns: Option<f64>,
 }
 
 impl Transfer {

@@ -200,7 +200,7 @@ impl Engine for TestEngine {
         self.move_data(io, device_offset, &mut device)?;
         let start_ns = self.now_ns;
         self.now_ns += m_ns + data_ns + stall_ns;
-        Ok(Transfer { direction, bytes: bytes as u64, start_ns, end_ns: self.now_ns, device })
+        Ok(Transfer { direction, bytes: bytes as u64, start_ns, end_ns: self.now_ns, device, copy_ns: None })
     }
 
     fn transfer_both(&mut self, h2d: &[u8], d2h: &mut [u8], device_offset: u64, _deadline: Duration) -> Result<(Transfer, Transfer), EngineError> {
@@ -211,7 +211,7 @@ impl Engine for TestEngine {
         self.move_data(Io::H2d(h2d), device_offset, &mut dev_h)?;
         let start_ns = self.now_ns;
         self.now_ns += m_ns + data_ns + stall_ns;
-        let leg = |direction, bytes: usize, device| Transfer { direction, bytes: bytes as u64, start_ns, end_ns: self.now_ns, device };
+        let leg = |direction, bytes: usize, device| Transfer { direction, bytes: bytes as u64, start_ns, end_ns: self.now_ns, device, copy_ns: None };
         Ok((leg(Direction::H2d, h2d.len(), dev_h), leg(Direction::D2h, d2h.len(), dev_d)))
     }
 
