@@ -210,6 +210,9 @@ pub fn measure(
     results.verification.method = verifier.method();
     results.complete = results.stopped.is_none();
     results.fits = predict::fits(&results.points, link.as_ref().ok());
+    if results.conditions.emulated_by.is_some() {
+        predict::without_comparison(&mut results.points, &mut results.fits);
+    }
     results.findings = diagnose::findings(&results);
     progress.end();
     if held_by_kernel {
