@@ -449,6 +449,10 @@ impl Engine for CosimEngine {
         self.now_ns
     }
 
+    fn link_omits_skp_and_dllps(&self) -> Option<&'static str> {
+        Some("the co-simulation's link model (cocotbext-pcie)")
+    }
+
     fn mmio(&mut self) -> Option<&mut dyn Mmio> {
         Some(self)
     }

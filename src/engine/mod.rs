@@ -372,6 +372,13 @@ pub trait Engine: Send {
     /// The engine's clock in ns: the same clock as [`Transfer::start_ns`].
     fn now_ns(&self) -> f64;
 
+    /// Who, when the engine's link model sends no SKP ordered sets and no DLLPs (the
+    /// co-simulation's cocotbext-pcie link): a result up to their share above the model's
+    /// ceiling is then no mystery, and the findings name them.
+    fn link_omits_skp_and_dllps(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Register access, for engines that have it.
     fn mmio(&mut self) -> Option<&mut dyn Mmio> {
         None
