@@ -125,7 +125,8 @@ pub fn emulated_device(results: &Results, _earlier: &[Finding]) -> Vec<Finding> 
 
 /// A link trained below what both of its ends can do.
 pub fn link_below_capability(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
-    let link = results.conditions.link.as_ref().filter(|c| c.below_capability());
+    // An emulated device's link is nominal: how it trained explains nothing.
+    let link = results.conditions.link.as_ref().filter(|c| c.below_capability() && results.conditions.emulated_by.is_none());
     let Some((trained, capable)) = link.and_then(|c| Some((c.params.link, c.capable?))) else { return Vec::new() };
     let ratio = trained.encoded_mbps() / capable.encoded_mbps() * 100.0;
     let message = format!("link trained at {trained} but both ends can do {capable}: the ceiling is {ratio:.0} % of what it could be");
@@ -169,6 +170,9 @@ pub fn copy_to_user_dominates(results: &Results, _earlier: &[Finding]) -> Vec<Fi
 /// Device reads whose ceiling is set by latency × tags: at every size measured, or up to the
 /// largest size where it is (a 4 KiB read waits for its completions whatever the link).
 pub fn read_bound_by_latency(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    if results.conditions.emulated_by.is_some() {
+        return Vec::new(); // the emulator answers reads, not a link with completion latency
+    }
     let bound: Vec<&Point> = results.points.iter().filter(|p| p.mode == Mode::H2d && p.summary.is_some() && latency_bound(p)).collect();
     let Some(up_to) = bound.iter().max_by_key(|p| p.size_bytes) else { return Vec::new() };
     let cause = "the model's ceiling is set by completion latency × outstanding read requests (tags), not by the link's bytes";

@@ -70,7 +70,7 @@ const AUDIT: &[Entry] = &[
         rule: "link_below_capability",
         cause: Some(Cause::LinkBelowCapability),
         fires_in: "real-path fake trained at Gen1 x4 on a Gen3 x8 capable path",
-        silent_in: "the same trained at its capability; simulated run (no capability stated)",
+        silent_in: "the same trained at its capability; the same on an emulated device (nominal link); simulated run (no capability stated)",
         tests: &[(AUDIT_FILE, "link_below_capability_fires_only_below_what_both_ends_can_do")],
     },
     Entry {
@@ -94,7 +94,7 @@ const AUDIT: &[Entry] = &[
         rule: "read_bound_by_latency",
         cause: Some(Cause::ReadLatency),
         fires_in: "simulated h2d sweep whose 4 KiB point is latency-bound (and larger ones are not)",
-        silent_in: "simulated d2h-only run",
+        silent_in: "simulated d2h-only run; the sweep on an emulated device",
         tests: &[(AUDIT_FILE, "read_latency_names_a_latency_bound_small_h2d_point")],
     },
     Entry {
@@ -399,6 +399,8 @@ fn link_below_capability_fires_only_below_what_both_ends_can_do() {
     results.conditions.link.as_mut().unwrap().capable = Some("gen3x8".parse().unwrap());
     let found = link_below_capability(&results, &[]);
     assert_eq!(causes(&found), [&Cause::LinkBelowCapability]);
+    results.conditions.emulated_by = Some("QEMU NVMe".into());
+    assert!(link_below_capability(&results, &[]).is_empty(), "an emulated device's link is nominal");
 }
 
 #[test]
@@ -443,6 +445,9 @@ fn read_latency_names_a_latency_bound_small_h2d_point() {
     assert!(sweep.findings.iter().any(|f| f.cause == Cause::ReadLatency), "{:?}", sweep.findings);
     let writes = simulated();
     assert!(read_bound_by_latency(&writes, &[]).is_empty(), "d2h is a device write");
+    let mut emulated = sweep;
+    emulated.conditions.emulated_by = Some("QEMU NVMe".into());
+    assert!(read_bound_by_latency(&emulated, &[]).is_empty(), "the emulator answers the reads, not a link");
 }
 
 #[test]
