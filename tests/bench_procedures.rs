@@ -282,6 +282,8 @@ fn ctrl_c_stops_between_transfers_and_keeps_what_was_measured() {
 #[test]
 fn copy_to_user_is_timed_on_the_host_and_slows_the_figure() {
     let mut engine = TestEngine::new(DataModel::Generator, 7);
+    // The host's copy is timed for real engines only: a simulated one keeps its own clock.
+    engine.info.simulated = false;
     engine.rate_mbps = 1e9; // a link so fast that the copy dominates
     engine.per_transfer_ns = 0.0;
     let mut o = options(&[Mode::D2h, Mode::H2d], &[256 << 10]);

@@ -89,6 +89,9 @@ pub struct DemoOptions {
     /// Frequency of the device's clock, when known: the run time then comes from the per-mode
     /// cycle counters (where the device has them) instead of the 0.1 s result registers.
     pub device_clock_hz: Option<f64>,
+    /// Who, when the target's link sends no SKP ordered sets or DLLPs (the engine says so):
+    /// a result above the model's ceiling by up to their share is named for it.
+    pub link_omits_skp_and_dllps: Option<&'static str>,
 }
 
 impl Default for DemoOptions {
@@ -101,6 +104,7 @@ impl Default for DemoOptions {
             timeout: Duration::from_secs(600),
             block_amount: None,
             device_clock_hz: None,
+            link_omits_skp_and_dllps: None,
         }
     }
 }
@@ -227,21 +231,13 @@ pub fn run_demo(mmio: &mut dyn Mmio, conditions: &Conditions, options: &DemoOpti
         report.get_or_insert(header).results.push(result);
     }
     let mut report = report.ok_or_else(|| EngineError::InvalidInput(crate::error::InvalidInput::new("no demo measurement chosen")))?;
-    report.findings = findings(&report);
+    report.findings = findings(&report, options.link_omits_skp_and_dllps);
     Ok(report)
 }
 
 /// Results above the model's ceiling, and a status word that disagrees with the conditions.
-fn findings(report: &DemoReport) -> Vec<String> {
-    let mut out: Vec<String> = report
-        .results
-        .iter()
-        .filter_map(|r| {
-            // The result registers count 0.1 s: the time is known to ± 0.05 s.
-            let resolution = 0.05 / r.time_s;
-            diagnose::above_ceiling(&label(r.mode), r.mbps, r.theory_mbps, resolution, "the device's timer (0.1 s units)")
-        })
-        .collect();
+fn findings(report: &DemoReport, link_omits_skp_and_dllps: Option<&str>) -> Vec<String> {
+    let mut out: Vec<String> = report.results.iter().filter_map(|r| above_ceiling(report, r, link_omits_skp_and_dllps)).collect();
     let p = &report.conditions.params;
     let status = &report.status;
     if let Some(said) = status.link().filter(|l| *l != p.link) {
@@ -257,6 +253,41 @@ fn findings(report: &DemoReport) -> Vec<String> {
         }
     }
     out
+}
+
+/// A result above the model's ceiling, judged against the resolution of the timer its time came
+/// from; on a link that sends no SKP ordered sets or DLLPs, an excess the model's ceiling
+/// without them covers is named for that link.
+fn above_ceiling(report: &DemoReport, r: &DemoResult, link_omits_skp_and_dllps: Option<&str>) -> Option<String> {
+    let (resolution, timer) = match r.device_cycles {
+        // Counted in whole cycles: the time is known to ± 1 cycle.
+        Some(cycles) => (1.0 / cycles as f64, format!("the device's cycle counter ({cycles} cycles)")),
+        // The result registers count 0.1 s: the time is known to ± 0.05 s.
+        None => (0.05 / r.time_s, "the device's timer (0.1 s units)".to_string()),
+    };
+    let what = label(r.mode);
+    let general = diagnose::above_ceiling(&what, r.mbps, r.theory_mbps, resolution, &timer)?;
+    let Some(who) = link_omits_skp_and_dllps else { return Some(general) };
+    let mut bare = report.conditions.clone();
+    (bare.params.include_skp, bare.params.include_dllp) = (false, false);
+    let without_mbps = theory_mbps(&bare, r.mode, r.bytes);
+    let (measured, ceiling) = (r.mbps, r.theory_mbps);
+    let excess = (measured / ceiling - 1.0) * 100.0;
+    let above = format!("{what}: {measured:.2} MB/s is {excess:.2} % above the model's ceiling of {ceiling:.2} MB/s");
+    if measured <= without_mbps * (1.0 + resolution) {
+        return Some(format!(
+            "{above}, within the {without_mbps:.2} MB/s it gives without SKP ordered sets and DLLPs: \
+             {who} sends none, so its link carries data in time a real link spends on them"
+        ));
+    }
+    // Only part of the excess is theirs: name that part, and call the rest unexplained.
+    let share = (without_mbps / ceiling - 1.0) * 100.0;
+    let rest = (measured / without_mbps - 1.0) * 100.0;
+    Some(format!(
+        "{above}; {who} sends no SKP ordered sets or DLLPs, which account for {share:.2} % (the model gives {without_mbps:.2} MB/s without them); \
+         the remaining {rest:.2} % is more than the resolution of {timer} (± {:.2} %) allows: unexplained",
+        resolution * 100.0
+    ))
 }
 
 /// Steps 0–11 for one mode, then the stall count and status word.
@@ -397,6 +428,72 @@ mod tests {
         }
         let refused = serde_json::from_str::<Holder>("\"h2d\"").map(|h| h.0).unwrap_err().to_string();
         assert!(refused.contains("expected one of write, read, read_write"), "the demo's JSON speaks the document's words only: {refused}");
+    }
+
+    /// Document 001's flow on the simulated endpoint, d2h only.
+    fn doc001_demo() -> DemoReport {
+        let mut engine = crate::engine::sim::SimEngine::open("sim:doc001", &crate::engine::OpenOptions { seed: 1, ..Default::default() }).unwrap();
+        let conditions = crate::engine::Engine::conditions(&engine).unwrap();
+        run_demo(&mut engine, &conditions, &DemoOptions { modes: vec![Mode::D2h], ..DemoOptions::default() }).unwrap()
+    }
+
+    /// The report with its d2h result `factor` × its ceiling, timed by `cycles` when given.
+    fn above(factor: f64, cycles: Option<u64>) -> DemoReport {
+        let mut report = doc001_demo();
+        let r = &mut report.results[0];
+        r.mbps = r.theory_mbps * factor;
+        r.device_cycles = cycles;
+        report
+    }
+
+    const COCOTB: Option<&str> = Some("the co-simulation's link model (cocotbext-pcie)");
+
+    #[test]
+    fn a_demo_result_above_the_ceiling_is_judged_on_the_timer_it_came_from() {
+        assert!(findings(&doc001_demo(), None).is_empty(), "below its ceiling, status agreeing: nothing to say");
+        let registers = findings(&above(1.0083, None), None);
+        assert_eq!(registers.len(), 1, "{registers:?}");
+        assert!(registers[0].contains("0.83 % above") && registers[0].contains("the device's timer (0.1 s units)"), "{}", registers[0]);
+        let cycles = findings(&above(1.0083, Some(8789)), None);
+        assert!(cycles[0].contains("the device's cycle counter (8789 cycles) (± 0.01 %)"), "{}", cycles[0]);
+        assert!(!cycles[0].contains("0.1 s units"), "the time came from cycles: {}", cycles[0]);
+    }
+
+    /// How far above the ceiling the model's ceiling without SKP ordered sets and DLLPs lies, as
+    /// a factor, for the report's d2h result.
+    fn bare_factor(report: &DemoReport) -> f64 {
+        let mut bare = report.conditions.clone();
+        (bare.params.include_skp, bare.params.include_dllp) = (false, false);
+        let r = &report.results[0];
+        theory_mbps(&bare, r.mode, r.bytes) / r.theory_mbps
+    }
+
+    #[test]
+    fn a_co_simulated_result_above_the_ceiling_names_the_skp_and_dllps_its_link_omits() {
+        let bare = bare_factor(&doc001_demo());
+        assert!(bare > 1.002, "SKPs and DLLPs take a share of the link: {bare}");
+        // Above the ceiling, within what SKPs and DLLPs take: the link model that omits them.
+        let within = 1.0 + (bare - 1.0) / 2.0;
+        let found = findings(&above(within, Some(8789)), COCOTB);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("without SKP ordered sets and DLLPs") && found[0].contains("(cocotbext-pcie) sends none"), "{}", found[0]);
+        assert!(!found[0].contains("0.1 s units") && !found[0].contains("must be wrong"), "{}", found[0]);
+        // Beyond what SKPs and DLLPs take, the link model explains nothing.
+        let far = findings(&above(bare * 1.05, Some(8789)), COCOTB);
+        assert!(far[0].contains("sends no SKP ordered sets or DLLPs, which account for") && far[0].ends_with("allows: unexplained"), "{}", far[0]);
+        assert!(far[0].contains("the remaining 5.00 %"), "{}", far[0]);
+        // A link that sends them gets the general finding.
+        assert!(findings(&above(within, Some(8789)), None)[0].contains("must be wrong"));
+    }
+
+    #[test]
+    fn a_status_word_that_disagrees_with_the_conditions_is_named() {
+        let mut report = doc001_demo();
+        assert!(findings(&report, None).is_empty());
+        report.status.max_payload_bytes = Some(256);
+        let found = findings(&report, None);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("the status word reports MaxPayload 256 bytes but the conditions say 128 bytes"), "{}", found[0]);
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub fn run(engine: &mut dyn Engine, target: &str, seed: u64, mut options: DemoOp
     let conditions = super::conditions::resolve(engine)
         .map_err(|why| anyhow::anyhow!("{target}: no link conditions ({why}); the block amount needs the link"))?;
     options.device_clock_hz = info.device_clock_hz;
+    options.link_omits_skp_and_dllps = engine.link_omits_skp_and_dllps();
     let mut notes = Vec::new();
     if info.co_simulated {
         // Simulated time is expensive: a small block amount, and a poll every 5 µs instead of

@@ -125,7 +125,8 @@ pub fn emulated_device(results: &Results, _earlier: &[Finding]) -> Vec<Finding> 
 
 /// A link trained below what both of its ends can do.
 pub fn link_below_capability(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
-    let link = results.conditions.link.as_ref().filter(|c| c.below_capability());
+    // An emulated device's link is nominal: how it trained explains nothing.
+    let link = results.conditions.link.as_ref().filter(|c| c.below_capability() && results.conditions.emulated_by.is_none());
     let Some((trained, capable)) = link.and_then(|c| Some((c.params.link, c.capable?))) else { return Vec::new() };
     let ratio = trained.encoded_mbps() / capable.encoded_mbps() * 100.0;
     let message = format!("link trained at {trained} but both ends can do {capable}: the ceiling is {ratio:.0} % of what it could be");
@@ -166,15 +167,31 @@ pub fn copy_to_user_dominates(results: &Results, _earlier: &[Finding]) -> Vec<Fi
     message.map(|m| finding(Cause::CopyToUser, m)).into_iter().collect()
 }
 
-/// Device reads whose ceiling, even at the largest size, is set by latency × tags.
+/// Device reads whose ceiling is set by latency × tags: at every size measured, or up to the
+/// largest size where it is (a 4 KiB read waits for its completions whatever the link).
 pub fn read_bound_by_latency(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
-    let latency_bound = |p: &&Point| p.ceiling.as_ref().is_some_and(|c| c.limit == Limit::Latency);
-    let Some(p) = largest(results, Mode::H2d).filter(latency_bound) else { return Vec::new() };
-    let message = format!(
-        "h2d is a device read: even at {} the model's ceiling is set by completion latency × outstanding read requests (tags), not by the link's bytes",
-        format_size(p.size_bytes)
-    );
+    if results.conditions.emulated_by.is_some() {
+        return Vec::new(); // the emulator answers reads, not a link with completion latency
+    }
+    let bound: Vec<&Point> = results.points.iter().filter(|p| p.mode == Mode::H2d && p.summary.is_some() && latency_bound(p)).collect();
+    let Some(up_to) = bound.iter().max_by_key(|p| p.size_bytes) else { return Vec::new() };
+    let cause = "the model's ceiling is set by completion latency × outstanding read requests (tags), not by the link's bytes";
+    let message = if h2d_latency_bound_throughout(results) {
+        format!("h2d is a device read: even at {} {cause}", format_size(up_to.size_bytes))
+    } else {
+        format!("h2d is a device read: up to {} ({} size(s)) {cause}; larger reads are not", format_size(up_to.size_bytes), bound.len())
+    };
     vec![finding(Cause::ReadLatency, message)]
+}
+
+fn latency_bound(point: &Point) -> bool {
+    point.ceiling.as_ref().is_some_and(|c| c.limit == Limit::Latency)
+}
+
+/// True when even the largest h2d size measured is bound by latency × tags: only then does read
+/// latency explain a gap at the largest size.
+fn h2d_latency_bound_throughout(results: &Results) -> bool {
+    largest(results, Mode::H2d).is_some_and(latency_bound)
 }
 
 /// Share of a rate that reads behind writes or finite credits must take for their rules to name
@@ -302,7 +319,7 @@ fn ceiling_finding(results: &Results, mode: Mode, explained: &[&Cause]) -> Optio
     }
     let message = format!("{at} reaches {:.1} MB/s, {percent:.1} % of the model's ceiling ({:.1} MB/s)", summary.median_mbps, ceiling.mbps);
     let is_explained = explained.iter().any(|c| match c {
-        Cause::ReadLatency => mode != Mode::D2h,
+        Cause::ReadLatency => mode != Mode::D2h && h2d_latency_bound_throughout(results),
         Cause::ReadsBehindWrites => mode == Mode::Both,
         Cause::PerTransferOverhead => fits_explain(results, mode, point.bytes_per_step),
         _ => true,
@@ -390,6 +407,10 @@ fn fits_explain(results: &Results, mode: Mode, bytes: u64) -> bool {
 fn largest(results: &Results, mode: Mode) -> Option<&Point> {
     results.points.iter().filter(|p| p.mode == mode && p.summary.is_some()).max_by_key(|p| p.size_bytes)
 }
+
+#[cfg(test)]
+#[path = "diagnose_audit.rs"]
+mod audit;
 
 #[cfg(test)]
 mod tests {

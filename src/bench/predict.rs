@@ -22,6 +22,17 @@ pub fn with_measured(mut ceiling: PointCeiling, median_mbps: f64) -> PointCeilin
     ceiling
 }
 
+/// An emulated device's link is nominal and its rates are the emulator's: no output may state
+/// them as a share of a ceiling or of the link, so the percentages and the fits' f go empty.
+pub fn without_comparison(points: &mut [Point], fits: &mut [Fit]) {
+    for ceiling in points.iter_mut().filter_map(|p| p.ceiling.as_mut()) {
+        ceiling.percent_reached = None;
+    }
+    for fit in fits {
+        fit.f = None;
+    }
+}
+
 /// Fit T(N) = N/(B·f) + m to every mode with two or more measured sizes. B is the link's rate
 /// after encoding (twice it for `both`); without a link, only B·f, m and N½ are meaningful.
 pub fn fits(points: &[Point], conditions: Option<&Conditions>) -> Vec<Fit> {

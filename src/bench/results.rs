@@ -354,6 +354,37 @@ pub enum Cause {
     CreditLimited,
 }
 
+impl Cause {
+    /// Every cause, in declaration order: the findings audit (docs/findings.md) enumerates it
+    /// and fails when a cause has no scenario where it fires and one where it stays silent.
+    pub const ALL: [Cause; 19] = [
+        Cause::LinkBelowCapability,
+        Cause::PerTransferOverhead,
+        Cause::ReadLatency,
+        Cause::CopyToUser,
+        Cause::Stall,
+        Cause::VerificationFailed,
+        Cause::Link,
+        Cause::BelowCeiling,
+        Cause::Unexplained,
+        Cause::NoLinkInfo,
+        Cause::Incomplete,
+        Cause::NoSample,
+        Cause::Spread,
+        Cause::AboveCeiling,
+        Cause::FitRejected,
+        Cause::LinkErrors,
+        Cause::Emulated,
+        Cause::ReadsBehindWrites,
+        Cause::CreditLimited,
+    ];
+
+    /// The cause's name as the results document writes it (`link_below_capability`).
+    pub fn name(&self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub cause: Cause,

@@ -761,7 +761,7 @@ impl BlockEngine {
     }
 
     fn transfer_record(&self, direction: Direction, bytes: usize, start_ns: f64, end_ns: f64) -> Transfer {
-        Transfer { direction, bytes: bytes as u64, start_ns, end_ns, device: DeviceCounters::default() }
+        Transfer { direction, bytes: bytes as u64, start_ns, end_ns, device: DeviceCounters::default(), copy_ns: None }
     }
 }
 

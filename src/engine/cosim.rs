@@ -404,7 +404,7 @@ impl CosimEngine {
     }
 
     fn transfer_of(&self, direction: Direction, bytes: usize, (start_ns, end_ns): (f64, f64), device: DeviceCounters) -> Transfer {
-        Transfer { direction, bytes: bytes as u64, start_ns, end_ns, device }
+        Transfer { direction, bytes: bytes as u64, start_ns, end_ns, device, copy_ns: None }
     }
 }
 
@@ -466,6 +466,10 @@ impl Engine for CosimEngine {
 
     fn now_ns(&self) -> f64 {
         self.now_ns
+    }
+
+    fn link_omits_skp_and_dllps(&self) -> Option<&'static str> {
+        Some("the co-simulation's link model (cocotbext-pcie)")
     }
 
     fn mmio(&mut self) -> Option<&mut dyn Mmio> {

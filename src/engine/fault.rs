@@ -296,6 +296,10 @@ impl Engine for FaultEngine {
         self.inner.conditions()
     }
 
+    fn link_omits_skp_and_dllps(&self) -> Option<&'static str> {
+        self.inner.link_omits_skp_and_dllps()
+    }
+
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
         let Some((faults, chunk)) = self.armed() else {
             return self.inner.transfer(io, device_offset, deadline).map(|t| self.on_our_clock(t));

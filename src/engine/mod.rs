@@ -137,6 +137,11 @@ pub struct Transfer {
     pub start_ns: f64,
     pub end_ns: f64,
     pub device: DeviceCounters,
+    /// The copy to user space when the engine models it on its own clock (the simulator's
+    /// `copy_mbps`), in ns, included in `end_ns`: a simulated run's copy stays on the
+    /// simulation's clock instead of mixing in the host's. `None` when it models none.
+    #[serde(default)]
+    pub copy_ns: Option<f64>,
 }
 
 impl Transfer {
@@ -366,6 +371,13 @@ pub trait Engine: Send {
 
     /// The engine's clock in ns: the same clock as [`Transfer::start_ns`].
     fn now_ns(&self) -> f64;
+
+    /// Who, when the engine's link model sends no SKP ordered sets and no DLLPs (the
+    /// co-simulation's cocotbext-pcie link): a result up to their share above the model's
+    /// ceiling is then no mystery, and the findings name them.
+    fn link_omits_skp_and_dllps(&self) -> Option<&'static str> {
+        None
+    }
 
     /// Register access, for engines that have it.
     fn mmio(&mut self) -> Option<&mut dyn Mmio> {

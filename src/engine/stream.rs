@@ -315,7 +315,7 @@ impl StreamEngine {
     }
 
     fn record(direction: Direction, bytes: usize, start_ns: f64, end_ns: f64) -> Transfer {
-        Transfer { direction, bytes: bytes as u64, start_ns, end_ns: end_ns.max(start_ns), device: DeviceCounters::default() }
+        Transfer { direction, bytes: bytes as u64, start_ns, end_ns: end_ns.max(start_ns), device: DeviceCounters::default(), copy_ns: None }
     }
 }
 

@@ -420,7 +420,7 @@ impl Engine for XdmaEngine {
         let deadline = Deadline::after(deadline);
         let start = self.clock.now_ns();
         let end = self.move_split(io, self.card_addr + device_offset, &deadline)?;
-        Ok(Transfer { direction, bytes: len as u64, start_ns: start, end_ns: end.max(start), device: DeviceCounters::default() })
+        Ok(Transfer { direction, bytes: len as u64, start_ns: start, end_ns: end.max(start), device: DeviceCounters::default(), copy_ns: None })
     }
 
     /// h2c writes and c2h reads the same card range at once (the contract: the procedure writes
@@ -438,7 +438,7 @@ impl Engine for XdmaEngine {
             let read = this.move_split(Io::D2h(d2h), this.card_addr + read_offset, &deadline);
             (writer.join().expect("h2c thread panicked"), read)
         });
-        let record = |direction, bytes: usize, end: f64| Transfer { direction, bytes: bytes as u64, start_ns: start, end_ns: end.max(start), device: DeviceCounters::default() };
+        let record = |direction, bytes: usize, end: f64| Transfer { direction, bytes: bytes as u64, start_ns: start, end_ns: end.max(start), device: DeviceCounters::default(), copy_ns: None };
         Ok((record(Direction::H2d, h2d_len, h2d_end?), record(Direction::D2h, d2h_len, d2h_end?)))
     }
 

@@ -104,9 +104,16 @@ fn waterfall(params: &LinkParams, kind: &str, flow: &Flow, software: Software) -
         })
         .collect();
     let app_bytes = load.payload_bytes * software.message_efficiency();
-    let app_mbps = crate::units::mbps(app_bytes, window_ns + software.per_transfer_us * 1e3);
+    let software_ns = software.per_transfer_us * 1e3;
+    let app_mbps = crate::units::mbps(app_bytes, window_ns + software_ns);
+    // Every step above shares the link's time; a software cost lengthens it, so say so.
+    let name = if software_ns > 0.0 {
+        format!("after software/message overhead (over {window_ns:.1} ns on the link + {software_ns:.1} ns of software per transfer)")
+    } else {
+        "after software/message overhead".to_string()
+    };
     steps.push(Step {
-        name: "after software/message overhead".to_string(),
+        name,
         bytes: app_bytes,
         mbps: app_mbps,
         percent_of_raw: 100.0 * app_mbps / raw_mbps,
@@ -118,5 +125,23 @@ fn waterfall(params: &LinkParams, kind: &str, flow: &Flow, software: Software) -
         steps,
         opposite: flow.opposite,
         opposite_mbps: crate::units::mbps(flow.opposite.total_bytes(), window_ns),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_software_step_states_its_longer_time_base() {
+        let params = LinkParams::typical("gen3x8".parse().unwrap());
+        let plain = write_waterfall(&params, 65536, Software::default());
+        assert_eq!(plain.steps.last().unwrap().name, "after software/message overhead");
+        let software = Software { per_transfer_us: 2.0, ..Software::default() };
+        let w = write_waterfall(&params, 65536, software);
+        let last = w.steps.last().unwrap();
+        let expected = format!("after software/message overhead (over {:.1} ns on the link + 2000.0 ns of software per transfer)", w.duration_ns);
+        assert_eq!(last.name, expected);
+        assert!(last.mbps < w.steps[w.steps.len() - 2].mbps);
     }
 }

@@ -50,7 +50,8 @@ pub struct Bandwidth {
     pub capable_mbits: u32,
     pub capable_speed_gts: Option<f64>,
     pub capable_width: Option<u8>,
-    /// The kernel's message, word for word.
+    /// The kernel's message, word for word, except where LnkCap reads 0: the kernel then
+    /// prints "0.000 Gb/s available PCIe bandwidth (Unknown x0 link)", which is not true.
     pub message: String,
 }
 
@@ -83,6 +84,8 @@ pub fn bandwidth(hops: &[Hop], capable_speed_gts: Option<f64>, capable_width: Op
             hop.bdf,
             mbits(capable)
         ),
+        // The kernel would print "0.000 Gb/s available (Unknown x0 link)": say what is true.
+        _ if capable == 0 => "link capability not reported (LnkCap = 0): available bandwidth unknown".to_string(),
         _ => format!("{} Gb/s available PCIe bandwidth ({cap_link} link)", mbits(capable)),
     };
     Bandwidth {
@@ -117,5 +120,12 @@ mod tests {
         assert_eq!(full.message, "252.048 Gb/s available PCIe bandwidth (16.0 GT/s PCIe x16 link)");
         let gen1 = bandwidth(&[hop("0000:02:00.0", 2.5, 1)], Some(5.0), Some(1));
         assert!(gen1.message.starts_with("2.000 Gb/s available PCIe bandwidth, limited by 2.5 GT/s PCIe x1 link at 0000:02:00.0 (capable of 4.000 Gb/s with 5.0 GT/s PCIe x1"));
+    }
+
+    #[test]
+    fn a_port_whose_lnkcap_reads_zero_is_not_said_to_have_zero_bandwidth() {
+        let bw = bandwidth(&[hop("0000:00:1c.0", 2.5, 1)], None, Some(0));
+        assert_eq!(bw.message, "link capability not reported (LnkCap = 0): available bandwidth unknown");
+        assert!(!bw.message.contains("0.000 Gb/s") && !bw.message.contains("x0"), "{}", bw.message);
     }
 }

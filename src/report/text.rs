@@ -278,9 +278,13 @@ pub fn headline(results: &Results) -> String {
             continue;
         };
         let (p, s) = best;
-        let model = match &p.ceiling {
-            Some(c) => format!("{:.1} % of the model's {} MB/s", c.percent_reached.unwrap_or(0.0), rate(c.mbps)),
-            None => "no model ceiling (link unknown)".into(),
+        let model = match (&p.ceiling, results.conditions.emulated_by.is_some()) {
+            (_, true) => "not compared with the model (emulated device: its link is nominal)".into(),
+            (Some(c), false) => match c.percent_reached {
+                Some(percent) => format!("{percent:.1} % of the model's {} MB/s", rate(c.mbps)),
+                None => format!("the model's {} MB/s", rate(c.mbps)),
+            },
+            (None, false) => "no model ceiling (link unknown)".into(),
         };
         let fit = results.fits.iter().find(|f| f.mode == mode && f.rejected.is_none()).map_or(String::new(), |f| {
             let f_text = f.f.map_or(String::new(), |f| format!("f {f:.3}, "));
@@ -397,5 +401,27 @@ mod residual_tests {
         let many: Vec<(u64, f64)> = (1..=16_000).map(|i| (i * 4, if i == 700 { -0.05 } else { 0.001 })).collect();
         let cell = super::residuals_cell(&many);
         assert!(cell.starts_with("16000 sizes: rms 0.1, worst -5.0 at 2."), "{cell}");
+    }
+
+    #[test]
+    fn an_emulated_devices_rates_are_never_a_percentage_of_a_ceiling() {
+        use crate::bench::dma::{measure, DmaOptions, Quiet};
+        let mut options = DmaOptions::new(vec![crate::bench::results::Mode::D2h], vec![4096, 65536]);
+        let mut engine = crate::engine::sim::SimEngine::open("sim", &crate::engine::OpenOptions { seed: options.seed, ..Default::default() }).unwrap();
+        options.duration = std::time::Duration::from_millis(20);
+        let mut results = measure(&mut engine, &options, &std::sync::atomic::AtomicBool::new(false), &mut Quiet).unwrap();
+        assert!(super::headline(&results).contains("% of the model's"), "a simulated device is compared");
+        // What `dma::measure` does for a device whose IDs name a hypervisor (QEMU's NVMe).
+        results.conditions.emulated_by = Some("QEMU NVMe (Red Hat): vendor ID 0x1b36".into());
+        crate::bench::predict::without_comparison(&mut results.points, &mut results.fits);
+        let line = super::headline(&results);
+        assert!(!line.contains("% of") && line.contains("not compared with the model (emulated device"), "{line}");
+        assert!(!line.contains("f 0."), "no fraction of the link either: {line}");
+        let json: serde_json::Value = serde_json::from_str(&crate::report::json::to_string(&results).unwrap()).unwrap();
+        for point in json["points"].as_array().unwrap() {
+            assert!(point["ceiling"]["percent_reached"].is_null(), "{}", point["ceiling"]);
+        }
+        let table = super::points_table(&results, None);
+        assert!(!table.contains("647") && results.points.iter().all(|p| p.ceiling.as_ref().unwrap().percent_reached.is_none()), "{table}");
     }
 }

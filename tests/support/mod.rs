@@ -203,7 +203,7 @@ impl Engine for TestEngine {
         self.move_data(io, device_offset, &mut device)?;
         let start_ns = self.now_ns;
         self.now_ns += m_ns + data_ns + stall_ns;
-        Ok(Transfer { direction, bytes: bytes as u64, start_ns, end_ns: self.now_ns, device })
+        Ok(Transfer { direction, bytes: bytes as u64, start_ns, end_ns: self.now_ns, device, copy_ns: None })
     }
 
     fn transfer_both(&mut self, h2d: &[u8], d2h: &mut [u8], device_offset: u64, _deadline: Duration) -> Result<(Transfer, Transfer), EngineError> {
@@ -216,7 +216,7 @@ impl Engine for TestEngine {
         let d2h_ns = m_ns + data_ns + stall_ns;
         let h2d_ns = d2h_ns * self.h2d_leg_factor;
         self.now_ns += d2h_ns.max(h2d_ns);
-        let leg = |direction, bytes: usize, took_ns: f64, device| Transfer { direction, bytes: bytes as u64, start_ns, end_ns: start_ns + took_ns, device };
+        let leg = |direction, bytes: usize, took_ns: f64, device| Transfer { direction, bytes: bytes as u64, start_ns, end_ns: start_ns + took_ns, device, copy_ns: None };
         Ok((leg(Direction::H2d, h2d.len(), h2d_ns, dev_h), leg(Direction::D2h, d2h.len(), d2h_ns, dev_d)))
     }
 

@@ -260,23 +260,26 @@ impl SimEngine {
         (busy_ns / cycle_ns).ceil() * cycle_ns
     }
 
-    /// When the host sees a completion the device signalled at `done_ns`, plus any copy.
-    fn host_end_ns(&self, direction: Direction, bytes: u64, done_ns: f64) -> f64 {
-        let noticed = self.timer.run_at(done_ns + self.config.interrupt_ns);
-        match (direction, self.config.copy_mbps) {
-            (Direction::D2h, Some(mbps)) => noticed + timing::ns_for(bytes, mbps),
-            _ => noticed,
-        }
+    /// When the host sees a completion the device signalled at `done_ns`.
+    fn host_end_ns(&self, done_ns: f64) -> f64 {
+        self.timer.run_at(done_ns + self.config.interrupt_ns)
+    }
+
+    /// The simulated copy of d2h data to user space (`copy_mbps`), on the simulation's clock.
+    fn copy_ns(&self, direction: Direction, bytes: u64) -> Option<f64> {
+        self.config.copy_mbps.filter(|_| direction == Direction::D2h).map(|mbps| timing::ns_for(bytes, mbps))
     }
 
     fn finish(&mut self, direction: Direction, bytes: u64, start_ns: f64, data_start_ns: f64, out: StreamOutcome) -> Transfer {
         let device_ns = self.device_ns(out.busy_ns);
-        let end_ns = self.host_end_ns(direction, bytes, data_start_ns + device_ns);
+        let copy_ns = self.copy_ns(direction, bytes);
+        let end_ns = self.host_end_ns(data_start_ns + device_ns) + copy_ns.unwrap_or(0.0);
         Transfer {
             direction,
             bytes,
             start_ns,
             end_ns,
+            copy_ns,
             device: DeviceCounters {
                 device_ns: Some(device_ns),
                 max_stall_ns: Some(out.max_stall_ns),

@@ -157,7 +157,7 @@ impl Engine for VfioDmaEngine {
             data.copy_from_slice(&self.buffer[..data.len()]);
         }
         let end_ns = self.clock.now_ns();
-        Ok(Transfer { direction, bytes, start_ns, end_ns, device: DeviceCounters::default() })
+        Ok(Transfer { direction, bytes, start_ns, end_ns, device: DeviceCounters::default(), copy_ns: None })
     }
 
     fn now_ns(&self) -> f64 {
