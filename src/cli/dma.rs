@@ -108,7 +108,7 @@ impl MeasureArgs {
         let mut options = self.engine.open_options(self.seed);
         options.destructive |= scratch;
         options.data_unread = self.verify == VerifyKind::None;
-        Ok(engine::open(&resolve_target(target), &options)?)
+        super::open_noted(&resolve_target(target), &options)
     }
 
     /// Where a finished run goes besides the terminal.
@@ -135,6 +135,7 @@ fn engines_help() -> String {
     let engines = engine::registry::engines_help();
     format!(
         "Targets (--target ENGINE:ARGUMENT):\n{}\n  /dev/nvme0n1 (a path to a block device) is read as block:/dev/nvme0n1\n\n\
+Simulator presets and their documents (each prediction's distance: docs/simulator.md):\n{}\n\n\
 Examples:
   pcieperf dma --target sim:gen3x8 --dir both --sizes 4KiB..64MiB --out run.json
   pcieperf dma --target /dev/nvme0n1 --dir d2h --sizes 1MiB      # reads only, O_DIRECT
@@ -143,7 +144,8 @@ Examples:
 
 Exit codes: 0 success, 1 engine error or verification failure, 2 bad input, 130 interrupted
 (the results file is still written, marked \"complete\": false).",
-        engines
+        engines,
+        engine::sim::published::help()
     )
 }
 

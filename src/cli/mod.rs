@@ -98,6 +98,13 @@ pub fn quiet() -> bool {
     crate::report::output::quiet()
 }
 
+/// Open a target and print the notes it asks every run to carry ([`crate::engine::Engine::notes`]).
+pub fn open_noted(target: &str, options: &crate::engine::OpenOptions) -> anyhow::Result<Box<dyn crate::engine::Engine>> {
+    let engine = crate::engine::open(target, options)?;
+    engine.notes().iter().for_each(note);
+    Ok(engine)
+}
+
 /// A note on standard error (`pcieperf: note: …`), unless `--quiet`.
 pub fn note(text: impl std::fmt::Display) {
     if !quiet() {

@@ -347,6 +347,12 @@ pub trait Engine: Send {
         None
     }
 
+    /// What every run on this target must say besides its figures (a simulator preset that does
+    /// not reproduce its document), one line each.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Move `io.len()` bytes at `device_offset` (ignored by stream engines) within `deadline`.
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError>;
 

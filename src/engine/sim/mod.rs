@@ -8,6 +8,7 @@
 //! - [`timing`]: what the device's counters see of a stream, with the stalls drawn on top.
 //! - [`host`]: host timer interrupts and CPU-initiated MMIO timing (document 000 §4).
 //! - [`regs`]: the register file of the performance-demo endpoint (document 001 §4).
+//! - [`published`]: the documents' figures each `docNNN` preset is calibrated to or predicts.
 //!
 //! Data follows [`DataModel::Generator`]: d2h buffers are filled with
 //! `Pattern::lfsr(seed)` at the device offset, and the device reports the CRC32 of h2d data.
@@ -17,6 +18,7 @@
 pub mod config;
 pub mod host;
 pub mod link_time;
+pub mod published;
 pub mod regs;
 pub mod ring;
 mod ring_both;
@@ -413,6 +415,10 @@ impl Engine for SimEngine {
 
     fn streaming(&mut self) -> Option<&mut dyn crate::engine::ring::Streaming> {
         Some(&mut self.ring)
+    }
+
+    fn notes(&self) -> Vec<String> {
+        published::notes(&self.config.preset)
     }
 
     fn conditions(&self) -> Option<crate::model::Conditions> {
