@@ -51,6 +51,13 @@ fn dma_mbps(preset: &str, seed: u64, bytes: u64, d2h: bool) -> f64 {
     rates[rates.len() / 2]
 }
 
+/// `pcieperf stream --preset PRESET`: the document's ring, d2h, its default message count.
+fn stream_mbps(preset: &str, seed: u64) -> f64 {
+    let out = pcieperf().args(["stream", "--preset", preset, "--json", "--seed", &seed.to_string()]).assert().success().get_output().stdout.clone();
+    let document: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    document["points"][0]["throughput"]["sustained_MBps"].as_f64().unwrap()
+}
+
 /// Every figure of one preset for one seed, in `PUBLISHED` order.
 fn measure_all(preset: &str, seed: u64) -> Vec<f64> {
     let figures: Vec<&Published> = PUBLISHED.iter().filter(|p| p.preset == preset).collect();
@@ -74,6 +81,7 @@ fn measure_all(preset: &str, seed: u64) -> Vec<f64> {
             Measure::DmaH2dMbps { bytes } => dma_mbps(preset, seed, bytes, false),
             Measure::DemoMbps { start_code } => demo_result(start_code).mbps,
             Measure::DemoMaxStallUs => demo_result(2).max_stall_us,
+            Measure::StreamMbps => stream_mbps(preset, seed),
         })
         .collect()
 }
