@@ -110,7 +110,7 @@ impl MeasureArgs {
         let mut options = self.engine.open_options(self.seed);
         options.destructive |= scratch;
         options.data_unread = self.verify == VerifyKind::None;
-        super::open_noted(&resolve_target(target), &options)
+        Ok(engine::open(&resolve_target(target), &options)?)
     }
 
     /// Where a finished run goes besides the terminal.
@@ -238,6 +238,7 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     let quiet = args.json || args.csv;
     let mut progress = TerminalProgress::new(quiet || super::quiet(), engine.info().label());
     let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
+    super::engine_notes(engine.as_ref());
     emit(results, &outputs)
 }
 

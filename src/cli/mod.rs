@@ -98,11 +98,10 @@ pub fn quiet() -> bool {
     crate::report::output::quiet()
 }
 
-/// Open a target and print the notes it asks every run to carry ([`crate::engine::Engine::notes`]).
-pub fn open_noted(target: &str, options: &crate::engine::OpenOptions) -> anyhow::Result<Box<dyn crate::engine::Engine>> {
-    let engine = crate::engine::open(target, options)?;
+/// Print the notes a target asks every run to carry ([`crate::engine::Engine::notes`]), once
+/// the run got that far (a refused one stays one line).
+pub fn engine_notes(engine: &dyn crate::engine::Engine) {
     engine.notes().iter().for_each(note);
-    Ok(engine)
 }
 
 /// A note on standard error (`pcieperf: note: …`), unless `--quiet`.
