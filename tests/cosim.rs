@@ -70,3 +70,44 @@ fn dma_both_directions_verifies_data() {
         assert_eq!(point["verification"]["failed"], 0, "{point}");
     }
 }
+
+/// A wrong h2d byte on the co-simulated core: the engine reads the core's FIRST_ERROR register,
+/// which holds the offset of the first byte that differs from the pattern.
+#[test]
+fn a_wrong_h2d_byte_is_reported_at_its_offset() {
+    use pcieperf::engine::pattern::Pattern;
+    use pcieperf::engine::{open, Io, OpenOptions};
+    let seed = 7;
+    let mut engine = match open("cosim", &OpenOptions { seed, ..OpenOptions::default() }) {
+        Ok(engine) => engine,
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
+    };
+    let (size, wrong_at) = (4096usize, 1234usize);
+    let mut sent = vec![0u8; size];
+    Pattern::lfsr(seed).fill(0, &mut sent);
+    let deadline = std::time::Duration::from_secs(1);
+    let clean = engine.transfer(Io::H2d(&sent), 0, deadline).unwrap();
+    assert_eq!(clean.device.first_error_offset, None);
+    sent[wrong_at] ^= 0x01;
+    let t = engine.transfer(Io::H2d(&sent), 0, deadline).unwrap();
+    assert_eq!(t.device.first_error_offset, Some(wrong_at as u64));
+}
+
+/// `dma --target cosim` with its default options completes: on a co-simulated target the
+/// defaults are a budget of simulated time that fits (64 KiB, 200 µs), and a point that runs
+/// long on a loaded machine reports progress instead of failing.
+#[test]
+fn dma_with_default_options_completes() {
+    let started = std::time::Instant::now();
+    let Some(output) = run_cosim(&["dma", "--target", "cosim", "--json"]) else { return };
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["complete"], true, "{json}");
+    let point = &json["points"][0];
+    assert_eq!(point["size_bytes"], 65536, "{point}");
+    assert!(point["samples"].as_array().unwrap().len() >= 10, "{point}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("co-simulation: 200 µs per point of simulated time at 64KiB"), "{}", String::from_utf8_lossy(&output.stderr));
+    println!("dma --target cosim with default options: {:.1} s wall-clock", started.elapsed().as_secs_f64());
+}

@@ -92,3 +92,34 @@ fn info_says_what_is_injected_and_bad_specs_are_refused() {
     let wrapped = FaultEngine::wrap("test", engine("sim"), FaultSpec { faults: vec![Fault::Reorder], skip: 0, chunk_bytes: 8 }, 1);
     assert_eq!(wrapped.spec().chunk_bytes, 8);
 }
+
+/// A wrong h2d byte is located: the simulated device reports the first byte that differs from
+/// its pattern (the core's FIRST_ERROR register), alone and beside a d2h leg, and the
+/// verification names that offset.
+#[test]
+fn a_wrong_h2d_byte_is_reported_at_its_offset() {
+    let mut e = engine("sim:doc001");
+    let (device_offset, size, wrong_at) = (8192u64, 64 * 1024, 12_345usize);
+    let mut sent = vec![0u8; size];
+    Pattern::lfsr(SEED).fill(device_offset, &mut sent);
+    let clean = e.transfer(Io::H2d(&sent), device_offset, DEADLINE).unwrap();
+    assert_eq!(clean.device.first_error_offset, None);
+    sent[wrong_at] ^= 0x10;
+    let t = e.transfer(Io::H2d(&sent), device_offset, DEADLINE).unwrap();
+    assert_eq!(t.device.first_error_offset, Some(device_offset + wrong_at as u64));
+    let mut back = vec![0u8; size];
+    let (to_device, _) = e.transfer_both(&sent, &mut back, device_offset, DEADLINE).unwrap();
+    assert_eq!(to_device.device.first_error_offset, Some(device_offset + wrong_at as u64));
+}
+
+/// Through `dma`: a flipped h2d bit fails the CRC with the offset the device found.
+#[test]
+fn dma_names_the_offset_of_a_wrong_h2d_byte() {
+    let out = assert_cmd::Command::cargo_bin("pcieperf")
+        .unwrap()
+        .args(["dma", "--target", "fault:bitflip:sim:doc001", "--dir", "h2d", "--sizes", "64KiB", "--duration", "20ms"])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("h2d crc check failed at offset "), "{text}");
+}

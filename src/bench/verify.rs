@@ -362,13 +362,16 @@ impl Verifier {
             DataModel::Generator => {
                 let Some(device_crc) = transfer.device.crc32 else { return Ok(Check::Unchecked) };
                 let host_crc = self.h2d_content.map_or_else(|| crc32(buf), |c| c.crc);
+                // The device compares with its LFSR pattern only: its offset means nothing for
+                // counter data.
+                let lfsr = self.h2d_content.map_or(self.kind != VerifyKind::Counter, |c| c.pattern.kind == PatternKind::Lfsr);
                 Ok(if device_crc == host_crc {
                     Check::Passed
                 } else {
                     Check::Failed(VerifyFailure {
                         direction: Direction::H2d,
                         check: "crc".into(),
-                        offset: None,
+                        offset: transfer.device.first_error_offset.filter(|_| lfsr),
                         expected: format!("CRC32 0x{host_crc:08x}"),
                         actual: format!("CRC32 0x{device_crc:08x}"),
                     })

@@ -4,7 +4,7 @@ use clap::Args;
 
 use crate::bench::demo::{self, DemoOptions};
 use crate::bench::demo_run;
-use crate::engine::{open, OpenOptions};
+use crate::engine::OpenOptions;
 use crate::model::Mode;
 use crate::report::view::{self, Document, Format, ViewOptions};
 
@@ -52,8 +52,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         .collect();
     let modes = if chosen.is_empty() { demo::MODES.to_vec() } else { chosen };
     let options = DemoOptions { modes, block_amount: args.block_amount, ..DemoOptions::default() };
-    let mut engine = open(&args.target, &OpenOptions { seed: args.seed, ..OpenOptions::default() })?;
+    let mut engine = crate::engine::open(&args.target, &OpenOptions { seed: args.seed, ..OpenOptions::default() })?;
     let document = demo_run::run(engine.as_mut(), &args.target, args.seed, options)?;
+    super::engine_notes(engine.as_ref());
     let format = if args.json { Format::Json } else { Format::Text };
     view::print(&Document::Demo(document), format, &ViewOptions::default())?;
     Ok(0)

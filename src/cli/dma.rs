@@ -27,12 +27,14 @@ pub struct DmaArgs {
     /// Direction: h2d (host→device), d2h (device→host) or both at once.
     #[arg(long = "dir", value_parser = named::<Mode>(), default_value = "d2h")]
     pub dir: Mode,
-    /// Transfer size or sweep: `1MiB`, `4KiB..64MiB` (doubling), `64,128,256`.
-    #[arg(long, default_value = "1MiB")]
-    pub sizes: String,
-    /// Time budget per size on the engine's clock: `10s`, `500ms`.
-    #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
-    pub duration: Duration,
+    /// Transfer size or sweep: `1MiB`, `4KiB..64MiB` (doubling), `64,128,256` [default: 1MiB;
+    /// co-simulated targets: 64KiB].
+    #[arg(long)]
+    pub sizes: Option<String>,
+    /// Time budget per size on the engine's clock: `10s`, `500ms` [default: 10s; co-simulated
+    /// targets: 200us of simulated time].
+    #[arg(long, value_parser = units::parse_duration)]
+    pub duration: Option<Duration>,
     /// Print the results document (JSON) on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -135,6 +137,7 @@ fn engines_help() -> String {
     let engines = engine::registry::engines_help();
     format!(
         "Targets (--target ENGINE:ARGUMENT):\n{}\n  /dev/nvme0n1 (a path to a block device) is read as block:/dev/nvme0n1\n\n\
+Simulator presets and their documents (each prediction's distance: docs/simulator.md):\n{}\n\n\
 Examples:
   pcieperf dma --target sim:gen3x8 --dir both --sizes 4KiB..64MiB --out run.json
   pcieperf dma --target /dev/nvme0n1 --dir d2h --sizes 1MiB      # reads only, O_DIRECT
@@ -143,7 +146,8 @@ Examples:
 
 Exit codes: 0 success, 1 engine error or verification failure, 2 bad input, 130 interrupted
 (the results file is still written, marked \"complete\": false).",
-        engines
+        engines,
+        engine::sim::published::help()
     )
 }
 
@@ -192,12 +196,26 @@ pub fn ci_fraction(percent: f64) -> Result<f64, InvalidInput> {
     }
 }
 
+/// Defaults of `--sizes` and `--duration`.
+const SIZES: &str = "1MiB";
+const DURATION: Duration = Duration::from_secs(10);
+/// Their defaults on a co-simulated target, which moves ~50 KB per wall-clock second: a few
+/// 64 KiB transfers (each seconds of wall time) instead of hours for 10 s of 1 MiB ones.
+const COSIM_SIZES: &str = "64KiB";
+const COSIM_DURATION: Duration = Duration::from_micros(200);
+
+/// Budget a point by `duration` on the engine's clock (a tenth of it before a point may stop).
+fn set_duration(options: &mut DmaOptions, duration: Duration) {
+    options.duration = duration;
+    options.wall_limit = duration;
+    options.stop.min_time_ns = duration.as_secs_f64() * 1e9 / 10.0;
+}
+
 pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
-    let sizes = units::parse_size_list(&args.sizes)?;
+    let sizes = units::parse_size_list(args.sizes.as_deref().unwrap_or(SIZES))?;
     let mut options = DmaOptions::new(vec![args.dir], sizes);
-    options.duration = args.duration;
-    options.wall_limit = args.duration;
-    options.stop = StopRule { ci_target: ci_fraction(args.ci_target)?, min_time_ns: args.duration.as_secs_f64() * 1e9 / 10.0, ..StopRule::default() };
+    options.stop = StopRule { ci_target: ci_fraction(args.ci_target)?, ..StopRule::default() };
+    set_duration(&mut options, args.duration.unwrap_or(DURATION));
     options.stall_threshold_ns = args.stall_threshold.as_secs_f64() * 1e9;
     options.deadline = args.deadline;
     args.measure.apply(&mut options);
@@ -206,9 +224,21 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     let outputs = args.measure.outputs(args.json, args.csv, args.out.as_deref(), Vec::new());
     outputs.check(&choice.target)?;
     let mut engine = args.measure.open(&choice.target, scratch.is_some())?;
+    if engine.info().co_simulated {
+        if args.sizes.is_none() {
+            options.sizes = units::parse_size_list(COSIM_SIZES)?;
+        }
+        if args.duration.is_none() {
+            set_duration(&mut options, COSIM_DURATION);
+        }
+        if args.sizes.is_none() || args.duration.is_none() {
+            super::note(format!("co-simulation: {} per point of simulated time at {} (defaults for co-simulated targets: each byte costs wall-clock time)", units::format_ns(options.duration.as_secs_f64() * 1e9), options.sizes.iter().map(|&s| units::format_size(s)).collect::<Vec<_>>().join(", ")));
+        }
+    }
     let quiet = args.json || args.csv;
     let mut progress = TerminalProgress::new(quiet || super::quiet(), engine.info().label());
     let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
+    super::engine_notes(engine.as_ref());
     emit(results, &outputs)
 }
 

@@ -98,6 +98,12 @@ pub fn quiet() -> bool {
     crate::report::output::quiet()
 }
 
+/// Print the notes a target asks every run to carry ([`crate::engine::Engine::notes`]), once
+/// the run got that far (a refused one stays one line).
+pub fn engine_notes(engine: &dyn crate::engine::Engine) {
+    engine.notes().iter().for_each(note);
+}
+
 /// A note on standard error (`pcieperf: note: …`), unless `--quiet`.
 pub fn note(text: impl std::fmt::Display) {
     if !quiet() {

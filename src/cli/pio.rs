@@ -6,7 +6,7 @@ use clap::Args;
 
 use crate::bench::pio::{parse_tests, read_only_tests, PioOptions};
 use crate::bench::pio_run;
-use crate::engine::{open, OpenOptions, Width};
+use crate::engine::{OpenOptions, Width};
 use crate::report::output;
 use crate::report::view::{self, Document, Format, ViewOptions};
 
@@ -80,10 +80,11 @@ pub fn run(args: PioArgs) -> anyhow::Result<i32> {
         None => read_only_tests(),
     };
     let options = OpenOptions { seed: args.seed, destructive: args.destructive, sysfs_root: Some(args.sysfs_root.clone()), ..OpenOptions::default() };
-    let mut engine = open(&args.target, &options)?;
+    let mut engine = crate::engine::open(&args.target, &options)?;
     let width = Width::from_bytes(args.width.into()).expect("clap allows 1, 2, 4, 8 only");
     let pio = PioOptions { tests, offset: args.offset, width, count: args.count, destructive: args.destructive, ..PioOptions::default() };
     let outcome = pio_run::run(engine.as_mut(), &args.target, &args.sysfs_root, pio)?;
+    super::engine_notes(engine.as_ref());
     if let Some(why) = &outcome.no_prediction {
         eprintln!("pcieperf: note: no model prediction: {why}");
     }

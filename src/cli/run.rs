@@ -66,5 +66,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let mut progress = TerminalProgress::new(args.json || super::quiet(), info.label());
     let job = plan::measure(engine.as_mut(), &choice, options, candidates, cancel::on_ctrl_c(), &mut progress)?;
+    super::engine_notes(engine.as_ref());
     emit(job.results, &args.measure.outputs(args.json, false, Some(&out), job.notes))
 }

@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::bench::stream::{self, StreamOptions};
 use crate::engine::ring::{Backpressure, RingPlan, StreamDirection, StreamStop, Transport};
-use crate::engine::{open, OpenOptions};
+use crate::engine::OpenOptions;
 use crate::error::InvalidInput;
 use crate::report::output;
 use crate::report::view::{self, Document, Format, ViewOptions};
@@ -132,11 +132,12 @@ pub fn run(args: StreamArgs) -> anyhow::Result<i32> {
         (Some(preset), "sim:doc003") => format!("sim:{preset}"),
         _ => args.target.clone(),
     };
-    let mut engine = open(&target, &OpenOptions { seed: args.seed, ..OpenOptions::default() })?;
+    let mut engine = crate::engine::open(&target, &OpenOptions { seed: args.seed, ..OpenOptions::default() })?;
     let document = match args.direction.as_str() {
         "both" => stream::run_both(engine.as_mut(), &options)?,
         _ => stream::run(engine.as_mut(), &options)?,
     };
+    super::engine_notes(engine.as_ref());
     let document = Document::Stream(document);
     let interrupted = matches!(&document, Document::Stream(d) if d.stopped_early.is_some());
     let view_options = ViewOptions::default();

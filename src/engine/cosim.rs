@@ -382,6 +382,7 @@ impl CosimEngine {
             stalls_over_threshold: Some(self.reg(reg::STALL_COUNT)?),
             crc32: if h2d { Some(self.reg(reg::H2D_CRC32)? as u32) } else { None },
             errors: if h2d { Some(self.reg(reg::RX_BIT_ERRORS)?) } else { None },
+            first_error_offset: if h2d && self.reg(reg::ERROR_FOUND)? as u32 & reg::ERROR_FOUND_MASK != 0 { Some(self.reg64(reg::FIRST_ERROR)?) } else { None },
         })
     }
 

@@ -300,6 +300,10 @@ impl Engine for FaultEngine {
         self.inner.link_omits_skp_and_dllps()
     }
 
+    fn notes(&self) -> Vec<String> {
+        self.inner.notes()
+    }
+
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
         let Some((faults, chunk)) = self.armed() else {
             return self.inner.transfer(io, device_offset, deadline).map(|t| self.on_our_clock(t));

@@ -126,6 +126,11 @@ pub struct DeviceCounters {
     pub crc32: Option<u32>,
     /// Link retries / bit errors seen by the device.
     pub errors: Option<u64>,
+    /// h2d: offset of the first byte that differed from the device's own LFSR pattern, as the
+    /// device found it (the core's FIRST_ERROR register); None when every byte matched or the
+    /// device cannot tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error_offset: Option<u64>,
 }
 
 /// One completed transfer.
@@ -350,6 +355,12 @@ pub trait Engine: Send {
     /// the conditions from there.
     fn conditions(&self) -> Option<Conditions> {
         None
+    }
+
+    /// What every run on this target must say besides its figures (a simulator preset that does
+    /// not reproduce its document), one line each.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
     }
 
     /// Move `io.len()` bytes at `device_offset` (ignored by stream engines) within `deadline`.

@@ -112,6 +112,9 @@ fn test_block(run: &PioRun, test: &TestResult) -> String {
         if let (Some(p), Some(gap)) = (&case.predicted, &case.gap) {
             let _ = writeln!(out, "  {}: model = {}; gap: {gap}", case.label, p.basis);
         }
+        if let Some(first_ns) = case.first_access_ns {
+            let _ = writeln!(out, "  {}: first access {} (timed alone, left out of the figures; {:.1}x the median)", case.label, format_ns(first_ns), first_ns / case.delay.median.max(1.0));
+        }
         if let Some(bad) = case.mismatches {
             let _ = writeln!(out, "  {}: {bad} of {} read-backs differed from what was written", case.label, case.samples);
         }

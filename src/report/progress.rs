@@ -53,6 +53,16 @@ impl Progress for TerminalProgress {
         }
     }
 
+    fn point_running(&mut self, index: usize, what: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.println(format!("[{}/{}] {what}", index + 1, self.total)),
+            None => eprintln!("[{}/{}] {what}", index + 1, self.total),
+        }
+    }
+
     fn point_done(&mut self, index: usize, point: &Point) {
         if self.quiet {
             return;

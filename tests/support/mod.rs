@@ -135,6 +135,7 @@ impl TestEngine {
             stalls_over_threshold: self.device_stall_counters.then_some(u64::from(stall_ns > 50_000.0)),
             crc32: None,
             errors: None,
+            first_error_offset: None,
         }
     }
 

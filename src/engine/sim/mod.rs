@@ -8,6 +8,7 @@
 //! - [`timing`]: what the device's counters see of a stream, with the stalls drawn on top.
 //! - [`host`]: host timer interrupts and CPU-initiated MMIO timing (document 000 §4).
 //! - [`regs`]: the register file of the performance-demo endpoint (document 001 §4).
+//! - [`published`]: the documents' figures each `docNNN` preset is calibrated to or predicts.
 //!
 //! Data follows [`DataModel::Generator`]: d2h buffers are filled with
 //! `Pattern::lfsr(seed)` at the device offset, and the device reports the CRC32 of h2d data.
@@ -17,6 +18,7 @@
 pub mod config;
 pub mod host;
 pub mod link_time;
+pub mod published;
 pub mod regs;
 pub mod ring;
 mod ring_both;
@@ -179,6 +181,13 @@ impl SimEngine {
         self.ring.truth()
     }
 
+    /// What the device reports of h2d data: its CRC32 and, as the core's FIRST_ERROR register
+    /// does, the first byte that differs from its pattern at that offset.
+    fn received(&self, counters: &mut DeviceCounters, device_offset: u64, data: &[u8]) {
+        counters.crc32 = Some(crc32(data));
+        counters.first_error_offset = self.pattern.check(device_offset, data).map(|m| m.offset);
+    }
+
     pub fn config(&self) -> &SimConfig {
         &self.config
     }
@@ -286,6 +295,7 @@ impl SimEngine {
                 stalls_over_threshold: Some(out.stalls_over_threshold),
                 crc32: None,
                 errors: Some(out.errors),
+                first_error_offset: None,
             },
         }
     }
@@ -418,6 +428,10 @@ impl Engine for SimEngine {
         Some(&mut self.ring)
     }
 
+    fn notes(&self) -> Vec<String> {
+        published::notes(&self.config.preset)
+    }
+
     fn conditions(&self) -> Option<crate::model::Conditions> {
         Some(crate::model::Conditions {
             params: self.config.params.clone(),
@@ -442,7 +456,7 @@ impl Engine for SimEngine {
         match &mut io {
             Io::D2h(buf) if self.write_data => self.pattern.fill(device_offset, buf),
             Io::D2h(_) => {}
-            Io::H2d(buf) => transfer.device.crc32 = Some(crc32(buf)),
+            Io::H2d(buf) => self.received(&mut transfer.device, device_offset, buf),
         }
         self.idle_since_ns = data_start_ns + transfer.device.device_ns.unwrap_or(0.0);
         self.now_ns = transfer.end_ns;
@@ -473,7 +487,7 @@ impl Engine for SimEngine {
         let from_device = self.finish(Direction::D2h, d2h.len() as u64, start_ns, data_start_ns, out_d2h);
         let end_ns = to_device.end_ns.max(from_device.end_ns);
         self.within(start_ns, end_ns, deadline, "concurrent h2d+d2h transfer")?;
-        to_device.device.crc32 = Some(crc32(h2d));
+        self.received(&mut to_device.device, device_offset, h2d);
         if self.write_data {
             self.pattern.fill(device_offset, d2h);
         }
