@@ -75,12 +75,6 @@ pub struct PageCheck {
     pub unknown: usize,
 }
 
-impl PageCheck {
-    pub fn add(self, other: PageCheck) -> PageCheck {
-        PageCheck { sampled: self.sampled + other.sampled, on_node: self.on_node + other.on_node, unknown: self.unknown + other.unknown }
-    }
-}
-
 /// Ask the kernel which node holds each of up to 64 pages spread over `[pointer, pointer+len)`.
 pub fn check_pages(pointer: *const u8, len: usize, node: u32) -> PageCheck {
     let page = 4096usize;
