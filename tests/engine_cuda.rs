@@ -189,9 +189,11 @@ fn a_size_sweep_is_fitted_as_for_every_engine() {
     let results = json(&output);
     assert_eq!(results["points"].as_array().unwrap().len(), 5);
     assert!(results["conditions"]["engine"]["description"].as_str().unwrap().contains("4 timed copies"));
+    // The fake link: 2 µs per copy plus bytes at 1000 MB/s; the fit finds its m.
     let fit = &results["fits"][0];
     assert_eq!(fit["mode"], "h2d", "{}", results["fits"]);
-    assert!(fit["m_us"].as_f64().is_some(), "{fit}");
+    let m_us = fit["m_us"].as_f64().unwrap();
+    assert!((m_us - 2.0).abs() < 0.3, "m = {m_us} µs: {fit}");
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //!
 //! It exports the subset of the driver API the engine calls. Device memory is host memory; a
 //! stream is a thread running its queue in order; a copy is a memcpy that books the stream's fake
-//! link for bytes ÷ rate (`PCIEPERF_FAKE_CUDA_MBPS`, MB/s = 10^6 B/s, per stream); an event
+//! link for a fixed cost (`PCIEPERF_FAKE_CUDA_LATENCY_US`, 2 µs) plus bytes ÷ rate
+//! (`PCIEPERF_FAKE_CUDA_MBPS`, MB/s = 10^6 B/s, per stream); an event
 //! completes, at that clock, when the copies before it have left the link (the host sees it
 //! done once that time has come). It reports itself through `pcieperf_fake_cuda`, so
 //! every figure taken through it is labelled as coming from this library.
@@ -58,6 +59,11 @@ macro_rules! fail_if_asked {
 
 fn rate_bytes_per_s() -> f64 {
     env("PCIEPERF_FAKE_CUDA_MBPS").and_then(|v| v.parse::<f64>().ok()).filter(|r| *r > 0.0).unwrap_or(10_000.0) * 1e6
+}
+
+/// Fixed cost of every copy on the fake link, so a sweep has an m to fit (default 2 µs).
+fn latency_s() -> f64 {
+    env("PCIEPERF_FAKE_CUDA_LATENCY_US").and_then(|v| v.parse::<f64>().ok()).filter(|l| *l >= 0.0).unwrap_or(2.0) * 1e-6
 }
 
 fn bdf() -> (c_int, c_int, c_int) {
@@ -344,7 +350,7 @@ unsafe fn copy(stream: *mut c_void, dst: usize, src: usize, bytes: usize, to_dev
     let link_free = stream.link_free.clone();
     let hang = env("PCIEPERF_FAKE_CUDA_HANG_BYTES").and_then(|v| v.parse::<usize>().ok()).is_some_and(|h| bytes >= h);
     let corrupt = env("PCIEPERF_FAKE_CUDA_CORRUPT").and_then(|v| v.parse::<usize>().ok()).filter(|&o| to_device && o < bytes);
-    let seconds = bytes as f64 / rate_bytes_per_s();
+    let seconds = latency_s() + bytes as f64 / rate_bytes_per_s();
     stream.push(Box::new(move || {
         if hang {
             loop {
