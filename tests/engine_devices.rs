@@ -406,7 +406,8 @@ fn detection_lists_targets_by_preference_and_never_chooses_a_destructive_one() {
     symlink(&card, sys.join("class/xdma/xdma0_user/device")).unwrap();
 
     let found = detect_in(&dev, &sys);
-    let targets: Vec<&str> = found.iter().map(|c| c.target.as_str()).collect();
+    // GPUs come from the CUDA driver of this machine, not from the device tree: left out here.
+    let targets: Vec<&str> = found.iter().filter(|c| c.kind != "cuda").map(|c| c.target.as_str()).collect();
     let d = dev.display();
     assert_eq!(
         targets,

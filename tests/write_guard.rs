@@ -91,8 +91,9 @@ fn aimed_at(engine: &str, victim: &Path, dir: &Path) -> Vec<Vec<String>> {
             vec![pio("6", "0x4"), pio("1,3,5,6,8,14", "0x0")]
         }
         "cosim" => vec![dma(format!("cosim:{v}"))],
-        // No path in their targets: vfio opens /dev/vfio character devices only, sim is virtual.
-        "vfio" | "sim" => vec![dma(format!("{engine}:{v}"))],
+        // No path in their targets: vfio opens /dev/vfio character devices only, sim is virtual,
+        // cuda names a GPU by ordinal or PCI address and writes only its memory and own buffers.
+        "vfio" | "sim" | "cuda" => vec![dma(format!("{engine}:{v}"))],
         "fault" => vec![dma(format!("fault:bitflip:block:{v}")), dma(format!("fault:drop:chardev:{v}"))],
         other => panic!("engine '{other}' has no write-guard case here: add the ways its target can name a file"),
     }

@@ -55,6 +55,11 @@ pub struct DmaArgs {
     /// Deadline per transfer: a device that does not answer in time ends the run.
     #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
     pub deadline: Duration,
+    /// nvbandwidth's defaults on a `cuda` target, to compare one to one: 512 MiB copies, the
+    /// median of 3 samples, each of 4 warm-up and 16 timed copies (the engine's defaults);
+    /// the point's time budget grows to 120 s so the three samples always complete.
+    #[arg(long, conflicts_with = "sizes")]
+    pub nvbandwidth: bool,
     #[command(flatten)]
     pub measure: MeasureArgs,
 }
@@ -219,6 +224,9 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     options.stall_threshold_ns = args.stall_threshold.as_secs_f64() * 1e9;
     options.deadline = args.deadline;
     args.measure.apply(&mut options);
+    if args.nvbandwidth {
+        nvbandwidth_preset(args.target.as_deref(), &mut options)?;
+    }
     let largest = options.sizes.iter().copied().max().unwrap_or(0);
     let (choice, scratch) = args.measure.target(args.target.as_deref(), largest)?;
     let outputs = args.measure.outputs(args.json, args.csv, args.out.as_deref(), Vec::new());
@@ -240,6 +248,23 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     let results = dma::measure(engine.as_mut(), &options, cancel::on_ctrl_c(), &mut progress)?;
     super::engine_notes(engine.as_ref());
     emit(results, &outputs)
+}
+
+/// `--nvbandwidth`: nvbandwidth's buffer size and sample count (the engine's own defaults are
+/// its warm-up and loop counts); every sample is one of its measurements, so no warm-up steps.
+fn nvbandwidth_preset(target: Option<&str>, options: &mut DmaOptions) -> Result<(), crate::error::InvalidInput> {
+    use crate::engine::cuda;
+    if !target.is_some_and(|t| t == "cuda" || t.starts_with("cuda:")) {
+        return Err(crate::error::InvalidInput::new("--nvbandwidth reproduces nvbandwidth's copies: give a cuda target (--target cuda:0)"));
+    }
+    options.sizes = vec![cuda::NVBANDWIDTH_BUFFER_BYTES];
+    options.warmup = 0;
+    options.stop.max_samples = cuda::NVBANDWIDTH_SAMPLES;
+    // Three samples end the point; the budget only has to let them (20 copies of 512 MiB each).
+    let budget = std::time::Duration::from_secs(120);
+    options.duration = options.duration.max(budget);
+    options.wall_limit = options.wall_limit.max(budget);
+    Ok(())
 }
 
 #[cfg(test)]

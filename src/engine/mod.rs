@@ -17,6 +17,7 @@ pub mod access;
 pub mod bar;
 pub mod block;
 pub mod cosim;
+pub mod cuda;
 pub mod devfile;
 pub mod fault;
 pub mod guard;

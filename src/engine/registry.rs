@@ -8,13 +8,14 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use super::{bar, block, cosim, fault, sim, stream, vfio, xdma, Candidate, Engine, EngineEntry, EngineError, OpenOptions, Opening, Roots};
+use super::{bar, block, cosim, cuda, fault, sim, stream, vfio, xdma, Candidate, Engine, EngineEntry, EngineError, OpenOptions, Opening, Roots};
 
 /// Every engine, most preferred first for `run`'s own choice.
 pub const ENGINES: &[EngineEntry] = &[
     xdma::ENTRY,
     stream::XILLYBUS_ENTRY,
     block::ENTRY,
+    cuda::ENTRY,
     stream::CHARDEV_ENTRY,
     vfio::dma::ENTRY,
     bar::ENTRY,
