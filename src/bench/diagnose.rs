@@ -1,6 +1,10 @@
 //! Why the gap: name what limits a run's result, most important first (DESIGN.md question 3).
 
+use crate::bench::link_watch::{narrowest_mbits, CeilingFrom, PathSample};
+use crate::bench::nvml::NvmlRecord;
 use crate::bench::results::{Cause, Finding, Fit, Mode, Point, Results, Stopped};
+use crate::engine::HostMemory;
+use crate::pci::path_state::link_text;
 use crate::model::{self, Limit};
 use crate::pci::health::AerChange;
 use crate::units::format_size;
@@ -51,6 +55,11 @@ pub const RULES: &[Rule] = &[
     aer_counters_moved,
     emulated_device,
     link_below_capability,
+    idle_downshift,
+    narrow_uplink,
+    remote_numa,
+    replays,
+    pageable_staging,
     stalls_over_threshold,
     copy_to_user_dominates,
     read_bound_by_latency,
@@ -123,14 +132,141 @@ pub fn emulated_device(results: &Results, _earlier: &[Finding]) -> Vec<Finding> 
     vec![finding(Cause::Emulated, message)]
 }
 
-/// A link trained below what both of its ends can do.
+/// A link trained below what both of its ends can do: the narrowest hop as sampled during the
+/// run when the path was sampled, else the conditions read before it.
 pub fn link_below_capability(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
     // An emulated device's link is nominal: how it trained explains nothing.
-    let link = results.conditions.link.as_ref().filter(|c| c.below_capability() && results.conditions.emulated_by.is_none());
+    if results.conditions.emulated_by.is_some() {
+        return Vec::new();
+    }
+    if let Some(path) = results.conditions.link_path.as_ref().filter(|p| p.ceiling_from == CeilingFrom::During) {
+        let Some(hop) = path.ceiling_hop().filter(|h| h.below_capability()) else { return Vec::new() };
+        let message = format!(
+            "link trained below capability during the run: {} at {} at its fastest of {} sample(s), though it can do {}; the ceiling is {:.0} % of what it could be",
+            hop.bdf,
+            hop.link_text(),
+            path.during.len(),
+            link_text(hop.max_speed_gts, hop.max_width),
+            percent(hop.mbits(), hop.max_mbits())
+        );
+        return vec![finding(Cause::LinkBelowCapability, message)];
+    }
+    let link = results.conditions.link.as_ref().filter(|c| c.below_capability());
     let Some((trained, capable)) = link.and_then(|c| Some((c.params.link, c.capable?))) else { return Vec::new() };
     let ratio = trained.encoded_mbps() / capable.encoded_mbps() * 100.0;
     let message = format!("link trained at {trained} but both ends can do {capable}: the ceiling is {ratio:.0} % of what it could be");
     vec![finding(Cause::LinkBelowCapability, message)]
+}
+
+fn percent(part: u32, whole: u32) -> f64 {
+    if whole == 0 { 100.0 } else { f64::from(part) / f64::from(whole) * 100.0 }
+}
+
+/// The path's narrowest hop before or after the run slower than during it (a GPU idles at
+/// 2.5 GT/s and trains up under load), or the reverse: slower during the run than around it.
+pub fn idle_downshift(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let Some(path) = results.conditions.link_path.as_ref().filter(|p| p.ceiling_from == CeilingFrom::During) else { return Vec::new() };
+    let outside: Vec<(&str, &PathSample)> = [("before", &path.before), ("after", &path.after)].into_iter().filter_map(|(w, s)| Some((w, s.as_ref()?))).collect();
+    let with_hop = |s: &&PathSample| s.narrowest().is_some();
+    let fastest_during = path.ceiling_sample();
+    let slowest_during = path.during.iter().filter(with_hop).min_by_key(|s| narrowest_mbits(s));
+    let (Some(fast), Some(slow)) = (fastest_during, slowest_during) else { return Vec::new() };
+    let text = |s: &PathSample| s.narrowest().map_or_else(String::new, |h| format!("{} at {}", h.link_text(), h.bdf));
+    let mut out = Vec::new();
+    let idle: Vec<String> = outside.iter().filter(|(_, s)| narrowest_mbits(s) < narrowest_mbits(fast)).map(|(w, s)| format!("{} {w}", text(s))).collect();
+    if !idle.is_empty() {
+        let message = format!(
+            "idle downshift: the link was slower around the run ({}) than during it ({}, {:.0} ms in): a reading taken only before the run describes the idle link; the ceiling is for the state during the run",
+            idle.join(", "),
+            text(fast),
+            fast.at_ms
+        );
+        out.push(finding(Cause::IdleDownshift, message));
+    }
+    let slowest_outside = outside.iter().map(|(_, s)| narrowest_mbits(s)).min();
+    if slowest_outside.is_some_and(|m| narrowest_mbits(slow) < m) {
+        let around = outside.iter().map(|(w, s)| format!("{} {w}", text(s))).collect::<Vec<_>>().join(", ");
+        let message = format!(
+            "the link trained down during the run: {} {:.0} ms in, {around}: figures measured while it was down are below what the link allows (power or thermal management, or a link retraining after errors)",
+            text(slow),
+            slow.at_ms
+        );
+        out.push(finding(Cause::DownshiftDuringRun, message));
+    }
+    out
+}
+
+/// A hop above the device narrower or slower than the device's own link, in the sample the
+/// ceiling is for.
+pub fn narrow_uplink(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let Some(sample) = results.conditions.link_path.as_ref().and_then(|p| p.ceiling_sample()) else { return Vec::new() };
+    let (Some(device), Some(hop)) = (sample.hops.first(), sample.narrowest()) else { return Vec::new() };
+    if hop.bdf == device.bdf || hop.mbits() >= device.mbits() {
+        return Vec::new();
+    }
+    let message = format!(
+        "narrow uplink: {} at {} is narrower or slower than the device's own link ({} at {}): the ceiling follows it, {:.0} % of what the device's link carries",
+        hop.bdf,
+        hop.link_text(),
+        device.bdf,
+        device.link_text(),
+        percent(hop.mbits(), device.mbits())
+    );
+    vec![finding(Cause::NarrowUplink, message)]
+}
+
+/// The measuring thread or the buffers on another NUMA node than the device.
+pub fn remote_numa(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let Some(numa) = &results.conditions.numa else { return Vec::new() };
+    let Some(remote) = numa.remote_node() else { return Vec::new() };
+    let what = match (numa.buffer_node == Some(remote), numa.thread_node == Some(remote)) {
+        (true, true) => "the buffers and the measuring thread are",
+        (true, false) => "the buffers are",
+        _ => "the measuring thread is",
+    };
+    let distance = match (numa.remote_distance, numa.local_distance) {
+        (Some(remote), Some(local)) => format!(" (distance {remote}, local {local})"),
+        (Some(remote), None) => format!(" (distance {remote})"),
+        _ => String::new(),
+    };
+    let message = format!(
+        "remote NUMA node: {what} on node {remote}, the device on node {}{distance}: every transfer crosses the link between the sockets; place them on node {} (numactl --cpunodebind={} --membind={})",
+        numa.device_node, numa.device_node, numa.device_node, numa.device_node
+    );
+    vec![finding(Cause::RemoteNuma, message)]
+}
+
+/// PCIe replays while measuring: the GPU's replay counter (NVML) rose, or correctable errors
+/// (each one replayed) were counted by AER on the path.
+pub fn replays(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let mut seen = Vec::new();
+    if let Some((before, after)) = results.conditions.nvml.as_ref().and_then(NvmlRecord::replays_during) {
+        seen.push(format!("NVML replay counter {before} → {after} (+{})", after - before));
+    }
+    let correctable = results.link_health.as_ref().map_or(0, |h| {
+        h.changes.iter().filter(|c| c.is_correctable() && !c.is_total() && !c.counter.starts_with("aer_rootport")).map(|c| c.after.saturating_sub(c.before)).sum::<u64>()
+    });
+    if correctable > 0 {
+        seen.push(format!("{correctable} correctable error(s) counted by AER on the path"));
+    }
+    if seen.is_empty() {
+        return Vec::new();
+    }
+    let message = format!(
+        "replays during the run: {}: each replay resends TLPs the receiver rejected, which costs bandwidth and latency; a rising count points at signal integrity (riser, slot, cable) — reseat or try another slot",
+        seen.join("; ")
+    );
+    vec![finding(Cause::Replays, message)]
+}
+
+/// The engine copies from and to pageable host memory.
+pub fn pageable_staging(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    if results.conditions.host_memory != Some(HostMemory::Pageable) {
+        return Vec::new();
+    }
+    let message = "pageable staging: the host buffers are pageable, so the driver copies every transfer through a pinned staging buffer of its own (a CPU copy in series with the DMA); pinned or registered host memory lets the DMA reach the buffers directly"
+        .to_string();
+    vec![finding(Cause::PageableStaging, message)]
 }
 
 /// Stalls above the threshold, over every point.
@@ -322,6 +458,8 @@ fn ceiling_finding(results: &Results, mode: Mode, explained: &[&Cause]) -> Optio
         Cause::ReadLatency => mode != Mode::D2h && h2d_latency_bound_throughout(results),
         Cause::ReadsBehindWrites => mode == Mode::Both,
         Cause::PerTransferOverhead => fits_explain(results, mode, point.bytes_per_step),
+        // The ceiling already follows the narrowest hop: it explains no gap below it.
+        Cause::NarrowUplink => false,
         _ => true,
     });
     Some(finding(if is_explained { Cause::BelowCeiling } else { Cause::Unexplained }, message))
@@ -574,6 +712,116 @@ mod tests {
         assert!(credit_limited(&with_credits(credit_loop(1000, 100_000, 500.0), 96.0), &[]).is_empty(), "credits cover the loop");
         assert!(credit_limited(&with_credits(None, 96.0), &[]).is_empty(), "no credits stated");
         assert!(credit_limited(&with_credits(credit_loop(2, 32, 500.0), 40.0), &[]).is_empty(), "far below: something else limits it");
+    }
+
+    fn hop(bdf: &str, speed_gts: f64, width: u8, max_speed_gts: f64, max_width: u8) -> crate::pci::path_state::HopState {
+        crate::pci::path_state::HopState { bdf: bdf.into(), speed_gts: Some(speed_gts), width: Some(width), max_speed_gts: Some(max_speed_gts), max_width: Some(max_width) }
+    }
+
+    /// A GPU (Gen4 x16 capable) under a Gen4 x16 root port, its own speed before, during and
+    /// after the run as given, the port's width `port_width`.
+    fn sampled(before: f64, during: &[f64], after: f64, port_width: u8) -> Results {
+        let sample = |at_ms: f64, speed: f64| PathSample {
+            at_ms,
+            hops: vec![hop("0000:01:00.0", speed, 16, 16.0, 16), hop("0000:00:01.0", 16.0, port_width, 16.0, 16)],
+            gpu: None,
+        };
+        let mut results = simulated_run();
+        results.conditions.link_path = Some(crate::bench::link_watch::LinkPath {
+            device: "0000:01:00.0".into(),
+            interval_ms: 100.0,
+            before: Some(sample(0.0, before)),
+            during: during.iter().enumerate().map(|(i, &s)| sample(100.0 * (i + 1) as f64, s)).collect(),
+            after: Some(sample(100.0 * (during.len() + 1) as f64, after)),
+            ceiling_from: if during.is_empty() { CeilingFrom::Before } else { CeilingFrom::During },
+        });
+        results
+    }
+
+    #[test]
+    fn idle_downshift_fires_for_a_link_slower_around_the_run_and_names_the_reverse() {
+        let found = idle_downshift(&sampled(2.5, &[16.0, 16.0], 2.5, 16), &[]);
+        assert_eq!(causes(&found), [&Cause::IdleDownshift]);
+        assert!(found[0].message.contains("2.5 GT/s x16 at 0000:01:00.0 before, 2.5 GT/s x16 at 0000:01:00.0 after"), "{}", found[0].message);
+        assert!(found[0].message.contains("during it (16 GT/s x16 at 0000:00:01.0, 100 ms in)"), "{}", found[0].message);
+        let found = idle_downshift(&sampled(16.0, &[16.0, 5.0], 16.0, 16), &[]);
+        assert_eq!(causes(&found), [&Cause::DownshiftDuringRun]);
+        assert!(found[0].message.contains("5 GT/s x16 at 0000:01:00.0 200 ms in"), "{}", found[0].message);
+    }
+
+    #[test]
+    fn idle_downshift_is_silent_for_a_steady_link_and_without_a_sample_during_the_run() {
+        assert!(idle_downshift(&sampled(16.0, &[16.0, 16.0], 16.0, 16), &[]).is_empty());
+        assert!(idle_downshift(&sampled(2.5, &[], 16.0, 16), &[]).is_empty());
+        assert!(idle_downshift(&simulated_run(), &[]).is_empty(), "no path sampled");
+    }
+
+    #[test]
+    fn below_capability_is_judged_on_the_state_during_the_run() {
+        // Idle before and after, at capability during: not below capability.
+        assert!(link_below_capability(&sampled(2.5, &[16.0], 2.5, 16), &[]).is_empty());
+        let found = link_below_capability(&sampled(16.0, &[8.0, 8.0], 16.0, 16), &[]);
+        assert_eq!(causes(&found), [&Cause::LinkBelowCapability]);
+        assert!(found[0].message.contains("0000:01:00.0 at 8 GT/s x16 at its fastest of 2 sample(s), though it can do 16 GT/s x16"), "{}", found[0].message);
+    }
+
+    #[test]
+    fn a_narrow_uplink_is_named_and_explains_no_gap() {
+        let results = sampled(16.0, &[16.0], 16.0, 8);
+        let found = narrow_uplink(&results, &[]);
+        assert_eq!(causes(&found), [&Cause::NarrowUplink]);
+        assert!(found[0].message.starts_with("narrow uplink: 0000:00:01.0 at 16 GT/s x8 is narrower or slower than the device's own link (0000:01:00.0 at 16 GT/s x16)"), "{}", found[0].message);
+        let mut gap = results;
+        gap.points[0].ceiling.as_mut().unwrap().percent_reached = Some(50.0);
+        assert_eq!(causes(&gap_to_ceiling(&gap, &found)), [&Cause::Unexplained]);
+        assert!(narrow_uplink(&sampled(16.0, &[16.0], 16.0, 16), &[]).is_empty(), "as wide as the device's link");
+        assert!(narrow_uplink(&sampled(16.0, &[2.5], 16.0, 8), &[]).is_empty(), "the device's own link is the narrowest");
+    }
+
+    fn placed(thread_node: Option<u32>, buffer_node: Option<u32>) -> Results {
+        let mut results = simulated_run();
+        results.conditions.numa = Some(crate::bench::numa::NumaPlacement { device_node: 1, thread_node, buffer_node, local_distance: Some(10), remote_distance: Some(32) });
+        results
+    }
+
+    #[test]
+    fn remote_numa_fires_when_the_thread_or_buffers_are_elsewhere() {
+        let found = remote_numa(&placed(Some(0), Some(1)), &[]);
+        assert_eq!(causes(&found), [&Cause::RemoteNuma]);
+        assert!(found[0].message.starts_with("remote NUMA node: the measuring thread is on node 0, the device on node 1 (distance 32, local 10)"), "{}", found[0].message);
+        assert!(remote_numa(&placed(Some(0), Some(0)), &[])[0].message.contains("the buffers and the measuring thread are on node 0"));
+        assert!(remote_numa(&placed(Some(1), Some(1)), &[]).is_empty());
+        assert!(remote_numa(&placed(None, None), &[]).is_empty());
+        assert!(remote_numa(&simulated_run(), &[]).is_empty());
+    }
+
+    #[test]
+    fn replays_fire_on_a_rising_nvml_counter_or_correctable_errors_only() {
+        let state = |replays| Some(crate::bench::nvml::GpuState { replay_counter: Some(replays), ..Default::default() });
+        let mut results = simulated_run();
+        results.conditions.nvml = Some(NvmlRecord { available: true, reason: None, name: None, before: state(5), after: state(5) });
+        assert!(replays(&results, &[]).is_empty());
+        results.conditions.nvml.as_mut().unwrap().after = state(9);
+        let found = replays(&results, &[]);
+        assert_eq!(causes(&found), [&Cause::Replays]);
+        assert!(found[0].message.starts_with("replays during the run: NVML replay counter 5 → 9 (+4)"), "{}", found[0].message);
+        results.conditions.nvml = None;
+        let change = |counter: &str| crate::pci::health::AerChange { bdf: "0000:01:00.0".into(), counter: counter.into(), before: 1, after: 3 };
+        let snapshot = crate::pci::health::AerSnapshot { functions: vec![] };
+        results.link_health = Some(crate::bench::results::LinkHealth { before: snapshot.clone(), after: Some(snapshot), changes: vec![change("aer_dev_nonfatal/DLP")] });
+        assert!(replays(&results, &[]).is_empty(), "an uncorrectable error is not a replay");
+        results.link_health.as_mut().unwrap().changes = vec![change("aer_dev_correctable/RxErr"), change("aer_dev_correctable/TOTAL_ERR_COR")];
+        assert!(replays(&results, &[])[0].message.contains("2 correctable error(s) counted by AER"));
+    }
+
+    #[test]
+    fn pageable_staging_fires_only_for_pageable_host_memory() {
+        let mut results = simulated_run();
+        assert!(pageable_staging(&results, &[]).is_empty());
+        results.conditions.host_memory = Some(HostMemory::Pinned);
+        assert!(pageable_staging(&results, &[]).is_empty());
+        results.conditions.host_memory = Some(HostMemory::Pageable);
+        assert_eq!(causes(&pageable_staging(&results, &[])), [&Cause::PageableStaging]);
     }
 
     #[test]

@@ -13,7 +13,9 @@ use crate::bench::results::{Convergence, DirectionRates, Legs, LinkHealth, Mode,
 use crate::bench::stalls;
 use crate::bench::stats::{Stats, StopRule};
 use crate::bench::verify::{Check, Verifier, VerifyKind, VerifyTally};
-use crate::bench::{diagnose, host};
+use crate::bench::link_watch::{self, LinkPath};
+use crate::bench::nvml::{self, NvmlRecord};
+use crate::bench::{diagnose, host, numa};
 use crate::engine::pattern::crc32;
 use crate::engine::{AlignedBuf, DeviceCounters, Direction, Engine, EngineError, EngineInfo, Io};
 use crate::error::InvalidInput;
@@ -44,6 +46,10 @@ pub struct DmaOptions {
     pub copy_to_user: bool,
     /// Deadline per transfer.
     pub deadline: Duration,
+    /// Where sysfs is: the device's path, AER counters and NUMA node are read there.
+    pub sysfs_root: std::path::PathBuf,
+    /// Time between samples of the link along the device's path while measuring.
+    pub link_sample_interval: Duration,
 }
 
 impl DmaOptions {
@@ -62,6 +68,8 @@ impl DmaOptions {
             stall_threshold_ns: stalls::DEFAULT_THRESHOLD_NS,
             copy_to_user: false,
             deadline: Duration::from_secs(10),
+            sysfs_root: crate::pci::sysfs::default_root(),
+            link_sample_interval: link_watch::DEFAULT_INTERVAL,
         }
     }
 }
@@ -158,19 +166,19 @@ pub fn measure(
 ) -> Result<Results, InvalidInput> {
     let info = engine.info().clone();
     validate(&info, options)?;
-    let link = crate::bench::conditions::resolve(engine);
+    let sys = options.sysfs_root.clone();
+    let mut link = crate::bench::conditions::resolve_in(engine, &sys);
     let clock = HostClock::new();
     let mut verifier = Verifier::new(options.verify, options.seed, info.data_model);
     // A simulated run's host interrupts say nothing about the simulated device: none counted.
     let irq_before = if info.simulated { None } else { Snapshot::read() };
-    let sys = crate::pci::sysfs::default_root();
     let aer_before = info.pci_address.as_deref().and_then(|a| crate::pci::health::snapshot(&sys, a));
     let mut results = Results {
         schema: SCHEMA.into(),
         simulated: info.simulated,
         complete: false,
         stopped: None,
-        conditions: conditions(&info, &link, options, &clock),
+        conditions: RunConditions { host_memory: engine.host_memory(), ..conditions(&info, &link, options, &clock) },
         points: Vec::new(),
         fits: Vec::new(),
         interrupts: None,
@@ -180,12 +188,27 @@ pub fn measure(
     };
     let plan: Vec<(Mode, u64)> = options.modes.iter().flat_map(|&m| options.sizes.iter().map(move |&s| (m, s))).collect();
     progress.begin(plan.len());
+    let thread_node = numa::thread_node();
+    let mut buffer_node = None;
+    let (watch, nvml_unavailable) = match info.pci_address.as_deref() {
+        Some(address) => {
+            let (gpu, why_not) = match is_gpu(&info, &sys, address).then(|| nvml::open(address)) {
+                Some(Ok(gpu)) => (Some(std::sync::Arc::new(gpu)), None),
+                Some(Err(why)) => (None, Some(why)),
+                None => (None, None),
+            };
+            (Some(link_watch::start(&sys, address, options.link_sample_interval, gpu)), why_not)
+        }
+        None => (None, None),
+    };
+    let gpu_name = watch.as_ref().and_then(|w| w.gpu()).and_then(nvml::Gpu::name);
     let mut held_by_kernel = false;
     for (index, &(mode, size)) in plan.iter().enumerate() {
         progress.point_started(index, mode, size);
         let mut runner = PointRunner::new(engine, &clock, &mut verifier, options, mode, size);
         let stopped = runner.run(cancel, &mut |what: &str| progress.point_running(index, what));
         held_by_kernel |= runner.held_by_kernel;
+        buffer_node = buffer_node.or_else(|| runner.buffer_node());
         let mut point = runner.finish(link.as_ref().ok(), stopped.as_ref());
         if point.samples.is_empty() && stopped.is_none() {
             point.error = Some(no_sample(&point, options));
@@ -198,6 +221,9 @@ pub fn measure(
             break;
         }
     }
+    let path = watch.map(link_watch::Watch::finish);
+    record_path(&mut results, &mut link, path, nvml_unavailable, gpu_name);
+    results.conditions.numa = info.pci_address.as_deref().and_then(|a| numa::placement(&sys, a, thread_node, buffer_node));
     if let (Some(before), Some(after)) = (irq_before, Snapshot::read()) {
         let keys: Vec<String> = info.pci_address.iter().cloned().chain([info.kind.clone()]).collect();
         let vectors = info.pci_address.as_deref().map_or_else(Vec::new, |a| interrupts::device_vectors(&sys.join("bus/pci/devices").join(a)));
@@ -222,6 +248,55 @@ pub fn measure(
         std::mem::forget(verifier);
     }
     Ok(results)
+}
+
+/// Whether the device at `address` is a GPU NVML may know: the `cuda` engine's, or one with
+/// NVIDIA's vendor ID.
+fn is_gpu(info: &EngineInfo, sys: &std::path::Path, address: &str) -> bool {
+    let vendor = std::fs::read_to_string(sys.join("bus/pci/devices").join(address).join("vendor")).unwrap_or_default();
+    info.kind == "cuda" || vendor.trim().eq_ignore_ascii_case("0x10de")
+}
+
+/// Put the sampled path (or why there is none) and NVML's record into the results, and
+/// recompute every ceiling for the link seen during the run.
+fn record_path(results: &mut Results, link: &mut Result<crate::model::Conditions, String>, path: Option<LinkPath>, nvml_unavailable: Option<String>, gpu_name: Option<String>) {
+    let c = &mut results.conditions;
+    c.nvml = match (&nvml_unavailable, &path) {
+        (Some(why), _) => Some(NvmlRecord::unavailable(why.clone())),
+        (None, Some(p)) if gpu_name.is_some() || p.before.as_ref().is_some_and(|s| s.gpu.is_some()) => Some(NvmlRecord {
+            available: true,
+            reason: None,
+            name: gpu_name,
+            before: p.before.as_ref().and_then(|s| s.gpu.clone()),
+            after: p.after.as_ref().and_then(|s| s.gpu.clone()),
+        }),
+        _ => None,
+    };
+    let Some(path) = path.filter(|p| p.before.is_some() || !p.during.is_empty()) else {
+        c.link_path_unknown = Some(match &c.engine.pci_address {
+            Some(a) => format!("PCI {a} has no link attributes in sysfs (current_link_speed): its path could not be sampled"),
+            None => format!("target {} names no PCI device: no path to sample", c.target),
+        });
+        return;
+    };
+    if let Ok(conditions) = link.as_ref() {
+        let applied = path.apply(conditions.clone());
+        for point in &mut results.points {
+            point.ceiling = Some(point_ceiling(&applied, point.mode, point.size_bytes, point.summary.as_ref()));
+        }
+        c.link = Some(applied.clone());
+        *link = Ok(applied);
+    }
+    c.link_path = Some(path);
+}
+
+/// The model's ceiling for one point, with how much of it the point reached.
+fn point_ceiling(link: &crate::model::Conditions, mode: Mode, size: u64, summary: Option<&Summary>) -> crate::bench::results::PointCeiling {
+    let c = predict::ceiling(link, mode, size);
+    match summary {
+        Some(s) => predict::with_measured(c, s.median_mbps),
+        None => c,
+    }
 }
 
 /// Why a point has no result: its budget ran out before a timed transfer completed.
@@ -270,9 +345,14 @@ fn conditions(info: &EngineInfo, link: &Result<crate::model::Conditions, String>
         copy_to_user: options.copy_to_user,
         host_clock: clock.info(),
         device_clock_hz: info.device_clock_hz,
-        emulated_by: info.pci_address.as_deref().and_then(|a| crate::pci::emulated::emulator_of(&crate::pci::sysfs::default_root(), a)),
-        virtual_machine: if info.simulated { None } else { crate::pci::emulated::virtual_machine(&crate::pci::sysfs::default_root()) },
+        emulated_by: info.pci_address.as_deref().and_then(|a| crate::pci::emulated::emulator_of(&options.sysfs_root, a)),
+        virtual_machine: if info.simulated { None } else { crate::pci::emulated::virtual_machine(&options.sysfs_root) },
         machine: None,
+        link_path: None,
+        link_path_unknown: None,
+        nvml: None,
+        numa: None,
+        host_memory: None,
     }
 }
 
@@ -526,6 +606,11 @@ impl<'a> PointRunner<'a> {
         Ok(Some(sample))
     }
 
+    /// The NUMA node of the first page of the point's DMA buffer, once used.
+    fn buffer_node(&self) -> Option<u32> {
+        [&self.buffers.h2d, &self.buffers.d2h].into_iter().find(|b| !b.is_empty() && !self.samples.is_empty()).and_then(|b| numa::page_node(b.as_ptr()))
+    }
+
     /// Whether the next step is a warm-up step: the first `warmup` steps, cut short when they
     /// have used a tenth of either budget (a 512 MiB transfer can take seconds).
     fn warming_up(&self) -> bool {
@@ -548,13 +633,7 @@ impl<'a> PointRunner<'a> {
         let stalls = stalls::from_device(&self.counters, self.options.stall_threshold_ns)
             .unwrap_or_else(|| stalls::from_durations(&engine_times, self.options.stall_threshold_ns));
         let directions = DirectionRates::of(&self.samples, self.size);
-        let ceiling = link.map(|l| {
-            let c = predict::ceiling(l, self.mode, self.size);
-            match &summary {
-                Some(s) => predict::with_measured(c, s.median_mbps),
-                None => c,
-            }
-        });
+        let ceiling = link.map(|l| point_ceiling(l, self.mode, self.size, summary.as_ref()));
         Point {
             mode: self.mode,
             size_bytes: self.size,

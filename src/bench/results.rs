@@ -118,6 +118,24 @@ pub struct RunConditions {
     /// The machine as inspected before measuring (`run` only).
     #[serde(default)]
     pub machine: Option<crate::bench::machine::MachineContext>,
+    /// The link of every hop on the device's path to the root port, sampled before, during and
+    /// after the run; `None` when the target names no PCI device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_path: Option<crate::bench::link_watch::LinkPath>,
+    /// Why there is no `link_path`, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_path_unknown: Option<String>,
+    /// NVML's view of a GPU target before and after the run, or why there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvml: Option<crate::bench::nvml::NvmlRecord>,
+    /// Where the measuring thread and buffers were relative to the device's NUMA node, when the
+    /// device has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<crate::bench::numa::NumaPlacement>,
+    /// The kind of host memory the engine copied from and to, when the engine says
+    /// (`Engine::host_memory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_memory: Option<crate::engine::HostMemory>,
 }
 
 /// One timed step: a transfer, or a pair of concurrent transfers for `both`.
@@ -352,6 +370,20 @@ pub enum Cause {
     /// The receiver's flow-control credits cover less than the credit loop: the rate is set by
     /// credits returning, not by the link's bytes.
     CreditLimited,
+    /// The link was slower before or after the run than during it (a GPU idles at 2.5 GT/s): a
+    /// sample taken only before the run would have put the ceiling too low.
+    IdleDownshift,
+    /// The link was slower during the run than before and after it (it trained down under load).
+    DownshiftDuringRun,
+    /// A hop above the device (a switch uplink, the root port) is narrower or slower than the
+    /// device's own link: the ceiling follows that hop.
+    NarrowUplink,
+    /// The measuring thread or the buffers are on another NUMA node than the device.
+    RemoteNuma,
+    /// PCIe replays during the run (NVML's replay counter, AER correctable errors).
+    Replays,
+    /// The engine copies from and to pageable host memory: the driver stages every copy.
+    PageableStaging,
 }
 
 impl Cause {

@@ -101,6 +101,21 @@ fn one() -> u32 {
     1
 }
 
+/// The kind of host memory an engine copies from and to, where the kind decides the rate (a
+/// GPU's copy engines reach full speed only from page-locked memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostMemory {
+    /// Ordinary memory: the driver stages each copy through a pinned buffer of its own.
+    Pageable,
+    /// Page-locked memory the driver allocated (`cuMemHostAlloc`).
+    Pinned,
+    /// Page-locked and write-combined: fast for the device to read, slow for the CPU to read.
+    WriteCombined,
+    /// The run's own memory page-locked in place (`cuMemHostRegister`).
+    Registered,
+}
+
 impl EngineInfo {
     /// The word every human output carries beside this engine's figures: "co-simulated" (the
     /// project's RTL in a simulator, `cosim`), "simulated" or "measured". JSON keeps
@@ -362,6 +377,12 @@ pub trait Engine: Send {
     /// not reproduce its document), one line each.
     fn notes(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// The kind of host memory the engine's transfers use, for engines where it decides the rate
+    /// (`cuda`); recorded in the run's conditions and read by the findings (pageable staging).
+    fn host_memory(&self) -> Option<HostMemory> {
+        None
     }
 
     /// Move `io.len()` bytes at `device_offset` (ignored by stream engines) within `deadline`.

@@ -10,6 +10,7 @@ pub mod caps;
 pub mod conditions;
 pub mod config;
 pub mod nodes;
+pub mod path_state;
 pub mod device;
 pub mod dump;
 pub mod emulated;

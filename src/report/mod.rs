@@ -14,6 +14,7 @@ pub mod http;
 pub mod http_server;
 pub mod inspect;
 pub mod json;
+pub mod link_path;
 pub mod metrics;
 pub mod model;
 pub mod output;

@@ -43,6 +43,9 @@ pub fn conditions(results: &Results) -> String {
     for assumption in c.link.iter().flat_map(|l| &l.assumed) {
         let _ = writeln!(out, "             assumed: {assumption}");
     }
+    for (label, text) in crate::report::link_path::lines(c) {
+        let _ = writeln!(out, "{:<13}{text}", format!("{label}:"));
+    }
     if let Some(emulator) = &c.emulated_by {
         let _ = writeln!(out, "EMULATED:    {emulator}: the link is nominal and the rates are the emulator's, not PCI Express throughput");
     }

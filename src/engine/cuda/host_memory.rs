@@ -16,13 +16,9 @@ const HOSTALLOC_PORTABLE: u32 = 0x1;
 const HOSTALLOC_WRITECOMBINED: u32 = 0x4;
 const HOSTREGISTER_PORTABLE: u32 = 0x1;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemoryKind {
-    Pageable,
-    Pinned,
-    WriteCombined,
-    Registered,
-}
+/// The engine's own name for the run-wide kind ([`crate::engine::HostMemory`], which the
+/// conditions record and the findings read).
+pub use crate::engine::HostMemory as MemoryKind;
 
 impl MemoryKind {
     pub const ALL: [MemoryKind; 4] = [MemoryKind::Pageable, MemoryKind::Pinned, MemoryKind::WriteCombined, MemoryKind::Registered];

@@ -261,13 +261,17 @@ impl CudaEngine {
     /// One copy's time is the GPU's (its events): the engine clock and the device clock agree.
     fn record(direction: Direction, bytes: usize, start_ns: f64, copy_ns: f64) -> Transfer {
         let device = DeviceCounters { device_ns: Some(copy_ns), ..DeviceCounters::default() };
-        Transfer { direction, bytes: bytes as u64, start_ns, end_ns: start_ns + copy_ns, device }
+        Transfer { direction, bytes: bytes as u64, start_ns, end_ns: start_ns + copy_ns, device, copy_ns: None }
     }
 }
 
 impl Engine for CudaEngine {
     fn info(&self) -> &EngineInfo {
         &self.info
+    }
+
+    fn host_memory(&self) -> Option<crate::engine::HostMemory> {
+        Some(self.kind)
     }
 
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
