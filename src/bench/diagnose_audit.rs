@@ -74,6 +74,54 @@ const AUDIT: &[Entry] = &[
         tests: &[(AUDIT_FILE, "link_below_capability_fires_only_below_what_both_ends_can_do")],
     },
     Entry {
+        rule: "idle_downshift",
+        cause: Some(Cause::IdleDownshift),
+        fires_in: "real-path fake (sampled sysfs path) at 2.5 GT/s before and after the run, 16 GT/s during it",
+        silent_in: "the same steady at 16 GT/s; no sample during the run; simulated run (no path)",
+        tests: &[
+            (DIAGNOSE, "idle_downshift_fires_for_a_link_slower_around_the_run_and_names_the_reverse"),
+            (DIAGNOSE, "idle_downshift_is_silent_for_a_steady_link_and_without_a_sample_during_the_run"),
+        ],
+    },
+    Entry {
+        rule: "idle_downshift (reverse)",
+        cause: Some(Cause::DownshiftDuringRun),
+        fires_in: "real-path fake slower during the run than before and after it",
+        silent_in: "the same steady; simulated run (no path)",
+        tests: &[
+            (DIAGNOSE, "idle_downshift_fires_for_a_link_slower_around_the_run_and_names_the_reverse"),
+            (DIAGNOSE, "idle_downshift_is_silent_for_a_steady_link_and_without_a_sample_during_the_run"),
+        ],
+    },
+    Entry {
+        rule: "narrow_uplink",
+        cause: Some(Cause::NarrowUplink),
+        fires_in: "real-path fake whose root port runs x8 above a x16 device",
+        silent_in: "an uplink as wide as the device's link; the device's own link the narrowest",
+        tests: &[(DIAGNOSE, "a_narrow_uplink_is_named_and_explains_no_gap")],
+    },
+    Entry {
+        rule: "remote_numa",
+        cause: Some(Cause::RemoteNuma),
+        fires_in: "real-path fake with the thread or the buffers on node 0, the device on node 1",
+        silent_in: "all on the device's node; placement unknown; simulated run",
+        tests: &[(DIAGNOSE, "remote_numa_fires_when_the_thread_or_buffers_are_elsewhere")],
+    },
+    Entry {
+        rule: "replays",
+        cause: Some(Cause::Replays),
+        fires_in: "GPU target whose NVML replay counter rose; AER correctable errors counted during the run",
+        silent_in: "counters unchanged; an uncorrectable error only",
+        tests: &[(DIAGNOSE, "replays_fire_on_a_rising_nvml_counter_or_correctable_errors_only")],
+    },
+    Entry {
+        rule: "pageable_staging",
+        cause: Some(Cause::PageableStaging),
+        fires_in: "engine copying from pageable host memory (cuda --cuda-memory pageable)",
+        silent_in: "pinned memory; an engine that states no host memory kind",
+        tests: &[(DIAGNOSE, "pageable_staging_fires_only_for_pageable_host_memory")],
+    },
+    Entry {
         rule: "stalls_over_threshold",
         cause: Some(Cause::Stall),
         fires_in: "simulated run with stalls over the threshold",
@@ -268,6 +316,12 @@ fn cause_all_lists_every_variant_once_in_declaration_order() {
         Cause::Emulated => 16,
         Cause::ReadsBehindWrites => 17,
         Cause::CreditLimited => 18,
+        Cause::IdleDownshift => 19,
+        Cause::DownshiftDuringRun => 20,
+        Cause::NarrowUplink => 21,
+        Cause::RemoteNuma => 22,
+        Cause::Replays => 23,
+        Cause::PageableStaging => 24,
     };
     for (i, cause) in Cause::ALL.iter().enumerate() {
         assert_eq!(index(cause), i, "{}", cause.name());

@@ -389,7 +389,7 @@ pub enum Cause {
 impl Cause {
     /// Every cause, in declaration order: the findings audit (docs/findings.md) enumerates it
     /// and fails when a cause has no scenario where it fires and one where it stays silent.
-    pub const ALL: [Cause; 19] = [
+    pub const ALL: [Cause; 25] = [
         Cause::LinkBelowCapability,
         Cause::PerTransferOverhead,
         Cause::ReadLatency,
@@ -409,6 +409,12 @@ impl Cause {
         Cause::Emulated,
         Cause::ReadsBehindWrites,
         Cause::CreditLimited,
+        Cause::IdleDownshift,
+        Cause::DownshiftDuringRun,
+        Cause::NarrowUplink,
+        Cause::RemoteNuma,
+        Cause::Replays,
+        Cause::PageableStaging,
     ];
 
     /// The cause's name as the results document writes it (`link_below_capability`).
