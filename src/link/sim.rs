@@ -236,6 +236,9 @@ impl LinkSim {
             wake_inline: false,
             woken_now: Vec::with_capacity(4),
         };
+        if let (true, Some(workload)) = (config.record, workload) {
+            sim.outcome.record.reserve(record_capacity(config, workload));
+        }
         if sim.cpu.is_some() {
             sim.schedule(0, Event::CpuIssue);
         } else if sim.dma.is_some() {
@@ -252,6 +255,7 @@ impl LinkSim {
     }
 
     /// Handle the next event; false when the run is over.
+    #[inline(always)]
     pub(super) fn step(&mut self) -> bool {
         if let Some((time, event)) = self.events.pop() {
             // Held-back Acks go before a REPLAY_TIMER runs out (the AckNak latency timer is
@@ -300,6 +304,7 @@ impl LinkSim {
         self.events.push(time, event);
     }
 
+    #[inline(always)]
     fn handle(&mut self, event: Event) {
         match event {
             Event::TxFree(direction) => {
@@ -350,7 +355,14 @@ impl LinkSim {
     }
 
     /// The transmitters [`LinkSim::wake`] woke for now, in order, as their `TxFree` would.
+    #[inline(always)]
     fn start_woken_now(&mut self) {
+        if !self.woken_now.is_empty() {
+            self.start_woken_transmitters();
+        }
+    }
+
+    fn start_woken_transmitters(&mut self) {
         let mut k = 0;
         while let Some(&direction) = self.woken_now.get(k) {
             self.tx[direction.index()].woken = false;
@@ -361,6 +373,7 @@ impl LinkSim {
     }
 
     /// Start the next packet: a due SKP, then DLLPs, then a TLP the credits allow.
+    #[inline(always)]
     fn transmit(&mut self, direction: Direction) {
         self.send_due_skps(direction);
         let i = direction.index();
@@ -398,7 +411,17 @@ impl LinkSim {
 
     /// SKPs due by now: one pending since inside a packet goes first; during idle they went
     /// out on their schedule.
+    #[inline(always)]
     fn send_due_skps(&mut self, direction: Direction) {
+        // Checked at every transmitter start, due once in hundreds of packets.
+        if self.tx[direction.index()].next_skp <= self.now {
+            self.send_skps(direction);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn send_skps(&mut self, direction: Direction) {
         let interval = self.ticks.skp_interval;
         while self.tx[direction.index()].next_skp <= self.now {
             let tx = &mut self.tx[direction.index()];
@@ -419,6 +442,7 @@ impl LinkSim {
 
     /// The TLP at the head of the queue (or the DMA engine's next), with its link bytes, if
     /// the credits and the replay buffer allow it.
+    #[inline(always)]
     pub(super) fn next_tlp(&mut self, direction: Direction) -> Option<(Tlp, u64)> {
         let i = direction.index();
         let from_dma = self.tx[i].tlps.is_empty() && direction == Direction::Upstream;
@@ -452,6 +476,7 @@ impl LinkSim {
 
     /// Occupy the lanes of `direction` with `packet` of `bytes` from now (aligned to a lane
     /// that may start a packet) and schedule its arrival.
+    #[inline(always)]
     fn put_on_lanes(&mut self, direction: Direction, packet: Packet, bytes: u64) {
         let align = self.ticks.lane_align;
         let start = (self.now + align - 1) & !(align - 1);
@@ -510,6 +535,15 @@ impl LinkSim {
     }
 }
 
+/// Crossings to reserve the record for at once: a growing record is copied as it doubles, and
+/// each copy touches fresh pages. A TLP brings an Ack and an UpdateFC back at most (by the
+/// default policies), plus the SKP ordered sets; capped where a record would be gigabytes.
+fn record_capacity(config: &SimConfig, workload: &Workload) -> usize {
+    const MOST_CROSSINGS: u64 = 1 << 22;
+    let tlps = workload.tlps_at_most(config);
+    tlps.saturating_mul(3).saturating_add(tlps / 16 + 64).min(MOST_CROSSINGS) as usize
+}
+
 /// Refuse workloads the agents cannot issue.
 fn validate_workload(config: &SimConfig, workload: &Workload) -> Result<(), InvalidInput> {
     let (bytes, limit, what) = match *workload {
@@ -538,6 +572,7 @@ fn validate_workload(config: &SimConfig, workload: &Workload) -> Result<(), Inva
 /// Receiving side: data link layer (Acks), flow control (UpdateFC) and the agents.
 impl LinkSim {
     /// The oldest packet on the lanes of `direction` reached the far end.
+    #[inline(always)]
     fn arrive_oldest(&mut self, direction: Direction) {
         match self.on_lanes[direction.index()].pop_front() {
             Some((packet, false)) => self.arrive(direction, packet),
@@ -546,6 +581,7 @@ impl LinkSim {
         }
     }
 
+    #[inline(always)]
     fn arrive(&mut self, direction: Direction, packet: Packet) {
         match packet {
             Packet::Tlp(tlp) => self.receive_checked(direction, &tlp, false),
