@@ -41,6 +41,15 @@ impl Workload {
             Workload::CpuReads { count, .. } => 3 * u64::from(count),
         }
     }
+
+    /// Bytes the workload moves (writes and reads together).
+    pub fn bytes(&self) -> u64 {
+        match *self {
+            Workload::DmaWrite { bytes, .. } | Workload::DmaRead { bytes, .. } => bytes,
+            Workload::DmaBoth { write_bytes, read_bytes, .. } => write_bytes + read_bytes,
+            Workload::CpuWrites { bytes, count, .. } | Workload::CpuReads { bytes, count, .. } => bytes * u64::from(count),
+        }
+    }
 }
 
 /// One DMA channel: a transfer cut into TLPs of one kind.

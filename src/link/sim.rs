@@ -237,7 +237,7 @@ impl LinkSim {
             woken_now: Vec::with_capacity(4),
         };
         if let (true, Some(workload)) = (config.record, workload) {
-            sim.outcome.record.reserve(record_capacity(config, workload));
+            sim.outcome.record.reserve(record_capacity(config, workload, sim.ticks.skp_interval));
         }
         if sim.cpu.is_some() {
             sim.schedule(0, Event::CpuIssue);
@@ -537,11 +537,15 @@ impl LinkSim {
 
 /// Crossings to reserve the record for at once: a growing record is copied as it doubles, and
 /// each copy touches fresh pages. A TLP brings an Ack and an UpdateFC back at most (by the
-/// default policies), plus the SKP ordered sets; capped where a record would be gigabytes.
-fn record_capacity(config: &SimConfig, workload: &Workload) -> usize {
+/// default policies); SKP ordered sets go each way once per `skp_interval` ticks of the
+/// transfer's lane time (its bytes and about 64 more per TLP; an idle link sends more, and the
+/// record then grows). Capped where a record would be gigabytes.
+fn record_capacity(config: &SimConfig, workload: &Workload, skp_interval: u64) -> usize {
     const MOST_CROSSINGS: u64 = 1 << 22;
     let tlps = workload.tlps_at_most(config);
-    tlps.saturating_mul(3).saturating_add(tlps / 16 + 64).min(MOST_CROSSINGS) as usize
+    let lane_ticks = workload.bytes().saturating_add(tlps.saturating_mul(64));
+    let skps = 2 * (lane_ticks / skp_interval.max(1)) + tlps / 2;
+    tlps.saturating_mul(3).saturating_add(skps + 64).min(MOST_CROSSINGS) as usize
 }
 
 /// Refuse workloads the agents cannot issue.
@@ -743,6 +747,34 @@ mod tests {
         let mut sim = LinkSim::new(config, workload).unwrap();
         while sim.step() {}
         sim.outcome
+    }
+
+    /// The record is reserved once (a growing one is copied at each doubling): what a run
+    /// records fits what was reserved, and the TLPs it sends are within the estimate.
+    #[test]
+    fn the_record_fits_what_was_reserved() {
+        let workloads = [
+            Workload::DmaWrite { addr: 100, bytes: 1 << 20 },
+            Workload::DmaRead { addr: 100, bytes: 1 << 20 },
+            Workload::DmaBoth { write_addr: 0, write_bytes: 256 << 10, read_addr: 1 << 30, read_bytes: 256 << 10 },
+            Workload::CpuWrites { addr: 0, bytes: 4, count: 1000, spacing_ns: 0.0 },
+            Workload::CpuReads { addr: 0, bytes: 4, count: 100, gap_ns: 0.0 },
+        ];
+        for link in ["gen1x1", "gen3x16", "gen5x4"] {
+            for (mps, mrrs) in [(128, 128), (256, 512), (4096, 4096)] {
+                let mut config = SimConfig::for_link(link).unwrap();
+                (config.mps_bytes, config.mrrs_bytes) = (mps, mrrs);
+                for workload in &workloads {
+                    let outcome = crate::link::simulate(&config, workload).unwrap();
+                    let tlps: u64 = outcome.stats.iter().map(|s| s.tlps).sum();
+                    let what = format!("{link} MPS {mps} MRRS {mrrs} {workload:?}");
+                    assert!(tlps <= workload.tlps_at_most(&config), "{what}: {tlps} TLPs");
+                    let skp_interval = Phy::new(config.link).skp_interval_ticks(config.skp_interval);
+                    let reserved = record_capacity(&config, workload, skp_interval);
+                    assert!(outcome.record.len() <= reserved, "{what}: {} crossings, {reserved} reserved", outcome.record.len());
+                }
+            }
+        }
     }
 
     /// A whole run fuses events that would come out one after the other: every time, count
