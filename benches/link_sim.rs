@@ -2,6 +2,9 @@
 //! for a long DMA write (one TLP, one Ack and one UpdateFC each) and a long DMA read (requests,
 //! completions, their DLLPs). The goal is 10 million TLPs per second; this prints what
 //! the simulator reaches without a steady-state fast-forward.
+//!
+//! `cargo bench --bench link_sim -- WORD` runs only the cases whose name contains WORD (to count
+//! one case's instructions under cachegrind, e.g. `-- read`).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -9,6 +12,11 @@ use std::time::Instant;
 use pcieperf::link::{self, Direction, SimConfig, Workload};
 
 fn measure(name: &str, config: &SimConfig, workload: Workload) {
+    // cargo passes `--bench`; any other argument picks cases by a word of their name.
+    let filter = std::env::args().skip(1).find(|arg| !arg.starts_with("--"));
+    if filter.is_some_and(|word| !name.contains(&word)) {
+        return;
+    }
     // One warm-up run, then the best of three (the machine is shared).
     let mut best_s = f64::INFINITY;
     let mut tlps = 0;

@@ -23,6 +23,35 @@ pub enum Workload {
     CpuReads { addr: u64, bytes: u64, count: u32, gap_ns: f64 },
 }
 
+impl Workload {
+    /// TLPs the workload sends in both directions, about and at most: a DMA transfer cut at its
+    /// chunk and at 4 KiB pages, a read answered in completions of MaxPayload with one more at
+    /// each end of a request. Only sizes the record once (a wrong guess costs a reallocation).
+    pub fn tlps_at_most(&self, config: &SimConfig) -> u64 {
+        let pieces = |bytes: u64, chunk: u64| bytes / chunk + bytes / transaction::ADDRESS_BOUNDARY_BYTES + 2;
+        let read_tlps = |bytes: u64| {
+            let requests = pieces(bytes, config.mrrs_bytes);
+            requests + bytes / config.mps_bytes + 2 * requests
+        };
+        match *self {
+            Workload::DmaWrite { bytes, .. } => pieces(bytes, config.mps_bytes),
+            Workload::DmaRead { bytes, .. } => read_tlps(bytes),
+            Workload::DmaBoth { write_bytes, read_bytes, .. } => pieces(write_bytes, config.mps_bytes) + read_tlps(read_bytes),
+            Workload::CpuWrites { count, .. } => u64::from(count),
+            Workload::CpuReads { count, .. } => 3 * u64::from(count),
+        }
+    }
+
+    /// Bytes the workload moves (writes and reads together).
+    pub fn bytes(&self) -> u64 {
+        match *self {
+            Workload::DmaWrite { bytes, .. } | Workload::DmaRead { bytes, .. } => bytes,
+            Workload::DmaBoth { write_bytes, read_bytes, .. } => write_bytes + read_bytes,
+            Workload::CpuWrites { bytes, count, .. } | Workload::CpuReads { bytes, count, .. } => bytes * u64::from(count),
+        }
+    }
+}
+
 /// One DMA channel: a transfer cut into TLPs of one kind.
 #[derive(Debug, Clone)]
 pub struct Channel {

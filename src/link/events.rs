@@ -58,9 +58,20 @@ impl Event {
         kind << 1 | direction.index() as u128
     }
 
+    /// The event of `code` (its kind, then its direction): a load from a table, not a jump on
+    /// the kind, once per event popped.
     fn from_code(code: u128) -> Event {
+        EVENT_BY_CODE[code as usize]
+    }
+}
+
+/// [`Event::code`] inverted: index = code, every code below 2^CODE_BITS (unused ones: CpuIssue).
+const EVENT_BY_CODE: [Event; 1 << CODE_BITS] = {
+    let mut table = [Event::CpuIssue; 1 << CODE_BITS];
+    let mut code = 0;
+    while code < table.len() {
         let direction = if code & 1 == 0 { Direction::Downstream } else { Direction::Upstream };
-        match code >> 1 {
+        table[code] = match code >> 1 {
             0 => Event::TxFree(direction),
             1 => Event::Arrive(direction),
             2 => Event::CompletionReady(direction),
@@ -70,9 +81,11 @@ impl Event {
             7 => Event::FcRefresh(direction),
             8 => Event::ArriveAndFree(direction),
             _ => Event::CpuIssue,
-        }
+        };
+        code += 1;
     }
-}
+    table
+};
 
 /// Keys a new event is compared with from the earliest end before a binary search.
 const SCAN_STEPS: usize = 8;
@@ -91,6 +104,7 @@ pub struct EventQueue {
 }
 
 impl EventQueue {
+    #[inline(always)]
     pub fn push(&mut self, time: u64, event: Event) {
         // 2^59 events would take years of wall time; wrapping would only reorder equal times.
         self.order = (self.order + 1) & ((1 << ORDER_BITS) - 1);
@@ -99,7 +113,10 @@ impl EventQueue {
     }
 
     /// Put `key` in its place: after every later key, before every earlier one. The earlier
-    /// keys it passes move up one as it goes (no call to move memory for one or two).
+    /// keys it passes move up one as it goes (no call to move memory for one or two). Inlined
+    /// into each scheduling site (a call's saving of registers cost as much as the scan); the
+    /// rare binary search is not.
+    #[inline(always)]
     fn insert(&mut self, key: u128) {
         let keys = &mut self.keys;
         keys.push(key);
@@ -107,9 +124,7 @@ impl EventQueue {
         let mut steps = 0;
         while at > 0 && keys[at - 1] < key {
             if steps == SCAN_STEPS {
-                let place = keys[..at].partition_point(|&k| k > key);
-                keys.copy_within(place..at, place + 1);
-                at = place;
+                at = Self::insert_far(keys, at, key);
                 break;
             }
             keys[at] = keys[at - 1];
@@ -119,7 +134,18 @@ impl EventQueue {
         keys[at] = key;
     }
 
+    /// Where `key` goes among `keys[..at]` (all later than the keys after them), found by a
+    /// binary search; those after the place move up one.
+    #[cold]
+    #[inline(never)]
+    fn insert_far(keys: &mut [u128], at: usize, key: u128) -> usize {
+        let place = keys[..at].partition_point(|&k| k > key);
+        keys.copy_within(place..at, place + 1);
+        place
+    }
+
     /// The earliest event and its time.
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
         let key = self.keys.pop()?;
         self.last_popped = Some(key);

@@ -236,6 +236,9 @@ impl LinkSim {
             wake_inline: false,
             woken_now: Vec::with_capacity(4),
         };
+        if let (true, Some(workload)) = (config.record, workload) {
+            sim.outcome.record.reserve(record_capacity(config, workload, sim.ticks.skp_interval));
+        }
         if sim.cpu.is_some() {
             sim.schedule(0, Event::CpuIssue);
         } else if sim.dma.is_some() {
@@ -252,6 +255,7 @@ impl LinkSim {
     }
 
     /// Handle the next event; false when the run is over.
+    #[inline(always)]
     pub(super) fn step(&mut self) -> bool {
         if let Some((time, event)) = self.events.pop() {
             // Held-back Acks go before a REPLAY_TIMER runs out (the AckNak latency timer is
@@ -300,6 +304,7 @@ impl LinkSim {
         self.events.push(time, event);
     }
 
+    #[inline(always)]
     fn handle(&mut self, event: Event) {
         match event {
             Event::TxFree(direction) => {
@@ -350,7 +355,14 @@ impl LinkSim {
     }
 
     /// The transmitters [`LinkSim::wake`] woke for now, in order, as their `TxFree` would.
+    #[inline(always)]
     fn start_woken_now(&mut self) {
+        if !self.woken_now.is_empty() {
+            self.start_woken_transmitters();
+        }
+    }
+
+    fn start_woken_transmitters(&mut self) {
         let mut k = 0;
         while let Some(&direction) = self.woken_now.get(k) {
             self.tx[direction.index()].woken = false;
@@ -361,6 +373,7 @@ impl LinkSim {
     }
 
     /// Start the next packet: a due SKP, then DLLPs, then a TLP the credits allow.
+    #[inline(always)]
     fn transmit(&mut self, direction: Direction) {
         self.send_due_skps(direction);
         let i = direction.index();
@@ -398,7 +411,17 @@ impl LinkSim {
 
     /// SKPs due by now: one pending since inside a packet goes first; during idle they went
     /// out on their schedule.
+    #[inline(always)]
     fn send_due_skps(&mut self, direction: Direction) {
+        // Checked at every transmitter start, due once in hundreds of packets.
+        if self.tx[direction.index()].next_skp <= self.now {
+            self.send_skps(direction);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn send_skps(&mut self, direction: Direction) {
         let interval = self.ticks.skp_interval;
         while self.tx[direction.index()].next_skp <= self.now {
             let tx = &mut self.tx[direction.index()];
@@ -419,6 +442,7 @@ impl LinkSim {
 
     /// The TLP at the head of the queue (or the DMA engine's next), with its link bytes, if
     /// the credits and the replay buffer allow it.
+    #[inline(always)]
     pub(super) fn next_tlp(&mut self, direction: Direction) -> Option<(Tlp, u64)> {
         let i = direction.index();
         let from_dma = self.tx[i].tlps.is_empty() && direction == Direction::Upstream;
@@ -452,6 +476,7 @@ impl LinkSim {
 
     /// Occupy the lanes of `direction` with `packet` of `bytes` from now (aligned to a lane
     /// that may start a packet) and schedule its arrival.
+    #[inline(always)]
     fn put_on_lanes(&mut self, direction: Direction, packet: Packet, bytes: u64) {
         let align = self.ticks.lane_align;
         let start = (self.now + align - 1) & !(align - 1);
@@ -510,6 +535,19 @@ impl LinkSim {
     }
 }
 
+/// Crossings to reserve the record for at once: a growing record is copied as it doubles, and
+/// each copy touches fresh pages. A TLP brings an Ack and an UpdateFC back at most (by the
+/// default policies); SKP ordered sets go each way once per `skp_interval` ticks of the
+/// transfer's lane time (its bytes and about 64 more per TLP; an idle link sends more, and the
+/// record then grows). Capped where a record would be gigabytes.
+fn record_capacity(config: &SimConfig, workload: &Workload, skp_interval: u64) -> usize {
+    const MOST_CROSSINGS: u64 = 1 << 22;
+    let tlps = workload.tlps_at_most(config);
+    let lane_ticks = workload.bytes().saturating_add(tlps.saturating_mul(64));
+    let skps = 2 * (lane_ticks / skp_interval.max(1)) + tlps / 2;
+    tlps.saturating_mul(3).saturating_add(skps + 64).min(MOST_CROSSINGS) as usize
+}
+
 /// Refuse workloads the agents cannot issue.
 fn validate_workload(config: &SimConfig, workload: &Workload) -> Result<(), InvalidInput> {
     let (bytes, limit, what) = match *workload {
@@ -538,6 +576,7 @@ fn validate_workload(config: &SimConfig, workload: &Workload) -> Result<(), Inva
 /// Receiving side: data link layer (Acks), flow control (UpdateFC) and the agents.
 impl LinkSim {
     /// The oldest packet on the lanes of `direction` reached the far end.
+    #[inline(always)]
     fn arrive_oldest(&mut self, direction: Direction) {
         match self.on_lanes[direction.index()].pop_front() {
             Some((packet, false)) => self.arrive(direction, packet),
@@ -546,6 +585,7 @@ impl LinkSim {
         }
     }
 
+    #[inline(always)]
     fn arrive(&mut self, direction: Direction, packet: Packet) {
         match packet {
             Packet::Tlp(tlp) => self.receive_checked(direction, &tlp, false),
@@ -707,6 +747,34 @@ mod tests {
         let mut sim = LinkSim::new(config, workload).unwrap();
         while sim.step() {}
         sim.outcome
+    }
+
+    /// The record is reserved once (a growing one is copied at each doubling): what a run
+    /// records fits what was reserved, and the TLPs it sends are within the estimate.
+    #[test]
+    fn the_record_fits_what_was_reserved() {
+        let workloads = [
+            Workload::DmaWrite { addr: 100, bytes: 1 << 20 },
+            Workload::DmaRead { addr: 100, bytes: 1 << 20 },
+            Workload::DmaBoth { write_addr: 0, write_bytes: 256 << 10, read_addr: 1 << 30, read_bytes: 256 << 10 },
+            Workload::CpuWrites { addr: 0, bytes: 4, count: 1000, spacing_ns: 0.0 },
+            Workload::CpuReads { addr: 0, bytes: 4, count: 100, gap_ns: 0.0 },
+        ];
+        for link in ["gen1x1", "gen3x16", "gen5x4"] {
+            for (mps, mrrs) in [(128, 128), (256, 512), (4096, 4096)] {
+                let mut config = SimConfig::for_link(link).unwrap();
+                (config.mps_bytes, config.mrrs_bytes) = (mps, mrrs);
+                for workload in &workloads {
+                    let outcome = crate::link::simulate(&config, workload).unwrap();
+                    let tlps: u64 = outcome.stats.iter().map(|s| s.tlps).sum();
+                    let what = format!("{link} MPS {mps} MRRS {mrrs} {workload:?}");
+                    assert!(tlps <= workload.tlps_at_most(&config), "{what}: {tlps} TLPs");
+                    let skp_interval = Phy::new(config.link).skp_interval_ticks(config.skp_interval);
+                    let reserved = record_capacity(&config, workload, skp_interval);
+                    assert!(outcome.record.len() <= reserved, "{what}: {} crossings, {reserved} reserved", outcome.record.len());
+                }
+            }
+        }
     }
 
     /// A whole run fuses events that would come out one after the other: every time, count

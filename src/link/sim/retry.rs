@@ -55,6 +55,7 @@ impl LinkSim {
     }
 
     /// Data link layer receive: pass on the expected TLP, Nak a bad one, Ack a duplicate.
+    #[inline]
     pub(super) fn receive_checked(&mut self, direction: Direction, tlp: &Tlp, corrupted: bool) {
         if corrupted {
             self.outcome.replay[direction.index()].corrupted += 1;
@@ -64,6 +65,7 @@ impl LinkSim {
 
     /// The receiver's verdict on sequence number `seq` (a TLP's, or a flit's carrying `tlps`):
     /// pass the TLPs on when it is the expected one, Ack a duplicate, Nak a bad one.
+    #[inline]
     pub(super) fn check_sequence(&mut self, direction: Direction, seq: u16, corrupted: bool, tlps: &[Tlp]) {
         match self.rx[direction.index()].sequence.check(seq, corrupted) {
             Verdict::Accept => {
@@ -87,6 +89,7 @@ impl LinkSim {
     }
 
     /// An Ack or Nak for the TLPs sent in `direction` arrived.
+    #[inline]
     pub(super) fn acknowledged(&mut self, direction: Direction, seq: u16, nak: bool) {
         let i = direction.index();
         let purged = match &mut self.flits {
