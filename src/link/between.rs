@@ -11,8 +11,11 @@
 //! channel by whole TLPs of its rate (the fraction carried to the next stretch, so nothing
 //! drifts). It ends before the next hold the device's credits in hand may not cover (a hold
 //! they certainly cover is left out with it: [`covered_ticks`] proves it from the simulated
-//! steady state), before the payload reaches the next injected error, and leaves the end of
-//! every channel to full simulation. Leaving out steady time while
+//! steady state; a hold whose outcome a simulated hold of the same steady state already gave is
+//! left out too, its stall counted: [`reuse`]), before the payload reaches the next injected
+//! error, and leaves the end of every channel to full simulation. After a starvation it skips
+//! again once the link's state is back in its steady range ([`SteadyRange`]). Leaving out
+//! steady time while
 //! the link is in a steady state only moves later what follows, so each event meets the link as
 //! the full run would (`tests/link_inject.rs` compares both).
 
@@ -25,6 +28,9 @@ use super::record::DirectionStats;
 use super::sim::{LinkSim, Outcome};
 use super::steady::{is_steady, run_for, Span, Steady, SteadyOptions};
 use crate::error::InvalidInput;
+use reuse::{HoldReuse, Limits, Pending, Reused};
+
+mod reuse;
 
 /// Windows the steady-state search tries before it takes the last two as they are.
 const MAX_WINDOWS: u64 = 16;
@@ -46,10 +52,12 @@ const PAYLOAD: [Direction; 2] = [Direction::Upstream, Direction::Downstream];
 /// [`super::fast_forward`] for a run with injected events.
 pub(super) fn fast_forward(config: &SimConfig, workload: &Workload, options: &SteadyOptions) -> Result<Steady, InvalidInput> {
     let mut sim = LinkSim::new(config, workload)?;
-    let mut result = Steady { outcome: Outcome::default(), skipped_ns: 0.0, skipped_tlps: 0 };
+    let mut result = Steady { outcome: Outcome::default(), skipped_ns: 0.0, skipped_tlps: 0, reused_holds: 0 };
     let long = estimated_tlps(config, workload) >= WHOLE_BELOW_WINDOWS * options.window_tlps + options.warmup_tlps;
     if sim.dma.is_some() && long {
         let mut baselines: [Option<Option<Baseline>>; 4] = Default::default();
+        let mut reuses: [HoldReuse; 4] = Default::default();
+        let mut watched: Option<(usize, Pending)> = None;
         let mut carry = Carry::default();
         let mut steps = 0u32;
         while sim.step() {
@@ -69,17 +77,47 @@ pub(super) fn fast_forward(config: &SimConfig, workload: &Workload, options: &St
                 carry = Carry { mix, ..Carry::default() };
             }
             let baseline = baselines[mix].get_or_insert_with(|| steady_baseline(config, workload, mix, options));
-            let Some(Baseline { span, covered_ticks }) = baseline.as_ref() else { continue };
-            if let Some(ticks) = stretch_ticks(&mut sim, span, *covered_ticks, config.tags as u64) {
-                let tlps = leave_out(&mut sim, span, ticks, &mut carry);
-                result.skipped_ns += sim.phy().ns(ticks);
+            let Some(Baseline { span, covered_ticks, range }) = baseline.as_ref() else { continue };
+            if !settled(&mut sim, range.as_ref()) {
+                continue;
+            }
+            if let Some((watched_mix, pending)) = watched.take_if(|(_, pending)| sim.phy().ns(sim.now_ticks()) >= pending.hold_end_ns()) {
+                if watched_mix == mix {
+                    let limits = limits(&sim);
+                    reuses[mix].finish(pending, &sim, span, &|clone: &mut LinkSim| settled(clone, range.as_ref()), &limits);
+                }
+            }
+            let stretch = stretch_ticks(&mut sim, span, *covered_ticks, config.tags as u64, &reuses[mix]);
+            if let Some(Stretch { ticks, reused, .. }) = &stretch {
+                let tlps = leave_out(&mut sim, span, *ticks, reused, &mut carry);
+                result.skipped_ns += sim.phy().ns(*ticks);
                 result.skipped_tlps += tlps;
+                result.reused_holds += reused.len() as u64;
+            }
+            // The lead before a hold the link simulates starts here: watch it as a sample.
+            if let Some(hold_ns) = stretch.and_then(|s| s.stopped_by) {
+                reuses[mix].simulated(hold_ns.1 - hold_ns.0);
+                if reuses[mix].watching() {
+                    watched = Some((mix, reuses[mix].watch(&sim, hold_ns)));
+                }
             }
         }
     }
     while sim.step() {}
     result.outcome = std::mem::take(&mut sim.outcome);
     Ok(result)
+}
+
+/// After a starvation, whether the link is back in its steady state (`range`), or waited long
+/// enough.
+fn settled(sim: &mut LinkSim, range: Option<&SteadyRange>) -> bool {
+    if sim.recovering() {
+        if !range.is_some_and(|range| range.holds(sim)) {
+            return false;
+        }
+        sim.recovered();
+    }
+    true
 }
 
 /// TLPs the device will send, about.
@@ -104,6 +142,46 @@ struct Baseline {
     /// A credit hold no longer than this (ticks) cannot starve the device's transmitter in this
     /// steady state ([`covered_ticks`]): the fast-forward leaves it out with the stretch around.
     covered_ticks: u64,
+    /// The range the link's state keeps to in this steady state (None: not sampled).
+    range: Option<SteadyRange>,
+}
+
+/// What the device's credits in hand and each channel's bytes in flight stay within over a
+/// sample of a steady state: after a starvation, the link is back in its steady state once both
+/// are inside again (the release's burst spent, the reads' tags back in step).
+#[derive(Debug, Clone, Copy)]
+struct SteadyRange {
+    /// Least and most in hand of each finite credit counter: [class][header, data].
+    in_hand: [[(f64, f64); 2]; 2],
+    /// Least and most bytes in flight of each channel (writes, reads).
+    in_flight: [(u64, u64); 2],
+}
+
+impl SteadyRange {
+    fn holds(&self, sim: &LinkSim) -> bool {
+        let credits = sim.upstream_credits();
+        let flight = in_flight(sim);
+        (0..2).all(|class| (0..2).all(|part| credits[class].is_none() || within(counter(&credits, class, part).0, self.in_hand[class][part])))
+            && (0..2).all(|c| (self.in_flight[c].0..=self.in_flight[c].1).contains(&flight[c]))
+    }
+}
+
+fn within(value: f64, (low, high): (f64, f64)) -> bool {
+    low <= value && value <= high
+}
+
+/// One finite credit counter of the device's transmitter: (in hand, consumed), part 0 the
+/// headers, 1 the data.
+fn counter(state: &[ClassState; 2], class: usize, part: usize) -> (f64, f64) {
+    let ((limit_h, limit_d), (used_h, used_d)) = state[class].unwrap_or_default();
+    let (limit, used) = if part == 0 { (limit_h, used_h) } else { (limit_d, used_d) };
+    (limit as f64 - used as f64, used as f64)
+}
+
+/// Bytes of each channel handed out but not yet delivered as payload.
+fn in_flight(sim: &LinkSim) -> [u64; 2] {
+    let issued = sim.dma.as_ref().map_or([0; 2], |dma| dma.issued_bytes());
+    [0, 1].map(|c| issued[c].saturating_sub(sim.outcome.stats[PAYLOAD[c].index()].payload_bytes))
 }
 
 /// The steady state of the same stream with only the channels of `mix` moving and nothing
@@ -142,12 +220,12 @@ fn steady_baseline(config: &SimConfig, workload: &Workload, mix: usize, options:
             let span = Span { from: a, to };
             let window_ticks = span.ticks() * options.window_tlps / span.upstream_tlps().max(1);
             let holds = config.inject.holds_per_s > 0.0 || !config.inject.holds.is_empty();
-            let covered_ticks = if holds { covered_ticks(&mut sim, window_ticks) } else { 0 };
-            return Some(Baseline { span, covered_ticks });
+            let (covered_ticks, range) = if holds { covered_ticks(&mut sim, window_ticks) } else { (0, None) };
+            return Some(Baseline { span, covered_ticks, range });
         }
         (a, b) = (b, c);
     }
-    Some(Baseline { span: Span { from: a, to: b }, covered_ticks: 0 })
+    Some(Baseline { span: Span { from: a, to: b }, covered_ticks: 0, range: None })
 }
 
 /// The longest credit hold that certainly cannot starve the device's transmitter in the
@@ -160,16 +238,23 @@ fn steady_baseline(config: &SimConfig, workload: &Workload, mix: usize, options:
 /// (its bursts, plus the largest single TLP). A hold of `h` ticks consumes at most
 /// rate·(h + lag) + bursts, `lag` being the release's UpdateFC reaching the device
 /// ([`LinkSim::release_lag_ticks`]); while that fits into the least in hand, no TLP is refused.
-fn covered_ticks(sim: &mut LinkSim, sample_ticks: u64) -> u64 {
+///
+/// The same sample gives the state's [`SteadyRange`].
+fn covered_ticks(sim: &mut LinkSim, sample_ticks: u64) -> (u64, Option<SteadyRange>) {
     let lag = sim.release_lag_ticks() as f64;
     let until = sim.now_ticks() + sample_ticks;
     let mut samples = Vec::new();
+    let mut range = SteadyRange { in_hand: [[(f64::INFINITY, f64::NEG_INFINITY); 2]; 2], in_flight: [(u64::MAX, 0); 2] };
     while sim.now_ticks() < until && sim.step() {
         samples.push((sim.now_ticks(), sim.upstream_credits()));
+        for (c, bytes) in in_flight(sim).into_iter().enumerate() {
+            let (low, high) = range.in_flight[c];
+            range.in_flight[c] = (low.min(bytes), high.max(bytes));
+        }
     }
-    let (Some(&(t0, first)), Some(&(t1, last))) = (samples.first(), samples.last()) else { return 0 };
+    let (Some(&(t0, first)), Some(&(t1, last))) = (samples.first(), samples.last()) else { return (0, None) };
     if t1 <= t0 {
-        return 0;
+        return (0, None);
     }
     let mut covered = f64::INFINITY;
     for class in 0..2 {
@@ -177,28 +262,23 @@ fn covered_ticks(sim: &mut LinkSim, sample_ticks: u64) -> u64 {
             continue;
         }
         for part in 0..2 {
-            let counter = |state: &[ClassState; 2]| {
-                let ((limit_h, limit_d), (used_h, used_d)) = state[class].unwrap_or_default();
-                let (limit, used) = if part == 0 { (limit_h, used_h) } else { (limit_d, used_d) };
-                (limit as f64 - used as f64, used as f64)
-            };
-            let rate = (counter(&last).1 - counter(&first).1) / (t1 - t0) as f64;
-            let (mut least, mut low, mut high, mut jump, mut before) = (f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, 0.0f64, counter(&first).1);
+            let rate = (counter(&last, class, part).1 - counter(&first, class, part).1) / (t1 - t0) as f64;
+            let (mut least, mut most, mut low, mut high, mut jump, mut before) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY, 0.0f64, counter(&first, class, part).1);
             for (t, state) in &samples {
-                let (in_hand, used) = counter(state);
+                let (in_hand, used) = counter(state, class, part);
                 let stray = used - rate * (t - t0) as f64;
-                (least, low, high, jump, before) = (least.min(in_hand), low.min(stray), high.max(stray), jump.max(used - before), used);
+                (least, most, low, high, jump, before) = (least.min(in_hand), most.max(in_hand), low.min(stray), high.max(stray), jump.max(used - before), used);
             }
+            range.in_hand[class][part] = (least, most);
             let room = least - (high - low) - jump;
             if room < 0.0 {
-                return 0;
-            }
-            if rate > 0.0 {
+                covered = 0.0;
+            } else if rate > 0.0 {
                 covered = covered.min(room / rate - lag);
             }
         }
     }
-    covered.clamp(0.0, u64::MAX as f64 / 4.0) as u64
+    (covered.clamp(0.0, u64::MAX as f64 / 4.0) as u64, Some(range))
 }
 
 /// What the channels and totals moved beyond whole TLPs in earlier stretches, so that leaving
@@ -210,11 +290,20 @@ struct Carry {
     stats: [[f64; 7]; 2],
 }
 
-/// How long a stretch from now can be left out, in ticks: up to a simulated lead before the
-/// next hold longer than `covered_ticks`, before the
-/// payload of a channel reaches the next injected error, leaving every channel's end to full
-/// simulation. None if too short to be worth it.
-fn stretch_ticks(sim: &mut LinkSim, span: &Span, covered_ticks: u64, tags: u64) -> Option<u64> {
+/// A stretch the fast-forward leaves out.
+struct Stretch {
+    ticks: u64,
+    /// Holds inside it whose outcome a sample gives ([`HoldReuse`]), in time order.
+    reused: Vec<Reused>,
+    /// The hold it ends a lead before, [start, end) in ns.
+    stopped_by: Option<(f64, f64)>,
+}
+
+/// How long a stretch from now can be left out: up to a simulated lead before the next hold
+/// longer than `covered_ticks` whose outcome `reuse` cannot give, before the payload of a
+/// channel reaches the next injected error, leaving every channel's end to full simulation.
+/// None if too short to be worth it.
+fn stretch_ticks(sim: &mut LinkSim, span: &Span, covered_ticks: u64, tags: u64, reuse: &HoldReuse) -> Option<Stretch> {
     let now = sim.now_ticks();
     let mut ticks = f64::INFINITY;
     let dma = sim.dma.as_ref()?;
@@ -228,26 +317,89 @@ fn stretch_ticks(sim: &mut LinkSim, span: &Span, covered_ticks: u64, tags: u64) 
         let room = (channel.left_bytes().saturating_sub(reserve) as f64).min(sim.bytes_to_next_error(PAYLOAD[c]) - 2.0 * channel.chunk_bytes as f64);
         ticks = ticks.min(room.max(0.0) / rate);
     }
-    // Holds the credits in hand certainly cover are left out with the stretch; the stretch
-    // ends a simulated lead before the next one they may not.
+    // Holds the credits in hand certainly cover are left out with the stretch, and so are those
+    // a sample answers (each losing time, so the stretch's room counts it); the stretch ends a
+    // simulated lead before the next one.
     let until = now.saturating_add(ticks.min(u64::MAX as f64 / 4.0) as u64);
-    let hold = sim.next_uncovered_hold_ticks(covered_ticks, until);
-    if hold != u64::MAX {
-        let lead = sim.lead_ticks();
-        ticks = ticks.min(hold.saturating_sub(now).saturating_sub(lead) as f64);
+    let (mut reused, mut lost_ticks, mut from_ns, mut stopped_by) = (Vec::new(), 0.0f64, sim.phy().ns(now), None);
+    while let Some((start_ns, end_ns)) = sim.next_uncovered_hold(covered_ticks, from_ns, until) {
+        let start = sim.ticks_of(start_ns);
+        match reuse_hold(sim, reuse, end_ns - start_ns) {
+            // The stretch's room in bytes shrinks by the time the hold loses.
+            Some(outcome) if (sim.ticks_of(end_ns) as f64) + lost_ticks + lost_of(sim, &outcome) < now as f64 + ticks => {
+                lost_ticks += lost_of(sim, &outcome);
+                reused.push((start_ns, end_ns, outcome));
+                from_ns = end_ns;
+            }
+            _ => {
+                stopped_by = Some((start_ns, end_ns));
+                ticks = ticks.min(start.saturating_sub(now).saturating_sub(sim.lead_ticks()) as f64);
+                break;
+            }
+        }
+    }
+    // A reused hold the lead before the stopping one reaches into is simulated instead: the
+    // stretch ends a lead before it.
+    while let Some(&(start_ns, end_ns, _)) = reused.last() {
+        if (sim.ticks_of(end_ns) as f64) < now as f64 + ticks {
+            break;
+        }
+        reused.pop();
+        stopped_by = Some((start_ns, end_ns));
+        ticks = ticks.min(sim.ticks_of(start_ns).saturating_sub(now).saturating_sub(sim.lead_ticks()) as f64);
     }
     let tlp_ticks = span.ticks() as f64 / span.upstream_tlps().max(1) as f64;
-    (ticks >= MIN_SKIP_TLPS * tlp_ticks).then_some(ticks.floor() as u64)
+    let ticks = (ticks >= MIN_SKIP_TLPS * tlp_ticks).then_some(ticks.floor() as u64)?;
+    Some(Stretch { ticks, reused: reused.into_iter().map(|(_, _, outcome)| outcome).collect(), stopped_by })
 }
 
-/// Leave out `ticks` of the steady state `span`; the device TLPs left out.
-fn leave_out(sim: &mut LinkSim, span: &Span, ticks: u64, carry: &mut Carry) -> u64 {
-    let share = ticks as f64 / span.ticks().max(1) as f64;
+/// The outcome of an uncovered hold of `hold_ns` from the steady state's samples, if they
+/// settle it.
+fn reuse_hold(sim: &mut LinkSim, reuse: &HoldReuse, hold_ns: f64) -> Option<Reused> {
+    sim.hold_lengths_ns()?;
+    // With reads and writes both, a read request let through mid-hold ends a starvation and
+    // the next write starts another: how many a hold counts depends on where it falls, which
+    // the samples do not settle (a gen5x16 test lost one of 51). One channel only.
+    if channel_mix(sim) == 3 {
+        return None;
+    }
+    let limits = limits(sim);
+    reuse.reuse(sim, hold_ns, &limits)
+}
+
+fn limits(sim: &LinkSim) -> Limits {
+    // Listed holds (tests) are never reused: the longest is then 0.
+    let max_hold_ns = sim.hold_lengths_ns().map_or(0.0, |(_, max)| max);
+    Limits { threshold_ns: sim.threshold_ns(), max_hold_ns, lag_ns: sim.phy().ns(sim.release_lag_ticks()) }
+}
+
+/// The most time a reused hold loses on any channel, in ticks.
+fn lost_of(sim: &LinkSim, outcome: &Reused) -> f64 {
+    outcome.lost_ns[0].max(outcome.lost_ns[1]) / sim.phy().ns(1)
+}
+
+/// Leave out `ticks` of the steady state `span` with the `reused` holds in it (their stalls
+/// counted, the time they lose not moving the channels); the device TLPs left out.
+fn leave_out(sim: &mut LinkSim, span: &Span, ticks: u64, reused: &[Reused], carry: &mut Carry) -> u64 {
+    let tick_ns = sim.phy().ns(1);
+    let lost_ticks = [0, 1].map(|c| reused.iter().map(|r| r.lost_ns[c]).sum::<f64>() / tick_ns);
+    let moving = [0, 1].map(|c| (ticks as f64 - lost_ticks[c]).max(0.0) / span.ticks().max(1) as f64);
+    let threshold_ns = sim.threshold_ns();
+    let starvation = &mut sim.outcome.starvation[Direction::Upstream.index()];
+    for r in reused {
+        starvation.count += 1;
+        starvation.total_ns += r.stall_ns;
+        starvation.longest_ns = starvation.longest_ns.max(r.stall_ns);
+        starvation.over_threshold += (r.stall_ns > threshold_ns) as u64;
+    }
+    // The totals (TLPs, DLLPs, SKPs) move as the stream does: by its slower channel's time.
+    let share = moving[0].min(moving[1]);
+    let share = if span.bytes(0) == 0 { moving[1] } else if span.bytes(1) == 0 { moving[0] } else { share };
     let mut bytes = [0u64; 2];
     if let Some(dma) = sim.dma.as_ref() {
         for c in 0..2 {
             let Some(channel) = dma.channels[c].as_ref() else { continue };
-            carry.bytes[c] += span.bytes(c) as f64 * share;
+            carry.bytes[c] += span.bytes(c) as f64 * moving[c];
             let whole = (carry.bytes[c] / channel.chunk_bytes as f64).floor() as u64 * channel.chunk_bytes;
             bytes[c] = whole.min(channel.left_bytes());
             carry.bytes[c] -= bytes[c] as f64;

@@ -176,6 +176,18 @@ impl HoldSchedule {
         None
     }
 
+    /// Let the hold in progress at `now_ns` or the next one, if it starts at `start_ns`, end at
+    /// `end_ns` instead; false (nothing changed) if another hold comes first or the new end
+    /// would reach the hold after it.
+    pub fn set_end(&mut self, now_ns: f64, start_ns: f64, end_ns: f64) -> bool {
+        let Some((start, _)) = self.at(now_ns) else { return false };
+        if start != start_ns || end_ns < start || end_ns >= self.peek_start() {
+            return false;
+        }
+        self.current = Some((start, end_ns));
+        true
+    }
+
     /// The hold in progress at `now_ns` or the next one, as [start, end) in ns (holds that
     /// ended by `now_ns` are dropped).
     pub fn at(&mut self, now_ns: f64) -> Option<(f64, f64)> {
@@ -244,6 +256,9 @@ pub struct InjectState {
     /// Until when (ticks) the link is still recovering from the last injected event: the
     /// fast-forward does not skip before.
     pub settle_until: u64,
+    /// After a starvation: until when (ticks) at the latest the fast-forward waits for the link
+    /// to be back in its steady state (it checks the state itself, and may skip earlier).
+    pub recover_until: Option<u64>,
     jitter: Rng,
 }
 
@@ -256,6 +271,7 @@ impl InjectState {
             release_at: None,
             starving_since: [None; 2],
             settle_until: 0,
+            recover_until: None,
             jitter: Rng(injection.seed ^ 0x5E77_1E),
         }
     }

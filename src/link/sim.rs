@@ -111,7 +111,9 @@ struct Ticks {
     lane_align: u64,
 }
 
-/// The simulator of one link.
+/// The simulator of one link (a clone goes on from the same state: the fast-forward tries a
+/// credit hold of another length on one).
+#[derive(Clone)]
 pub struct LinkSim {
     config: SimConfig,
     phy: Phy,

@@ -48,6 +48,9 @@ pub struct Steady {
     pub skipped_ns: f64,
     /// Device TLPs left out.
     pub skipped_tlps: u64,
+    /// Credit holds left out whose outcome a simulated hold of the same steady state gave
+    /// (see `between.rs`).
+    pub reused_holds: u64,
 }
 
 /// Simulate `workload`, fast-forwarding through the steady state of a long DMA stream.
@@ -61,7 +64,7 @@ pub fn fast_forward(config: &SimConfig, workload: &Workload, options: &SteadyOpt
         return Err(InvalidInput::new("invalid fast-forward options: the window must be 1 TLP or more, the tolerance 0 or more"));
     }
     let mut sim = LinkSim::new(config, workload)?;
-    let mut skipped = Steady { outcome: Outcome::default(), skipped_ns: 0.0, skipped_tlps: 0 };
+    let mut skipped = Steady { outcome: Outcome::default(), skipped_ns: 0.0, skipped_tlps: 0, reused_holds: 0 };
     // Bit errors draw per packet and flits pack TLPs across boundaries: neither repeats by
     // whole TLP periods, so those runs are simulated whole.
     let repeats = config.errors.ber == 0.0 && config.errors.corrupt.is_empty() && config.link.generation != crate::model::Generation::Gen6;

@@ -13,9 +13,10 @@ use crate::link::record::Crossing;
 /// and the Acks that end it) before it skips again.
 const SETTLE_REPLAY_TIMEOUTS: u64 = 4;
 /// After a starvation, the transmitter holds all its credits again and sends them off in a
-/// burst: the fast-forward waits this many REPLAY_TIMER periods (a few UpdateFC loops) for the
-/// steady state to return (and, with reads, two completion latencies for the burst of requests
-/// to come back).
+/// burst: the fast-forward waits until the link's state is back in its steady range (checked
+/// against the steady state's sample), but no longer than this many REPLAY_TIMER periods (a few
+/// UpdateFC loops; and, with reads, two completion latencies for the burst of requests to come
+/// back).
 const SETTLE_AFTER_STARVING_REPLAY_TIMEOUTS: u64 = 1;
 
 impl LinkSim {
@@ -66,7 +67,8 @@ impl LinkSim {
                 // Reads: the requests sent in the burst come back as one burst of completions.
                 settle += 2 * self.phy.ticks(self.config.host_completion_latency_ns);
             }
-            self.inject.settle_until = self.inject.settle_until.max(self.now + settle);
+            let until = self.inject.recover_until.unwrap_or(0).max(self.now + settle);
+            self.inject.recover_until = Some(until);
         }
         if !self.inject.error_rate || tlp.kind == TlpKind::MemRead || !self.inject.errors.hits(direction, tlp.len_bytes) {
             return;
@@ -95,17 +97,59 @@ impl LinkSim {
             && self.tx.iter().all(|tx| tx.retry.to_replay == 0 && tx.retry.replay_num == 0)
     }
 
-    /// Start of the first credit hold from now that lasts longer than `covered_ticks` (those
-    /// the device's credits in hand certainly cover) and starts before `until_ticks`, in ticks
-    /// (u64::MAX: none).
-    pub(in crate::link) fn next_uncovered_hold_ticks(&mut self, covered_ticks: u64, until_ticks: u64) -> u64 {
+    /// A starvation ended a short while ago: the fast-forward may skip only once the link's
+    /// state is back in its steady range ([`LinkSim::recovered`]), or from the deadline on.
+    pub(in crate::link) fn recovering(&mut self) -> bool {
+        match self.inject.recover_until {
+            Some(until) if self.now < until => true,
+            _ => {
+                self.inject.recover_until = None;
+                false
+            }
+        }
+    }
+
+    /// The fast-forward found the link's state back in its steady range after a starvation.
+    pub(in crate::link) fn recovered(&mut self) {
+        self.inject.recover_until = None;
+    }
+
+    /// The first credit hold in progress at `from_ns` or later that lasts longer than
+    /// `covered_ticks` (those the device's credits in hand certainly cover) and starts before
+    /// `until_ticks`, as [start, end) in ns.
+    pub(in crate::link) fn next_uncovered_hold(&mut self, covered_ticks: u64, from_ns: f64, until_ticks: u64) -> Option<(f64, f64)> {
         // A hold's length in whole ticks may round one tick above its length in ns.
         let covered_ns = self.phy.ns(covered_ticks.saturating_sub(1));
-        let until_ns = self.phy.ns(until_ticks);
-        match self.inject.holds.first_longer_than(self.phy.ns(self.now), covered_ns, until_ns) {
-            Some((start_ns, _)) => self.phy.ticks(start_ns),
-            None => u64::MAX,
-        }
+        self.inject.holds.first_longer_than(from_ns, covered_ns, self.phy.ns(until_ticks))
+    }
+
+    /// Make the hold starting at `start_ns`, if it is the one in progress or next, end at
+    /// `end_ns` instead (on a clone of the link, to see what the same state makes of a hold of
+    /// another length); false if it cannot (another hold first, or the next one too near).
+    pub(in crate::link) fn set_hold_end(&mut self, start_ns: f64, end_ns: f64) -> bool {
+        let now_ns = self.phy.ns(self.now);
+        self.inject.holds.set_end(now_ns, start_ns, end_ns)
+    }
+
+    /// Ticks of `ns` (rounded as the simulator rounds a time).
+    pub(in crate::link) fn ticks_of(&self, ns: f64) -> u64 {
+        self.phy.ticks(ns)
+    }
+
+    /// The host's credit holds as configured: Poisson (not listed) and [min, max] in ns.
+    pub(in crate::link) fn hold_lengths_ns(&self) -> Option<(f64, f64)> {
+        let inject = &self.config.inject;
+        (inject.holds.is_empty() && inject.holds_per_s > 0.0).then_some((inject.hold_min_ns, inject.hold_max_ns))
+    }
+
+    /// Starvations longer than this are counted over the threshold, ns.
+    pub(in crate::link) fn threshold_ns(&self) -> f64 {
+        self.config.inject.threshold_ns
+    }
+
+    /// A uniform draw in [0, 1) from the injection's own generator.
+    pub(in crate::link) fn jitter(&mut self) -> f64 {
+        self.inject.jitter()
     }
 
     /// How much simulated time the fast-forward leaves before the next hold: half a loop to one
