@@ -419,6 +419,10 @@ fn nvme_topology_dma_run_and_removal() {
     assert!(irq["count"].as_u64().unwrap() > 0 && !irq["per_irq"].as_array().unwrap().is_empty(), "{irq}");
     let text = output_allowing_emulator_stalls(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 1s");
     assert!(text.contains("EMULATED:    QEMU (Red Hat): vendor ID 0x1b36"), "{text}");
+    // An emulated device's rates are the emulator's: no percentage of a ceiling anywhere.
+    let points = results["points"].as_array().unwrap();
+    assert!(points.iter().all(|p| p["ceiling"].is_null() || p["ceiling"]["percent_reached"].is_null()), "{points:?}");
+    assert!(!text.contains("% of the model's") && text.contains("not compared with the model (emulated device"), "{text}");
     assert!(text.contains(&format!("AER counters before/after on {nvme_bdf} → 0000:00:02.0:")) && text.contains("none moved"), "{text}");
 
     // Writes without --destructive are refused and nothing reaches the disk.
