@@ -274,7 +274,7 @@ fn a_scratch_file_left_by_a_killed_run_is_removed_by_the_next() {
     child.wait().unwrap();
     let left = pcieperf::engine::scratch::scratch_files(dir.path());
     assert_eq!(left.len(), 1, "the killed run left its scratch file (waited {:?})", started.elapsed());
-    let assert = pcieperf().args(["dma", "--dir", "d2h", "--sizes", "64KiB", "--duration", "20ms", "--scratch"]).arg(dir.path()).assert().success();
+    let assert = pcieperf().args(["dma", "--dir", "d2h", "--sizes", "64KiB", "--duration", "300ms", "--scratch"]).arg(dir.path()).assert().success();
     let stderr = stderr_of(&assert);
     assert!(stderr.contains("removed") && stderr.contains(&left[0].display().to_string()), "{stderr}");
     assert!(pcieperf::engine::scratch::scratch_files(dir.path()).is_empty());
