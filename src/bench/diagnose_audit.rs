@@ -341,7 +341,7 @@ const INSPECT: &[Entry] = &[
         rule: "payload_checks",
         names: Names::Warning(WarningKind::MaxReadRequestSmall),
         fires_in: "fake sysfs tree: an endpoint with MaxReadReq 128",
-        silent_in: "a healthy endpoint (512); ports (not endpoints)",
+        silent_in: "a healthy endpoint (512)",
         tests: &[(INSPECT_SYSFS, "every_cause_is_named_behind_a_switch"), (INSPECT_AUDIT, "the_healthy_endpoint_has_no_warning")],
     },
     Entry {
@@ -404,11 +404,12 @@ const STREAM: &[Entry] = &[
         rule: "bubble cause",
         names: Names::Bubble(WaitCause::NoFreeBuffer),
         fires_in: "simulated d2h ring with a slow host (host_use_ns=60000); simulated h2d ring with a slow device; real-path fake: a FIFO with a slow reader",
-        silent_in: "simulated d2h ring with a fast host",
+        silent_in: "simulated d2h ring with a fast host; real-path fake: a FIFO with a slow writer",
         tests: &[
             (STREAM_AUDIT, "no_free_buffer_appears_only_when_the_consumer_is_slower"),
             ("tests/stream_sim_h2d.rs", "a_slow_device_is_consumer_bound_and_a_fast_one_producer_bound"),
             ("tests/stream_engines.rs", "a_slow_reader_is_consumer_bound_in_20_of_20_seeds"),
+            ("tests/stream_engines.rs", "a_slow_writer_is_producer_bound_in_20_of_20_seeds"),
         ],
     },
     Entry {
@@ -424,7 +425,7 @@ const STREAM: &[Entry] = &[
     Entry {
         rule: "bubble cause",
         names: Names::Bubble(WaitCause::DeviceDwell),
-        fires_in: "simulated d2h ring whose device pauses 12 µs between messages; co-simulated core with a dwell",
+        fires_in: "simulated d2h ring whose device pauses 12 µs between messages; co-simulated core with a dwell (where Icarus Verilog is installed)",
         silent_in: "simulated d2h ring without a dwell",
         tests: &[(STREAM_AUDIT, "device_dwell_appears_only_when_the_device_pauses"), ("tests/cosim_stream.rs", "a_short_stream_through_the_rtl_core")],
     },
@@ -439,10 +440,11 @@ const STREAM: &[Entry] = &[
         rule: "bubble cause",
         names: Names::Bubble(WaitCause::ProducerIdle),
         fires_in: "simulated pull ring with a slow source; simulated h2d ring whose host prepares each message; real-path fake: a FIFO with a slow writer",
-        silent_in: "simulated h2d ring whose host needs no preparation",
+        silent_in: "simulated h2d ring whose host needs no preparation; real-path fake: a FIFO with a slow reader",
         tests: &[
             (STREAM_AUDIT, "producer_idle_appears_only_when_the_producer_has_nothing_to_send"),
             ("tests/stream_engines.rs", "a_slow_writer_is_producer_bound_in_20_of_20_seeds"),
+            ("tests/stream_engines.rs", "a_slow_reader_is_consumer_bound_in_20_of_20_seeds"),
         ],
     },
     Entry {
