@@ -704,3 +704,104 @@ fn explain_ack_timer(config: &SimConfig, kind: Kind, stream: usize, size_bytes: 
         sim_ns - sim_without_ns
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    //! Each explanation both ways (docs/findings.md, the crosscheck family of the audit): given
+    //! a gap its cause allows, it is named; given one it does not, or a point it does not apply
+    //! to, it stays silent and the point is left unexplained.
+
+    use super::*;
+
+    fn config(grid: &Grid, link: &str, mps: u64, kind: Kind) -> SimConfig {
+        grid.case(0, link.parse().unwrap(), mps, HeaderFormat::Dw3, kind)
+    }
+
+    #[test]
+    fn the_flit_phase_explains_only_a_gen6_gap_within_one_flit_per_round_trip() {
+        let grid = Grid::default();
+        let gen6 = config(&grid, "gen6x16", 256, Kind::Read);
+        let flit_ns = model::flit::flit_ns(gen6.link);
+        let round_trips = 4096u64.div_ceil(gen6.mrrs_bytes).div_ceil(u64::from(gen6.tags));
+        let within = explain_flit_phase(&gen6, Kind::Read, 4096, 1000.0, 1000.0 + 0.5 * flit_ns);
+        assert!(within.as_deref().is_some_and(|e| e.starts_with("flit phase")), "{within:?}");
+        let beyond_ns = (round_trips + 2) as f64 * flit_ns;
+        assert_eq!(explain_flit_phase(&gen6, Kind::Read, 4096, 1000.0, 1000.0 + beyond_ns), None);
+        let gen3 = config(&grid, "gen3x16", 256, Kind::Read);
+        assert_eq!(explain_flit_phase(&gen3, Kind::Read, 4096, 1000.0, 1000.0 + 0.5 * flit_ns), None, "no flits below Gen6");
+    }
+
+    #[test]
+    fn requests_before_the_window_explain_only_a_small_speed_up() {
+        let both = config(&Grid::default(), "gen3x16", 512, Kind::Both);
+        let size: u64 = 65_536;
+        let requests = size.div_ceil(both.mrrs_bytes).min(u64::from(both.tags));
+        let params = model_params(&both);
+        let request_bytes = (params.framing_bytes() + params.header.bytes()) as f64 + 2.0 * model::dllp::bytes(both.link, 1.0);
+        let share = requests as f64 * request_bytes / size as f64;
+        let model_ns = 10_000.0;
+        let faster = explain_requests_before_window(&both, size, model_ns, model_ns * (1.0 - share / 2.0));
+        assert!(faster.as_deref().is_some_and(|e| e.contains("went out before the first completion")), "{faster:?}");
+        assert_eq!(explain_requests_before_window(&both, size, model_ns, model_ns * (1.0 - 2.0 * share)), None, "faster than the requests account for");
+        assert_eq!(explain_requests_before_window(&both, size, model_ns, model_ns * 1.01), None, "slower: not this cause");
+    }
+
+    #[test]
+    fn requests_behind_writes_explain_only_a_read_rate_between_no_wait_and_a_whole_write_tlp() {
+        let both = config(&Grid::default(), "gen3x16", 512, Kind::Both);
+        let params = model_params(&both);
+        let size = 65_536;
+        let no_wait_ns = bidirectional_waiting_ns(&params, size, RequestWait::Ns(0.0))[1];
+        let found = explain_both(&both, Kind::Read, size, no_wait_ns);
+        assert!(found.as_deref().is_some_and(|e| e.starts_with("read requests wait behind write TLPs")), "{found:?}");
+        assert_eq!(explain_both(&both, Kind::Read, size, 3.0 * no_wait_ns), None);
+        assert_eq!(explain_both(&both, Kind::Read, size, 0.5 * no_wait_ns), None);
+    }
+
+    #[test]
+    fn the_credit_loop_explains_only_where_finite_credits_or_a_wire_are_configured() {
+        let plain = config(&Grid::default(), "gen3x8", 256, Kind::Write);
+        assert_eq!(explain(&plain, Kind::Write, 0, 65_536, 1e6).unwrap(), None, "large credits, no wire: nothing to put the gap on");
+        let grid = Grid { credits: Some(32), wire_delay_ns: 300.0, ..Grid::default() };
+        let finite = config(&grid, "gen3x8", 256, Kind::Write);
+        let found = explain(&finite, Kind::Write, 0, 65_536, 1e6).unwrap();
+        assert!(found.as_deref().is_some_and(|e| e.starts_with("flow control: 32 data credits")), "{found:?}");
+    }
+
+    #[test]
+    fn the_ack_timer_explains_only_where_acks_are_coalesced() {
+        let every_tlp = config(&Grid::default(), "gen2x1", 256, Kind::Read);
+        assert_eq!(explain_ack_timer(&every_tlp, Kind::Read, 0, 4096, 1000.0, 2000.0).unwrap(), None, "one Ack per TLP: no group to time out");
+        let coalesced = config(&Grid { ack_every_tlps: 4, ..Grid::default() }, "gen2x1", 256, Kind::Read);
+        let model_ns = modelled_ns(&coalesced, Kind::Read, 4096)[0].1;
+        let sim_ns = simulated_ns(&coalesced, Kind::Read, 4096).unwrap()[0];
+        let found = explain_ack_timer(&coalesced, Kind::Read, 0, 4096, model_ns, sim_ns).unwrap();
+        assert!(found.as_deref().is_some_and(|e| e.starts_with("Ack timing")), "model {model_ns} ns, simulated {sim_ns} ns: {found:?}");
+    }
+
+    #[test]
+    fn a_gap_with_no_cause_shown_is_unexplained_and_printed_so() {
+        let point = Point {
+            kind: Kind::Write,
+            stream: None,
+            link: "Gen3 x8".into(),
+            mps_bytes: 256,
+            mrrs_bytes: 512,
+            header: "3dw".into(),
+            tags: 32,
+            latency_ns: 0.0,
+            size_bytes: 65_536,
+            model_ns: 1000.0,
+            sim_ns: 1020.0,
+            difference_percent: 2.0,
+            explanation: None,
+        };
+        assert!(point.unexplained());
+        let document = Crosscheck { schema: SCHEMA.into(), grid: Grid::default(), tolerance_percent: 0.5, skipped: Vec::new(), sizes_lowered: 0, points: vec![point.clone()] };
+        assert!(crate::report::crosscheck::text(&document, true).contains("UNEXPLAINED"));
+        let explained = Point { explanation: Some("flit phase: …".into()), ..point.clone() };
+        assert!(!explained.unexplained());
+        let within = Point { sim_ns: 1004.0, difference_percent: 0.4, ..point };
+        assert!(!within.unexplained() && within.agrees());
+    }
+}

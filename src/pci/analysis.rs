@@ -13,8 +13,61 @@ pub struct Warning {
     pub message: String,
 }
 
-fn warn(code: &'static str, message: String) -> Warning {
-    Warning { code, message }
+/// Every kind of warning, so the findings audit (src/bench/diagnose_audit.rs) can list each one
+/// with a scenario where it fires and one where it stays silent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarningKind {
+    LinkDown,
+    LinkSpeedBelowCapability,
+    LinkWidthBelowCapability,
+    MaxPayloadReserved,
+    MaxPayloadBelowSupported,
+    MaxReadRequestSmall,
+    RelaxedOrderingDisabled,
+    AspmEnabled,
+    AerCorrectableErrors,
+    AerUncorrectableErrors,
+    EmulatedDevice,
+    CapabilityListCorrupt,
+}
+
+impl WarningKind {
+    pub const ALL: [WarningKind; 12] = [
+        WarningKind::LinkDown,
+        WarningKind::LinkSpeedBelowCapability,
+        WarningKind::LinkWidthBelowCapability,
+        WarningKind::MaxPayloadReserved,
+        WarningKind::MaxPayloadBelowSupported,
+        WarningKind::MaxReadRequestSmall,
+        WarningKind::RelaxedOrderingDisabled,
+        WarningKind::AspmEnabled,
+        WarningKind::AerCorrectableErrors,
+        WarningKind::AerUncorrectableErrors,
+        WarningKind::EmulatedDevice,
+        WarningKind::CapabilityListCorrupt,
+    ];
+
+    /// The stable code scripts read (`Warning::code`).
+    pub fn code(self) -> &'static str {
+        match self {
+            WarningKind::LinkDown => "link_down",
+            WarningKind::LinkSpeedBelowCapability => "link_speed_below_capability",
+            WarningKind::LinkWidthBelowCapability => "link_width_below_capability",
+            WarningKind::MaxPayloadReserved => "max_payload_reserved",
+            WarningKind::MaxPayloadBelowSupported => "max_payload_below_supported",
+            WarningKind::MaxReadRequestSmall => "max_read_request_small",
+            WarningKind::RelaxedOrderingDisabled => "relaxed_ordering_disabled",
+            WarningKind::AspmEnabled => "aspm_enabled",
+            WarningKind::AerCorrectableErrors => "aer_correctable_errors",
+            WarningKind::AerUncorrectableErrors => "aer_uncorrectable_errors",
+            WarningKind::EmulatedDevice => "emulated_device",
+            WarningKind::CapabilityListCorrupt => "capability_list_corrupt",
+        }
+    }
+}
+
+fn warn(kind: WarningKind, message: String) -> Warning {
+    Warning { code: kind.code(), message }
 }
 
 /// Everything the checks need besides the device itself.
@@ -41,13 +94,13 @@ pub fn analyse(device: &Device, context: &Context) -> Vec<Warning> {
     aspm_check(device, &mut warnings);
     aer_checks(device, &mut warnings);
     if let Some(emulator) = super::emulated::emulator(device).filter(|_| device.has_link()) {
-        warnings.push(warn("emulated_device", super::emulated::nominal_link_sentence(&emulator)));
+        warnings.push(warn(WarningKind::EmulatedDevice, super::emulated::nominal_link_sentence(&emulator)));
     }
     if let Some(problem) = device.caps.problem.as_ref().filter(|p| !matches!(p, super::walk::WalkProblem::Unavailable { .. })) {
-        warnings.push(warn("capability_list_corrupt", format!("{problem}: later capabilities are not decoded")));
+        warnings.push(warn(WarningKind::CapabilityListCorrupt, format!("{problem}: later capabilities are not decoded")));
     }
     if let Some(problem) = device.ext_caps.problem.as_ref().filter(|p| !matches!(p, super::walk::WalkProblem::Unavailable { .. })) {
-        warnings.push(warn("capability_list_corrupt", format!("extended {problem}: later capabilities are not decoded")));
+        warnings.push(warn(WarningKind::CapabilityListCorrupt, format!("extended {problem}: later capabilities are not decoded")));
     }
     warnings
 }
@@ -68,7 +121,7 @@ fn link_checks(device: &Device, context: &Context, warnings: &mut Vec<Warning>) 
     let (speed, width, _) = device.link_status();
     let (cap_speed, cap_width, _) = device.link_capable();
     if width == Some(0) || (width.is_some() && speed.is_none()) {
-        warnings.push(warn("link_down", "link is down (LnkSta reports no negotiated width or speed): the device cannot move data".into()));
+        warnings.push(warn(WarningKind::LinkDown, "link is down (LnkSta reports no negotiated width or speed): the device cannot move data".into()));
         return;
     }
     let partner = context.link_partner;
@@ -96,7 +149,7 @@ fn link_checks(device: &Device, context: &Context, warnings: &mut Vec<Warning>) 
                 None => "the other end's capability is unknown".to_string(),
             };
             warnings.push(warn(
-                "link_speed_below_capability",
+                WarningKind::LinkSpeedBelowCapability,
                 format!("link trained at {} but the device is capable of {}: {cause}", speed_label(Some(now)), speed_label(Some(cap))),
             ));
         }
@@ -108,7 +161,7 @@ fn link_checks(device: &Device, context: &Context, warnings: &mut Vec<Warning>) 
                 Some(_) => "both ends have more lanes: the slot is narrower, or lanes failed to train (seating, riser, bifurcation setting)".to_string(),
                 None => "the other end's width is unknown".to_string(),
             };
-            warnings.push(warn("link_width_below_capability", format!("link trained at x{now} but the device is capable of x{cap}: {cause}")));
+            warnings.push(warn(WarningKind::LinkWidthBelowCapability, format!("link trained at x{now} but the device is capable of x{cap}: {cause}")));
         }
     }
 }
@@ -123,10 +176,10 @@ fn payload_checks(device: &Device, context: &Context, warnings: &mut Vec<Warning
         .min()
         .unwrap_or(regs.max_payload_supported_bytes);
     if regs.max_payload_bytes > 4096 {
-        warnings.push(warn("max_payload_reserved", format!("DevCtl MaxPayload field holds a reserved value ({} bytes)", regs.max_payload_bytes)));
+        warnings.push(warn(WarningKind::MaxPayloadReserved, format!("DevCtl MaxPayload field holds a reserved value ({} bytes)", regs.max_payload_bytes)));
     } else if regs.max_payload_bytes < path_supported.min(4096) {
         warnings.push(warn(
-            "max_payload_below_supported",
+            WarningKind::MaxPayloadBelowSupported,
             format!(
                 "MaxPayload configured {} bytes, but this device and every port on its path to the root support {} bytes: each write TLP carries less data than it could",
                 regs.max_payload_bytes,
@@ -137,13 +190,13 @@ fn payload_checks(device: &Device, context: &Context, warnings: &mut Vec<Warning
     let endpoint = device.pcie.as_ref().is_some_and(|p| p.port_type.is_endpoint());
     if endpoint && regs.max_read_request_bytes < 512 {
         warnings.push(warn(
-            "max_read_request_small",
+            WarningKind::MaxReadRequestSmall,
             format!("MaxReadReq {} bytes: DMA reads are split into many small requests, and read throughput depends on outstanding requests (512 or more is usual)", regs.max_read_request_bytes),
         ));
     }
     if endpoint && !regs.relaxed_ordering {
         warnings.push(warn(
-            "relaxed_ordering_disabled",
+            WarningKind::RelaxedOrderingDisabled,
             "relaxed ordering disabled (DevCtl RlxdOrd-): completions and writes cannot pass each other, which can lower DMA throughput".into(),
         ));
     }
@@ -153,7 +206,7 @@ fn aspm_check(device: &Device, warnings: &mut Vec<Warning>) {
     let Some(link) = device.pcie.as_ref().and_then(|p| p.link.as_ref()) else { return };
     if link.aspm_l0s_enabled || link.aspm_l1_enabled {
         warnings.push(warn(
-            "aspm_enabled",
+            WarningKind::AspmEnabled,
             format!("ASPM {}: the link sleeps when idle and pays the exit latency on the next transfer, which costs latency and throughput on a busy path", link.aspm_control),
         ));
     }
@@ -166,10 +219,10 @@ fn aer_checks(device: &Device, warnings: &mut Vec<Warning>) {
     let correctable = counters.map_or(0, |c| c.total_correctable());
     let uncorrectable = counters.map_or(0, |c| c.total_uncorrectable());
     if correctable > 0 {
-        warnings.push(warn("aer_correctable_errors", format!("{correctable} correctable errors counted (aer_dev_correctable): replays cost bandwidth; often signal integrity")));
+        warnings.push(warn(WarningKind::AerCorrectableErrors, format!("{correctable} correctable errors counted (aer_dev_correctable): replays cost bandwidth; often signal integrity")));
     }
     if uncorrectable > 0 {
-        warnings.push(warn("aer_uncorrectable_errors", format!("{uncorrectable} uncorrectable errors counted (aer_dev_nonfatal, aer_dev_fatal)")));
+        warnings.push(warn(WarningKind::AerUncorrectableErrors, format!("{uncorrectable} uncorrectable errors counted (aer_dev_nonfatal, aer_dev_fatal)")));
     }
     if let Some(aer) = &device.aer {
         // A bit the device's mask register masks is not reported by the device (PCIe Base Spec
@@ -177,10 +230,10 @@ fn aer_checks(device: &Device, warnings: &mut Vec<Warning>) {
         let correctable_unmasked = names(aer.correctable_status & !aer.correctable_mask, &CORRECTABLE_BITS);
         let uncorrectable_unmasked = names(aer.uncorrectable_status & !aer.uncorrectable_mask, &UNCORRECTABLE_BITS);
         if !correctable_unmasked.is_empty() && correctable == 0 {
-            warnings.push(warn("aer_correctable_errors", format!("AER correctable error status set: {}", correctable_unmasked.join(" "))));
+            warnings.push(warn(WarningKind::AerCorrectableErrors, format!("AER correctable error status set: {}", correctable_unmasked.join(" "))));
         }
         if !uncorrectable_unmasked.is_empty() && uncorrectable == 0 {
-            warnings.push(warn("aer_uncorrectable_errors", format!("AER uncorrectable error status set: {}", uncorrectable_unmasked.join(" "))));
+            warnings.push(warn(WarningKind::AerUncorrectableErrors, format!("AER uncorrectable error status set: {}", uncorrectable_unmasked.join(" "))));
         }
     }
 }

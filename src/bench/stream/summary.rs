@@ -298,3 +298,59 @@ fn verdict(plan: &RingPlan, ring: &RingShare, bubbles: &[BubbleClass]) -> Verdic
         reason: format!("the ring was full {:.1} % and empty {:.1} % of the time: neither side alone sets the rate", pct(ring.full_share), pct(ring.empty_share)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The verdict's rules both ways (docs/findings.md, the stream family of the audit).
+
+    use super::*;
+    use crate::engine::ring::{Backpressure, StreamStop};
+
+    fn plan(direction: StreamDirection, transport: Transport) -> RingPlan {
+        RingPlan {
+            direction,
+            transport,
+            backpressure: Backpressure::Lossless,
+            host_buffers: 8,
+            device_buffers: 2,
+            buffer_bytes: 4096,
+            message_bytes: 4096,
+            stop: StreamStop::Messages(100),
+        }
+    }
+
+    fn ring(full_share: f64, empty_share: f64) -> RingShare {
+        RingShare { full_share, empty_share, mean_occupancy: 0.0, bin_ns: 1.0, occupancy_mean: Vec::new(), occupancy_max: Vec::new() }
+    }
+
+    fn waited(cause: WaitCause, share: f64) -> BubbleClass {
+        let latency = Latency { count: 1, mean_ns: 1.0, p50_ns: 1.0, p90_ns: 1.0, p99_ns: 1.0, p99_9_ns: 1.0, max_ns: 1.0, cdf: Vec::new() };
+        BubbleClass { cause, count: 1, total_ns: share, share, latency, buckets: Vec::new() }
+    }
+
+    #[test]
+    fn each_verdict_fires_only_where_the_ring_or_the_bubbles_show_it() {
+        let d2h = plan(StreamDirection::D2h, Transport::Push);
+        // Consumer: the ring full half the time, or the producer waiting for a free buffer.
+        assert_eq!(verdict(&d2h, &ring(0.6, 0.0), &[]).limit, "consumer");
+        assert_eq!(verdict(&d2h, &ring(0.1, 0.1), &[waited(WaitCause::NoFreeBuffer, 0.3)]).limit, "consumer");
+        assert_ne!(verdict(&d2h, &ring(0.4, 0.0), &[waited(WaitCause::NoFreeBuffer, 0.2)]).limit, "consumer");
+        // Producer: the ring mostly empty; its own pause named only when the pause takes a quarter.
+        let paused = verdict(&d2h, &ring(0.0, 0.8), &[waited(WaitCause::DeviceDwell, 0.5)]);
+        assert_eq!(paused.limit, "producer");
+        assert!(paused.reason.ends_with("so the limit is the device's own pause between messages (dwell)"), "{}", paused.reason);
+        let moving = verdict(&d2h, &ring(0.0, 0.8), &[waited(WaitCause::DeviceDwell, 0.1)]);
+        assert!(moving.reason.ends_with("so the limit is the producer's transfer of each message (the link or the device)"), "{}", moving.reason);
+        let h2d = plan(StreamDirection::H2d, Transport::Push);
+        let preparing = verdict(&h2d, &ring(0.0, 0.8), &[waited(WaitCause::ProducerIdle, 0.5)]);
+        assert!(preparing.reason.ends_with("the host's own preparation of each message"), "{}", preparing.reason);
+        assert_ne!(verdict(&d2h, &ring(0.0, 0.4), &[]).limit, "producer");
+        // Balanced: neither.
+        assert_eq!(verdict(&d2h, &ring(0.3, 0.3), &[]).limit, "balanced");
+        assert_ne!(verdict(&d2h, &ring(0.0, 0.6), &[]).limit, "balanced");
+        // Pull: the source's idle share decides, the ring's shares do not.
+        let pull = plan(StreamDirection::D2h, Transport::Pull);
+        assert_eq!(verdict(&pull, &ring(0.9, 0.0), &[waited(WaitCause::ProducerIdle, 0.6)]).limit, "producer");
+        assert_eq!(verdict(&pull, &ring(0.0, 0.9), &[waited(WaitCause::ProducerIdle, 0.2)]).limit, "consumer");
+    }
+}
