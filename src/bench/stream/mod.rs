@@ -142,20 +142,7 @@ pub fn run(engine: &mut dyn Engine, options: &StreamOptions) -> Result<StreamDoc
         }
     }
     let overhead_fit = link.as_ref().and_then(|c| fit::fit(&points, &c.params));
-    Ok(StreamDocument {
-        schema: SCHEMA.into(),
-        target: info.target.clone(),
-        simulated: info.simulated,
-        engine: info,
-        link,
-        plan: options.plan.clone(),
-        seed: options.seed,
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        points,
-        overhead_fit,
-        stopped_early,
-        both: None,
-    })
+    Ok(StreamDocument::new(info, link, options.plan.clone(), options.seed, points, overhead_fit, stopped_early, None))
 }
 
 /// Stream every message size of `options` in both directions at once: the d2h ring of its
@@ -191,21 +178,39 @@ pub fn run_both(engine: &mut dyn Engine, options: &StreamOptions) -> Result<Stre
             break;
         }
     }
-    Ok(StreamDocument {
-        schema: SCHEMA.into(),
-        target: info.target.clone(),
-        simulated: info.simulated,
-        engine: info,
-        link,
-        plan: d2h_options.plan.clone(),
-        seed: options.seed,
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        points,
-        // Each direction's time per message includes the other's traffic: no overhead fit.
-        overhead_fit: None,
-        stopped_early,
-        both: Some(BothDirections { h2d_points, sum }),
-    })
+    // Each direction's time per message includes the other's traffic: no overhead fit.
+    let both = Some(BothDirections { h2d_points, sum });
+    Ok(StreamDocument::new(info, link, d2h_options.plan, options.seed, points, None, stopped_early, both))
+}
+
+impl StreamDocument {
+    /// The document of a run on `engine`, this build's schema and version.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        engine: EngineInfo,
+        link: Option<crate::model::Conditions>,
+        plan: RingPlan,
+        seed: u64,
+        points: Vec<Point>,
+        overhead_fit: Option<fit::OverheadFit>,
+        stopped_early: Option<String>,
+        both: Option<BothDirections>,
+    ) -> StreamDocument {
+        StreamDocument {
+            schema: SCHEMA.into(),
+            target: engine.target.clone(),
+            simulated: engine.simulated,
+            engine,
+            link,
+            plan,
+            seed,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            points,
+            overhead_fit,
+            stopped_early,
+            both,
+        }
+    }
 }
 
 fn streaming<'e>(engine: &'e mut dyn Engine, info: &EngineInfo) -> Result<&'e mut dyn crate::engine::ring::Streaming, EngineError> {

@@ -21,7 +21,7 @@ use crate::engine::EngineError;
 use crate::link::{transaction, Direction as LinkDirection, LinkSim, TlpKind};
 
 use super::ring::{RingBehaviour, DATA_BASE, DOORBELL_ADDR, FLAG_BASE, FLAG_BYTES, METADATA_BASE, METADATA_BYTES};
-use super::ring_h2d::{DEVICE_DATA_BASE, DONE_BASE};
+use super::ring_h2d::{DeviceBuffers, DEVICE_DATA_BASE, DONE_BASE};
 use super::rng::SimRng;
 
 /// Messages started between two looks at the cancel flag.
@@ -132,9 +132,7 @@ struct State {
     h2d_sent: VecDeque<Message>,
     h2d_consuming: VecDeque<Consuming>,
     h2d_done_sent: VecDeque<u64>,
-    device_free_ns: f64,
-    h2d_arrived: u64,
-    h2d_released: u64,
+    device: DeviceBuffers,
     sink_error: Option<EngineError>,
 }
 
@@ -162,9 +160,7 @@ impl BothRun<'_, '_> {
             h2d_sent: VecDeque::new(),
             h2d_consuming: VecDeque::new(),
             h2d_done_sent: VecDeque::new(),
-            device_free_ns: 0.0,
-            h2d_arrived: 0,
-            h2d_released: 0,
+            device: DeviceBuffers::default(),
             sink_error: None,
         };
         let host_buffers = u64::from(self.plan.host_buffers);
@@ -207,7 +203,7 @@ impl BothRun<'_, '_> {
                     let done = s.h2d_consuming.pop_front().expect("checked");
                     let number = self.queue(&mut s, UP, DONE_BASE + done.message.slot * FLAG_BYTES, FLAG_BYTES);
                     s.h2d_done_sent.push_back(number);
-                    s.h2d_released += 1;
+                    s.device.released += 1;
                     s.h2d.last_release_ns = at_ns;
                     self.emit_h2d(&mut s, done);
                 }
@@ -323,11 +319,7 @@ impl BothRun<'_, '_> {
         }
         while s.h2d_sent.front().is_some_and(|m| m.last_tlp <= down && !m.done_ns.is_nan()) {
             let message = s.h2d_sent.pop_front().expect("checked");
-            s.h2d_arrived += 1;
-            let seen_ns = now.max(s.device_free_ns);
-            let until_ns = seen_ns + self.behaviour.dwell_ns;
-            s.device_free_ns = until_ns;
-            let occupancy = (s.h2d_arrived - s.h2d_released) as u32;
+            let (seen_ns, until_ns, occupancy) = s.device.take(now, self.behaviour.dwell_ns);
             s.h2d_consuming.push_back(Consuming { message, seen_ns, until_ns, occupancy });
         }
     }

@@ -43,6 +43,28 @@ struct Consuming {
     occupancy: u32,
 }
 
+/// The device's side of an h2d ring: it consumes one buffer at a time, each for `dwell_ns`.
+#[derive(Default)]
+pub(super) struct DeviceBuffers {
+    /// When the device is done with the buffer it is consuming.
+    free_ns: f64,
+    /// Buffers whose flag arrived, and buffers given back ("done" sent): the difference is what
+    /// the device holds.
+    arrived: u64,
+    pub released: u64,
+}
+
+impl DeviceBuffers {
+    /// A buffer's flag arrived at `now_ns`: the device takes it after the one it is consuming.
+    /// When it starts, when it is done, and how many buffers it holds then.
+    pub fn take(&mut self, now_ns: f64, dwell_ns: f64) -> (f64, f64, u32) {
+        self.arrived += 1;
+        let seen_ns = now_ns.max(self.free_ns);
+        self.free_ns = seen_ns + dwell_ns;
+        (seen_ns, self.free_ns, (self.arrived - self.released) as u32)
+    }
+}
+
 pub(super) struct H2dRun<'a> {
     sim: LinkSim,
     mps_bytes: u64,
@@ -52,17 +74,14 @@ pub(super) struct H2dRun<'a> {
     down_sent: u64,
     sent: VecDeque<Sent>,
     consuming: VecDeque<Consuming>,
-    device_free_ns: f64,
-    /// Buffers the device holds (flag arrived, done not yet sent).
-    arrived: u64,
-    released: u64,
+    device: DeviceBuffers,
     last_release_ns: f64,
     sink_error: Option<EngineError>,
 }
 
 impl<'a> H2dRun<'a> {
     pub fn new(sim: LinkSim, mps_bytes: u64, plan: &'a RingPlan, behaviour: &'a RingBehaviour, sink: &'a mut dyn MessageSink) -> Self {
-        H2dRun { sim, mps_bytes, plan, behaviour, sink, down_sent: 0, sent: VecDeque::new(), consuming: VecDeque::new(), device_free_ns: 0.0, arrived: 0, released: 0, last_release_ns: 0.0, sink_error: None }
+        H2dRun { sim, mps_bytes, plan, behaviour, sink, down_sent: 0, sent: VecDeque::new(), consuming: VecDeque::new(), device: DeviceBuffers::default(), last_release_ns: 0.0, sink_error: None }
     }
 
     pub fn run(mut self) -> (Result<StreamEnd, EngineError>, RingTruth) {
@@ -154,7 +173,7 @@ impl<'a> H2dRun<'a> {
                 self.sim.run_until_ns(release);
                 let done = self.consuming.pop_front().expect("checked");
                 self.sim.send(LinkDirection::Upstream, transaction::tlp(TlpKind::MemWrite, DONE_BASE + done.sent.slot * FLAG_BYTES, FLAG_BYTES, 0));
-                self.released += 1;
+                self.device.released += 1;
                 self.last_release_ns = release;
                 self.emit(done);
             }
@@ -173,11 +192,7 @@ impl<'a> H2dRun<'a> {
         let delivered = self.sim.delivered_tlps(LinkDirection::Downstream);
         while self.sent.front().is_some_and(|s| s.flag_index <= delivered) {
             let sent = self.sent.pop_front().expect("checked");
-            self.arrived += 1;
-            let seen_ns = now.max(self.device_free_ns);
-            let until_ns = seen_ns + self.behaviour.dwell_ns;
-            self.device_free_ns = until_ns;
-            let occupancy = (self.arrived - self.released) as u32;
+            let (seen_ns, until_ns, occupancy) = self.device.take(now, self.behaviour.dwell_ns);
             self.consuming.push_back(Consuming { sent, seen_ns, until_ns, occupancy });
         }
     }
