@@ -159,15 +159,22 @@ fn buffers_are_placed_on_the_numa_node_asked_and_checked() {
         eprintln!("skipped: no NUMA node 0 in sysfs");
         return;
     }
-    let output = with_fake(&["dma", "--target", "cuda:0", "--sizes", "1MiB", "--duration", "200ms", "--cuda-numa", "0", "--json"], &[]);
+    let output = with_fake(&["dma", "--target", "cuda:0", "--dir", "both", "--sizes", "1MiB", "--duration", "200ms", "--numa", "0", "--json"], &[]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let text = description(&json(&output));
-    assert!(text.contains("thread on NUMA node 0") && text.contains("move_pages: 64 of 64 sampled pages on node 0"), "{text}");
-    let output = with_fake(&["dma", "--target", "cuda:0", "--sizes", "1MiB", "--duration", "200ms", "--cuda-numa", "off", "--json"], &[]);
-    assert!(description(&json(&output)).contains("NUMA placement off"));
+    let numa = json(&output)["conditions"]["numa"].clone();
+    assert_eq!((numa["node"].as_u64(), numa["held"].as_bool(), numa["thread_node"].as_u64()), (Some(0), Some(true), Some(0)), "{numa}");
+    // The engine's own pinned buffers are checked (2 MiB allocated when opened, 1 MiB for d2h),
+    // not the procedure's.
+    assert_eq!(numa["buffer_pages"]["buffers"], 2, "{numa}");
+    assert_eq!(numa["buffer_pages"]["by_node"]["0"], 128, "{numa}");
+    let output = with_fake(&["dma", "--target", "cuda:0", "--sizes", "1MiB", "--duration", "200ms", "--numa", "off", "--json"], &[]);
+    assert_eq!(json(&output)["conditions"]["numa"]["note"], "off (--numa off)");
     // The fake GPU's address is not in this machine's sysfs: auto cannot place.
     let output = with_fake(&["dma", "--target", "cuda:0", "--sizes", "1MiB", "--duration", "200ms", "--json"], &[]);
-    assert!(description(&json(&output)).contains("no NUMA node for 0000:65:00.0"));
+    assert_eq!(json(&output)["conditions"]["numa"]["note"], "not applicable: 0000:65:00.0 has no NUMA node in sysfs");
+    let output = with_fake(&["dma", "--target", "cuda:0", "--sizes", "1MiB", "--numa", "999"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(stderr(&output).trim().lines().count(), 1, "{}", stderr(&output));
 }
 
 #[test]

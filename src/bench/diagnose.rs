@@ -218,8 +218,8 @@ pub fn narrow_uplink(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
 /// The measuring thread or the buffers on another NUMA node than the device.
 pub fn remote_numa(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
     let Some(numa) = &results.conditions.numa else { return Vec::new() };
-    let Some(remote) = numa.remote_node() else { return Vec::new() };
-    let what = match (numa.buffer_node == Some(remote), numa.thread_node == Some(remote)) {
+    let (Some(remote), Some(device)) = (numa.remote_node(), numa.device_node) else { return Vec::new() };
+    let what = match (numa.buffer_nodes.contains(&remote), numa.thread_node == Some(remote)) {
         (true, true) => "the buffers and the measuring thread are",
         (true, false) => "the buffers are",
         _ => "the measuring thread is",
@@ -230,8 +230,7 @@ pub fn remote_numa(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
         _ => String::new(),
     };
     let message = format!(
-        "remote NUMA node: {what} on node {remote}, the device on node {}{distance}: every transfer crosses the link between the sockets; place them on node {} (numactl --cpunodebind={} --membind={})",
-        numa.device_node, numa.device_node, numa.device_node, numa.device_node
+        "remote NUMA node: {what} on node {remote}, the device on node {device}{distance}: every transfer crosses the link between the sockets; place them on node {device} (--numa {device}, or numactl --cpunodebind={device} --membind={device})"
     );
     vec![finding(Cause::RemoteNuma, message)]
 }
@@ -780,7 +779,14 @@ mod tests {
 
     fn placed(thread_node: Option<u32>, buffer_node: Option<u32>) -> Results {
         let mut results = simulated_run();
-        results.conditions.numa = Some(crate::bench::numa::NumaPlacement { device_node: 1, thread_node, buffer_node, local_distance: Some(10), remote_distance: Some(32) });
+        results.conditions.numa = Some(crate::bench::numa::NumaPlacement {
+            device_node: Some(1),
+            thread_node,
+            buffer_nodes: buffer_node.into_iter().collect(),
+            local_distance: Some(10),
+            remote_distance: Some(32),
+            ..Default::default()
+        });
         results
     }
 

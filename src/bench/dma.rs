@@ -50,6 +50,8 @@ pub struct DmaOptions {
     pub sysfs_root: std::path::PathBuf,
     /// Time between samples of the link along the device's path while measuring.
     pub link_sample_interval: Duration,
+    /// NUMA placement of the measuring thread and the DMA buffers (`--numa`).
+    pub numa: crate::engine::numa::Request,
 }
 
 impl DmaOptions {
@@ -70,6 +72,7 @@ impl DmaOptions {
             deadline: Duration::from_secs(10),
             sysfs_root: crate::pci::sysfs::default_root(),
             link_sample_interval: link_watch::DEFAULT_INTERVAL,
+            numa: crate::engine::numa::Request::Auto,
         }
     }
 }
@@ -167,6 +170,8 @@ pub fn measure(
     let info = engine.info().clone();
     validate(&info, options)?;
     let sys = options.sysfs_root.clone();
+    // Placed before the first buffer is allocated, so the buffers are bound from their first page.
+    let mut placer = numa::Placer::start(options.numa, &sys, info.pci_address.as_deref(), &info.kind)?;
     let mut link = crate::bench::conditions::resolve_in(engine, &sys);
     let clock = HostClock::new();
     let mut verifier = Verifier::new(options.verify, options.seed, info.data_model);
@@ -188,8 +193,6 @@ pub fn measure(
     };
     let plan: Vec<(Mode, u64)> = options.modes.iter().flat_map(|&m| options.sizes.iter().map(move |&s| (m, s))).collect();
     progress.begin(plan.len());
-    let thread_node = numa::thread_node();
-    let mut buffer_node = None;
     let (watch, nvml_unavailable) = match info.pci_address.as_deref() {
         Some(address) => {
             let (gpu, why_not) = match is_gpu(&info, &sys, address).then(|| nvml::open(address)) {
@@ -205,10 +208,10 @@ pub fn measure(
     let mut held_by_kernel = false;
     for (index, &(mode, size)) in plan.iter().enumerate() {
         progress.point_started(index, mode, size);
-        let mut runner = PointRunner::new(engine, &clock, &mut verifier, options, mode, size);
+        let mut runner = PointRunner::new(engine, &clock, &mut verifier, options, mode, size, &mut placer);
         let stopped = runner.run(cancel, &mut |what: &str| progress.point_running(index, what));
         held_by_kernel |= runner.held_by_kernel;
-        buffer_node = buffer_node.or_else(|| runner.buffer_node());
+        runner.check_placement(&mut placer);
         let mut point = runner.finish(link.as_ref().ok(), stopped.as_ref());
         if point.samples.is_empty() && stopped.is_none() {
             point.error = Some(no_sample(&point, options));
@@ -223,7 +226,7 @@ pub fn measure(
     }
     let path = watch.map(link_watch::Watch::finish);
     record_path(&mut results, &mut link, path, nvml_unavailable, gpu_name);
-    results.conditions.numa = info.pci_address.as_deref().and_then(|a| numa::placement(&sys, a, thread_node, buffer_node));
+    results.conditions.numa = Some(placer.finish(&sys));
     if let (Some(before), Some(after)) = (irq_before, Snapshot::read()) {
         let keys: Vec<String> = info.pci_address.iter().cloned().chain([info.kind.clone()]).collect();
         let vectors = info.pci_address.as_deref().map_or_else(Vec::new, |a| interrupts::device_vectors(&sys.join("bus/pci/devices").join(a)));
@@ -395,9 +398,16 @@ impl<'a> PointRunner<'a> {
         options: &'a DmaOptions,
         mode: Mode,
         size: u64,
+        placer: &mut numa::Placer,
     ) -> Self {
         let len = size as usize;
-        let dma_buffer = |needed: bool| AlignedBuf::new(if needed { len } else { 0 });
+        let mut dma_buffer = |needed: bool| {
+            let len = if needed { len } else { 0 };
+            AlignedBuf::on_node(len, placer.node()).unwrap_or_else(|why| {
+                placer.bind_failed(why);
+                AlignedBuf::new(len)
+            })
+        };
         let buffers = Buffers {
             h2d: dma_buffer(mode.moves(Direction::H2d)),
             d2h: dma_buffer(mode.moves(Direction::D2h)),
@@ -606,9 +616,16 @@ impl<'a> PointRunner<'a> {
         Ok(Some(sample))
     }
 
-    /// The NUMA node of the first page of the point's DMA buffer, once used.
-    fn buffer_node(&self) -> Option<u32> {
-        [&self.buffers.h2d, &self.buffers.d2h].into_iter().find(|b| !b.is_empty() && !self.samples.is_empty()).and_then(|b| numa::page_node(b.as_ptr()))
+    /// Locate sampled pages of every buffer the point moved data through: the engine's own
+    /// where it has them, else the point's DMA and user buffers.
+    fn check_placement(&self, placer: &mut numa::Placer) {
+        if self.steps == 0 {
+            return;
+        }
+        match self.engine.own_host_buffers() {
+            Some(buffers) => buffers.into_iter().for_each(|(pointer, len)| placer.check(pointer, len)),
+            None => [&self.buffers.h2d, &self.buffers.d2h, &self.buffers.user].into_iter().filter(|b| !b.is_empty()).for_each(|b| placer.check(b.as_ptr(), b.len())),
+        }
     }
 
     /// Whether the next step is a warm-up step: the first `warmup` steps, cut short when they

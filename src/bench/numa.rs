@@ -1,22 +1,49 @@
-//! Where the measuring thread and the host buffers sit relative to the device, on a machine
-//! with several NUMA nodes: a DMA to memory on another node crosses the inter-socket link, and
-//! a measuring thread on another node adds that crossing to every completion it waits for.
-//! Placement is read, not assumed: the thread's node from `getcpu`, a buffer's from
-//! `move_pages` (which, given no target nodes, only reports where each page is).
+//! Where a run's measuring thread and DMA buffers sit relative to the device on a machine with
+//! several NUMA nodes: a DMA to memory on another node crosses the inter-socket link, and a
+//! measuring thread on another node adds that crossing to every completion it waits for.
+//!
+//! The run is placed as `--numa` asks (`engine::numa`: the thread pinned, the buffers bound),
+//! and the placement is read back, not assumed: the thread's node from `getcpu`, the buffers'
+//! from `move_pages` on pages sampled across every DMA buffer of every point.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-/// The run's placement; recorded only when the kernel gives the device a node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+use crate::engine::numa::{self, PageTally, Request, Resolution, Target};
+use crate::error::InvalidInput;
+
+/// The run's placement: what was asked, what was done and what the kernel says it got.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NumaPlacement {
-    /// The device's `numa_node`.
-    pub device_node: u32,
-    /// The node of the CPU the measuring thread ran on when the run started.
+    /// `--numa` as given: `auto`, `off` or a node number.
+    #[serde(default)]
+    pub requested: String,
+    /// The node the thread was pinned to and the buffers bound to; None when nothing was placed.
+    #[serde(default)]
+    pub node: Option<u32>,
+    /// That node's CPUs, as sysfs lists them (`0-3,8-11`).
+    #[serde(default)]
+    pub cpus: Option<String>,
+    /// Why nothing was placed (`off`, not applicable), or what failed while placing.
+    #[serde(default)]
+    pub note: Option<String>,
+    /// Whether the thread and every sampled buffer page were on `node`; None when nothing was
+    /// placed or no page could be located.
+    #[serde(default)]
+    pub held: Option<bool>,
+    /// The device's `numa_node`; None for an engine without a device, or one the kernel gives
+    /// no node (`-1`).
+    #[serde(default)]
+    pub device_node: Option<u32>,
+    /// The node of the CPU the measuring thread ran on at the end of the run.
     pub thread_node: Option<u32>,
-    /// The node of the first page of the run's first DMA buffer, after it was used.
-    pub buffer_node: Option<u32>,
+    /// The nodes the sampled buffer pages were found on.
+    #[serde(default)]
+    pub buffer_nodes: Vec<u32>,
+    /// Sampled pages per node, over every DMA buffer of every point.
+    #[serde(default)]
+    pub buffer_pages: PageTally,
     /// The firmware's (SLIT) distance from the device's node to itself (10 by convention) and to
     /// the farthest node the run used, from `/sys/devices/system/node/nodeN/distance`.
     pub local_distance: Option<u32>,
@@ -27,36 +54,111 @@ impl NumaPlacement {
     /// The node the run used that is not the device's, preferring the buffers' (the DMA's own
     /// path) over the thread's.
     pub fn remote_node(&self) -> Option<u32> {
-        [self.buffer_node, self.thread_node].into_iter().flatten().find(|&n| n != self.device_node)
+        let device = self.device_node?;
+        self.buffer_nodes.iter().copied().chain(self.thread_node).find(|&n| n != device)
+    }
+
+    /// The one-line account the text report shows.
+    pub fn describe(&self) -> String {
+        let asked = format!("--numa {}", self.requested);
+        let placed = match (self.node, &self.note) {
+            (Some(node), _) => {
+                let held = match self.held {
+                    Some(true) => "held".to_string(),
+                    Some(false) => "NOT held".to_string(),
+                    None => "not verifiable".to_string(),
+                };
+                let note = self.note.as_ref().map_or(String::new(), |n| format!(" ({n})"));
+                format!("placed on node {node} (CPUs {}): {held}{note}", self.cpus.as_deref().unwrap_or("?"))
+            }
+            (None, Some(why)) => format!("placement {why}"),
+            (None, None) => "not placed".to_string(),
+        };
+        let device = self.device_node.map_or(String::new(), |n| format!("device on node {n}, "));
+        let thread = self.thread_node.map_or("?".to_string(), |n| n.to_string());
+        let distance = self.remote_distance.map_or(String::new(), |d| format!(", distance to it {d}"));
+        format!("{asked}: {placed}; {device}measuring thread on node {thread}, buffers on {}{distance}", self.buffer_pages.describe())
     }
 }
 
-/// The device's node, `None` where the kernel gives none (`-1`: one node, or firmware that
-/// does not say).
-pub fn device_node(sys_root: &Path, bdf: &str) -> Option<u32> {
-    let text = std::fs::read_to_string(sys_root.join("bus/pci/devices").join(bdf).join("numa_node")).ok()?;
-    text.trim().parse::<i64>().ok().and_then(|n| u32::try_from(n).ok())
+/// The placement being applied to a run: resolved and done before its first buffer, checked
+/// after each point.
+#[derive(Debug)]
+pub struct Placer {
+    request: Request,
+    target: Option<Target>,
+    note: Option<String>,
+    device_node: Option<u32>,
+    pages: PageTally,
+}
+
+impl Placer {
+    /// Resolve `request` for the device at `pci_address` (None: an engine without a device) and
+    /// pin the calling thread. A node that does not exist is bad input; a pin that fails is
+    /// reported, not fatal.
+    pub fn start(request: Request, sys_root: &Path, pci_address: Option<&str>, engine: &str) -> Result<Placer, InvalidInput> {
+        let device_node = pci_address.and_then(|a| numa::node_of(sys_root, a));
+        let mut placer = Placer { request, target: None, note: None, device_node, pages: PageTally::default() };
+        let resolution = match (request, pci_address) {
+            (Request::Auto, None) => Resolution::Skip(format!("not applicable: the {engine} engine has no PCI device")),
+            (_, address) => numa::resolve(request, sys_root, device_node, address.unwrap_or(engine))?,
+        };
+        match resolution {
+            Resolution::Skip(why) => placer.note = Some(why),
+            Resolution::Place(target) => {
+                placer.note = numa::pin_thread(&target.cpus).err().map(|why| format!("thread not pinned: {why}"));
+                placer.target = Some(target);
+            }
+        }
+        Ok(placer)
+    }
+
+    /// The node new buffers are bound to.
+    pub fn node(&self) -> Option<u32> {
+        self.target.as_ref().map(|t| t.node)
+    }
+
+    /// A buffer could not be bound: said in the report.
+    pub fn bind_failed(&mut self, why: String) {
+        self.note.get_or_insert(format!("buffer not bound: {why}"));
+    }
+
+    /// Locate sampled pages of a buffer the run moved data through.
+    pub fn check(&mut self, pointer: *const u8, len: usize) {
+        self.pages.add(pointer, len);
+    }
+
+    /// The placement as recorded, with the thread's node now and the distances from the
+    /// device's node.
+    pub fn finish(self, sys_root: &Path) -> NumaPlacement {
+        let thread_node = numa::thread_node();
+        let node = self.node();
+        let known = self.pages.sampled() > self.pages.unknown;
+        let held = node.filter(|_| known).map(|n| thread_node == Some(n) && self.pages.all_on(n));
+        let mut placement = NumaPlacement {
+            requested: self.request.name(),
+            node,
+            cpus: self.target.as_ref().map(|t| numa::format_cpu_list(&t.cpus)),
+            note: self.note,
+            held,
+            device_node: self.device_node,
+            thread_node,
+            buffer_nodes: self.pages.by_node.keys().copied().collect(),
+            buffer_pages: self.pages,
+            local_distance: None,
+            remote_distance: None,
+        };
+        if let Some(device) = placement.device_node {
+            placement.local_distance = distance(sys_root, device, device);
+            placement.remote_distance = placement.remote_node().and_then(|n| distance(sys_root, device, n));
+        }
+        placement
+    }
 }
 
 /// The node of the CPU this thread runs on now.
 pub fn thread_node() -> Option<u32> {
-    let (mut cpu, mut node) = (0u32, 0u32);
-    // SAFETY: getcpu writes two unsigned ints through the pointers given; the third argument is unused.
-    let rc = unsafe { libc::syscall(libc::SYS_getcpu, &mut cpu as *mut u32, &mut node as *mut u32, std::ptr::null_mut::<libc::c_void>()) };
-    (rc == 0).then_some(node)
-}
-
-/// The node of the page holding `address`; `None` for a page never touched (no node yet) or a
-/// kernel without `move_pages`.
-pub fn page_node(address: *const u8) -> Option<u32> {
-    let mut page = address as *mut libc::c_void;
-    let mut status: libc::c_int = -1;
-    // SAFETY: with a null node list, move_pages moves nothing: it writes one status for the one
-    // page pointer given.
-    let rc = unsafe {
-        libc::syscall(libc::SYS_move_pages, 0, 1usize, &mut page as *mut *mut libc::c_void, std::ptr::null::<libc::c_int>(), &mut status as *mut libc::c_int, 0)
-    };
-    (rc == 0).then_some(status).and_then(|s| u32::try_from(s).ok())
+    numa::thread_node()
 }
 
 /// Distance from node `from` to node `to` in the firmware's table.
@@ -65,42 +167,72 @@ pub fn distance(sys_root: &Path, from: u32, to: u32) -> Option<u32> {
     text.split_whitespace().nth(to as usize)?.parse().ok()
 }
 
-/// The placement of a run on `bdf` whose thread and buffers were on the nodes given; `None`
-/// when the device has no node.
-pub fn placement(sys_root: &Path, bdf: &str, thread_node: Option<u32>, buffer_node: Option<u32>) -> Option<NumaPlacement> {
-    let device_node = device_node(sys_root, bdf)?;
-    let mut placement = NumaPlacement { device_node, thread_node, buffer_node, local_distance: None, remote_distance: None };
-    placement.local_distance = distance(sys_root, device_node, device_node);
-    placement.remote_distance = placement.remote_node().and_then(|n| distance(sys_root, device_node, n));
-    Some(placement)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn placement_reads_the_devices_node_and_the_distance_to_the_remote_one() {
-        let root = tempfile::tempdir().unwrap();
-        let device = root.path().join("bus/pci/devices/0000:41:00.0");
+    fn device_on_node(root: &Path, node: &str) {
+        let device = root.join("bus/pci/devices/0000:41:00.0");
         std::fs::create_dir_all(&device).unwrap();
-        std::fs::write(device.join("numa_node"), "1\n").unwrap();
-        std::fs::create_dir_all(root.path().join("devices/system/node/node1")).unwrap();
-        std::fs::write(root.path().join("devices/system/node/node1/distance"), "21 10\n").unwrap();
-        let p = placement(root.path(), "0000:41:00.0", Some(0), Some(1)).unwrap();
-        assert_eq!((p.device_node, p.remote_node(), p.local_distance, p.remote_distance), (1, Some(0), Some(10), Some(21)));
-        let local = placement(root.path(), "0000:41:00.0", Some(1), Some(1)).unwrap();
-        assert_eq!((local.remote_node(), local.remote_distance), (None, None));
-        std::fs::write(device.join("numa_node"), "-1\n").unwrap();
-        assert_eq!(placement(root.path(), "0000:41:00.0", Some(0), None), None, "no node: nothing to compare");
+        std::fs::write(device.join("numa_node"), node).unwrap();
     }
 
     #[test]
-    fn a_touched_page_and_this_thread_have_a_node() {
-        let buffer = vec![1u8; 4096];
-        match (page_node(buffer.as_ptr()), thread_node()) {
-            (Some(_), Some(_)) => {}
-            other => println!("skipped: this kernel reports no node ({other:?}; move_pages or getcpu unavailable)"),
-        }
+    fn the_distance_to_the_remote_node_is_read_from_the_devices_node() {
+        let root = tempfile::tempdir().unwrap();
+        device_on_node(root.path(), "1\n");
+        std::fs::create_dir_all(root.path().join("devices/system/node/node1")).unwrap();
+        std::fs::write(root.path().join("devices/system/node/node1/distance"), "21 10\n").unwrap();
+        // Node 1 has no CPU list here: auto cannot place, and says so.
+        let placer = Placer::start(Request::Auto, root.path(), Some("0000:41:00.0"), "x").unwrap();
+        let mut p = placer.finish(root.path());
+        assert_eq!((p.device_node, p.node, p.held), (Some(1), None, None));
+        assert!(p.note.as_deref().unwrap().contains("node 1, which has no CPUs"), "{p:?}");
+        p.buffer_nodes = vec![0];
+        assert_eq!(p.remote_node(), Some(0));
+        p.buffer_nodes = vec![1];
+        p.thread_node = Some(1);
+        assert_eq!(p.remote_node(), None);
+        p.device_node = None;
+        p.buffer_nodes = vec![0];
+        assert_eq!(p.remote_node(), None, "no device node: nothing is remote");
+    }
+
+    #[test]
+    fn an_engine_without_a_device_says_placement_is_not_applicable() {
+        let placer = Placer::start(Request::Auto, Path::new("/sys"), None, "sim").unwrap();
+        assert_eq!(placer.node(), None);
+        let p = placer.finish(Path::new("/sys"));
+        assert_eq!((p.requested.as_str(), p.held), ("auto", None));
+        assert!(p.describe().starts_with("--numa auto: placement not applicable: the sim engine has no PCI device; measuring thread on node"), "{}", p.describe());
+    }
+
+    /// A node that is in the (fake) sysfs but not in the kernel: the thread is pinned (to a CPU
+    /// that exists), the bind fails, the pages stay where they were, and the check says so.
+    #[test]
+    fn a_placement_the_kernel_did_not_give_is_reported_not_held() {
+        let Some(_) = numa::thread_node() else {
+            println!("skipped: this kernel does not say which node a thread runs on");
+            return;
+        };
+        let root = tempfile::tempdir().unwrap();
+        device_on_node(root.path(), "1\n");
+        let node = root.path().join("devices/system/node/node1");
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::write(node.join("cpulist"), "0\n").unwrap();
+        let beyond = (1..64).find(|n| !Path::new(&format!("/sys/devices/system/node/node{n}")).exists()).unwrap();
+        std::fs::rename(&node, root.path().join(format!("devices/system/node/node{beyond}"))).unwrap();
+        std::fs::write(root.path().join("bus/pci/devices/0000:41:00.0/numa_node"), format!("{beyond}\n")).unwrap();
+        let mut placer = Placer::start(Request::Auto, root.path(), Some("0000:41:00.0"), "x").unwrap();
+        assert_eq!(placer.node(), Some(beyond));
+        let buffer = crate::engine::AlignedBuf::on_node(1 << 16, placer.node()).unwrap_or_else(|why| {
+            placer.bind_failed(why);
+            crate::engine::AlignedBuf::new(1 << 16)
+        });
+        placer.check(buffer.as_ptr(), buffer.len());
+        let p = placer.finish(root.path());
+        assert_eq!(p.held, Some(false), "{p:?}");
+        assert!(!p.buffer_nodes.contains(&beyond), "{p:?}");
+        assert!(p.describe().contains(&format!("placed on node {beyond} (CPUs 0): NOT held")), "{}", p.describe());
     }
 }

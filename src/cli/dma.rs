@@ -93,6 +93,7 @@ impl MeasureArgs {
         options.verify = self.verify;
         options.seed = self.seed;
         options.copy_to_user = self.copy_to_user;
+        options.numa = self.engine.numa;
     }
 
     /// The target to measure: a scratch file (`--scratch DIR`, large enough for `largest_bytes`),
@@ -173,6 +174,11 @@ pub struct EngineArgs {
     /// Bytes per I/O a transfer is split into on `block:` targets [default: 128KiB].
     #[arg(long, value_parser = super::values::size)]
     pub io_size: Option<u64>,
+    /// NUMA node of the measuring thread and the DMA buffers: auto (the device's node, where
+    /// the kernel gives one, as nvbandwidth places a GPU's), off, or a node number; the
+    /// placement is checked page by page and reported.
+    #[arg(long, value_name = "NODE", value_parser = crate::engine::numa::Request::parse, default_value = "auto")]
+    pub numa: crate::engine::numa::Request,
     /// Flags the engines declare for themselves (`xdma`: --card-addr, --channels, --device-clock).
     #[command(flatten)]
     pub flags: super::engine_flags::EngineFlags,
@@ -188,6 +194,7 @@ impl EngineArgs {
             flags: self.flags.0.clone(),
             data_unread: false,
             sysfs_root: None,
+            numa: self.numa,
         }
     }
 }

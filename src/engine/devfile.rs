@@ -49,8 +49,8 @@ fn raw_monotonic_ns() -> f64 {
 pub struct AlignedBuf {
     ptr: *mut u8,
     len: usize,
-    /// A mapping of its own (huge pages advised), else memory from the allocator.
-    mapped: bool,
+    /// Bytes of its own mapping, or 0 for memory from the allocator.
+    mapped_bytes: usize,
 }
 
 // SAFETY: the buffer is uniquely owned memory, like a Vec<u8>.
@@ -66,8 +66,8 @@ const HUGE_PAGE_BYTES: usize = 2 << 20;
 impl AlignedBuf {
     pub fn new(len: usize) -> Self {
         if len >= HUGE_PAGE_BYTES {
-            if let Some(ptr) = Self::map_huge(len) {
-                return AlignedBuf { ptr, len, mapped: true };
+            if let Ok(buffer) = Self::map(len, None) {
+                return buffer;
             }
         }
         let layout = Self::layout(len);
@@ -76,29 +76,47 @@ impl AlignedBuf {
         if ptr.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
-        AlignedBuf { ptr, len, mapped: false }
+        AlignedBuf { ptr, len, mapped_bytes: 0 }
     }
 
-    /// A fresh zeroed mapping, huge pages advised before any page is touched; None if mmap fails
-    /// (then the allocator's memory is used).
-    fn map_huge(len: usize) -> Option<*mut u8> {
+    /// A buffer whose pages come from NUMA node `node` where it has memory (`None`: as [`new`]).
+    /// Always a mapping of its own, whatever its size: a policy set on the allocator's memory
+    /// would move other allocations' pages and miss pages it already touched.
+    ///
+    /// [`new`]: AlignedBuf::new
+    pub fn on_node(len: usize, node: Option<u32>) -> Result<Self, String> {
+        match node {
+            None => Ok(Self::new(len)),
+            Some(_) => Self::map(len, node),
+        }
+    }
+
+    /// A fresh zeroed mapping, huge pages advised (from 2 MiB) and the node's policy set before
+    /// any page is touched.
+    fn map(len: usize, node: Option<u32>) -> Result<Self, String> {
         // A multiple of 2 MiB: the kernel aligns such anonymous mappings to a huge page.
-        let bytes = len.next_multiple_of(HUGE_PAGE_BYTES);
+        let bytes = if len >= HUGE_PAGE_BYTES { len.next_multiple_of(HUGE_PAGE_BYTES) } else { len.max(1).next_multiple_of(PAGE_BYTES) };
         // SAFETY: a new private anonymous mapping, owned by the AlignedBuf until Drop.
         let ptr = unsafe {
             libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
         };
         if ptr == libc::MAP_FAILED {
-            return None;
+            return Err(format!("mmap of {bytes} bytes: {}", std::io::Error::last_os_error()));
         }
-        // SAFETY: advice on our own mapping; failure (THP disabled) leaves ordinary pages.
-        unsafe { libc::madvise(ptr, bytes, libc::MADV_HUGEPAGE) };
-        // Fault every page in now (Linux 5.14+; older kernels fault on first touch): a big
-        // buffer's first touch costs the kernel seconds of zeroing, which belongs to setup, not to
-        // the first timed transfer or its point's budget.
+        let buffer = AlignedBuf { ptr: ptr.cast(), len, mapped_bytes: bytes };
+        if let Some(node) = node {
+            crate::engine::numa::bind(buffer.ptr, bytes, node)?;
+        }
+        if bytes >= HUGE_PAGE_BYTES {
+            // SAFETY: advice on our own mapping; failure (THP disabled) leaves ordinary pages.
+            unsafe { libc::madvise(ptr, bytes, libc::MADV_HUGEPAGE) };
+        }
+        // Fault every page in now (Linux 5.14+; older kernels fault on first touch, under the
+        // same policy): a big buffer's first touch costs the kernel seconds of zeroing, which
+        // belongs to setup, not to the first timed transfer or its point's budget.
         // SAFETY: as above, our own mapping.
         unsafe { libc::madvise(ptr, bytes, libc::MADV_POPULATE_WRITE) };
-        Some(ptr.cast())
+        Ok(buffer)
     }
 
     fn layout(len: usize) -> std::alloc::Layout {
@@ -116,7 +134,7 @@ impl AlignedBuf {
 
 impl std::fmt::Debug for AlignedBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AlignedBuf").field("len", &self.len).field("mapped", &self.mapped).finish()
+        f.debug_struct("AlignedBuf").field("len", &self.len).field("mapped_bytes", &self.mapped_bytes).finish()
     }
 }
 
@@ -137,10 +155,10 @@ impl std::ops::DerefMut for AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        // SAFETY: made in `new`, by mmap of this rounded length or by the allocator with this layout.
+        // SAFETY: made by mmap of `mapped_bytes` or by the allocator with this layout.
         unsafe {
-            if self.mapped {
-                libc::munmap(self.ptr.cast(), self.len.next_multiple_of(HUGE_PAGE_BYTES));
+            if self.mapped_bytes > 0 {
+                libc::munmap(self.ptr.cast(), self.mapped_bytes);
             } else {
                 std::alloc::dealloc(self.ptr, Self::layout(self.len))
             }
@@ -408,7 +426,7 @@ mod tests {
             let mut buf = AlignedBuf::new(len);
             assert_eq!(buf.len(), len);
             assert!(is_page_aligned(buf.as_ptr()), "{len}");
-            assert_eq!(buf.mapped, len >= HUGE_PAGE_BYTES, "{len}");
+            assert_eq!(buf.mapped_bytes > 0, len >= HUGE_PAGE_BYTES, "{len}");
             assert!(buf.iter().all(|b| *b == 0), "{len}");
             buf[len - 1] = 7;
             buf[0] = 9;

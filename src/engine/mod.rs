@@ -22,6 +22,7 @@ pub mod devfile;
 pub mod fault;
 pub mod guard;
 pub mod msgstream;
+pub mod numa;
 pub mod pattern;
 pub mod registry;
 pub mod ring;
@@ -379,6 +380,13 @@ pub trait Engine: Send {
         Vec::new()
     }
 
+    /// The host buffers data moves through when they are the engine's own rather than the
+    /// procedure's (`cuda` copies through memory the driver pinned): the buffers whose NUMA
+    /// placement is checked. None: the procedure's buffers are the DMA buffers.
+    fn own_host_buffers(&self) -> Option<Vec<(*const u8, usize)>> {
+        None
+    }
+
     /// The kind of host memory the engine's transfers use, for engines where it decides the rate
     /// (`cuda`); recorded in the run's conditions and read by the findings (pageable staging).
     fn host_memory(&self) -> Option<HostMemory> {
@@ -440,6 +448,9 @@ pub struct OpenOptions {
     pub data_unread: bool,
     /// Where sysfs is (`bar`, `vfio`); None = `/sys`.
     pub sysfs_root: Option<std::path::PathBuf>,
+    /// NUMA placement (`--numa`), for engines that allocate host buffers of their own when
+    /// opened (`cuda`); the procedures place their own buffers.
+    pub numa: numa::Request,
 }
 
 impl OpenOptions {

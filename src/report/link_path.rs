@@ -18,12 +18,7 @@ pub fn lines(c: &RunConditions) -> Vec<(&'static str, String)> {
         out.push(("NVML", nvml_line(nvml)));
     }
     if let Some(numa) = &c.numa {
-        let node = |n: Option<u32>| n.map_or("?".to_string(), |n| n.to_string());
-        let distance = numa.remote_distance.map_or(String::new(), |d| format!(", distance to it {d}"));
-        out.push((
-            "NUMA",
-            format!("device on node {}, measuring thread on node {}, buffers on node {}{distance}", numa.device_node, node(numa.thread_node), node(numa.buffer_node)),
-        ));
+        out.push(("NUMA", numa.describe()));
     }
     if let Some(memory) = c.host_memory {
         let name = serde_json::to_value(memory).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();

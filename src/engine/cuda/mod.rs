@@ -17,7 +17,6 @@ pub mod copy;
 pub mod driver;
 pub mod host_memory;
 pub mod loader;
-pub mod numa;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,7 +24,7 @@ use std::time::Duration;
 use self::copy::{Hold, Leg, Plan};
 use self::driver::{Context, DeviceMemory, Event, Stream};
 use self::host_memory::{HostBuffer, MemoryKind};
-use self::numa::Placement;
+use crate::engine::numa::{self, Resolution};
 use super::devfile::{Deadline, HostClock};
 use super::{Candidate, DataModel, DeviceCounters, Direction, Engine, EngineEntry, EngineError, EngineFlag, EngineInfo, Io, OpenOptions, Roots, Transfer};
 use crate::error::InvalidInput;
@@ -68,12 +67,6 @@ const FLAGS: &[EngineFlag] = &[
         value_name: "N",
         help: "cuda: untimed copies queued before each sample's timed ones [default: 4, as nvbandwidth]",
         check: |text| parse_count(text, 0).map(drop),
-    },
-    EngineFlag {
-        name: "cuda-numa",
-        value_name: "NODE",
-        help: "cuda: NUMA node of the host buffers and the measuring thread: auto (the GPU's), off, or a node number [default: auto]",
-        check: |text| Placement::parse(text).map(drop),
     },
 ];
 
@@ -133,7 +126,6 @@ pub fn open(target: &str, argument: &str, options: &OpenOptions) -> Result<CudaE
     let kind = options.flag("cuda-memory", MemoryKind::parse)?.unwrap_or(MemoryKind::Pinned);
     let loops = options.flag("cuda-loops", |t| parse_count(t, 1))?.unwrap_or(NVBANDWIDTH_LOOPS);
     let warmups = options.flag("cuda-warmups", |t| parse_count(t, 0))?.unwrap_or(NVBANDWIDTH_WARMUPS);
-    let placement = options.flag("cuda-numa", Placement::parse)?.unwrap_or(Placement::Auto);
     let library = loader::probe().map_err(|why| InvalidInput::new(format!("{target}: {why}")))?;
     let version = driver::init().map_err(|e| in_target(target, e))?;
     let device = match &which {
@@ -149,26 +141,21 @@ pub fn open(target: &str, argument: &str, options: &OpenOptions) -> Result<CudaE
     let name = driver::device_name(device)?;
     let bdf = driver::pci_address(device)?;
     let sysfs_root = options.sysfs_root.clone().unwrap_or_else(crate::pci::sysfs::default_root);
-    // The thread goes to the node before anything is allocated, so the buffers follow it.
-    let node = place_thread(placement, &sysfs_root, &bdf)?;
+    // The thread goes to the node before anything is allocated, so the driver's pinned
+    // buffers follow it; the procedure checks where they landed (`own_host_buffers`).
+    place_thread(options.numa, &sysfs_root, &bdf)?;
     let context = Context::primary(device)?;
     let flag = copy::Flag::new()?;
     let streams = [Stream::new()?, Stream::new()?];
     let events = [Event::new()?, Event::new()?, Event::new()?, Event::new()?];
     let hold = if kind == MemoryKind::Pageable { Hold::Unheld } else { copy::choose_hold(&streams[0], &flag)? };
-    // A first buffer now, so the placement is checked on memory of the kind measured.
+    // A first buffer now, allocated by the pinned thread; its pages are faulted in here, where
+    // the thread's node puts them.
     let first = HostBuffer::new(kind, 2 << 20)?;
-    // SAFETY: writing our own buffer once faults its pages in where the policy puts them.
+    // SAFETY: writing our own buffer once faults its pages in.
     unsafe { std::ptr::write_bytes(first.as_ptr(), 0, first.len()) };
-    let placed = match node {
-        Some((node, cpus)) => numa::describe(node, &cpus, numa::check_pages(first.as_ptr(), first.len(), node)),
-        None => match placement {
-            Placement::Off => "NUMA placement off (--cuda-numa off)".to_string(),
-            _ => format!("no NUMA node for {bdf} in sysfs: buffers and thread not placed"),
-        },
-    };
     let description = format!(
-        "{} {}.{}: {name} at {bdf}; {}; {}; {warmups} warm-up + {loops} timed copies per sample, CUDA events; {placed}",
+        "{} {}.{}: {name} at {bdf}; {}; {}; {warmups} warm-up + {loops} timed copies per sample, CUDA events",
         library.label(),
         version / 1000,
         version % 1000 / 10,
@@ -203,19 +190,13 @@ fn in_target(target: &str, error: EngineError) -> EngineError {
     }
 }
 
-/// Pin the thread to the chosen node's CPUs; the node and its CPUs, or None when not placed.
-fn place_thread(placement: Placement, sysfs_root: &Path, bdf: &str) -> Result<Option<(u32, Vec<usize>)>, EngineError> {
-    let node = match placement {
-        Placement::Off => return Ok(None),
-        Placement::Node(n) => n,
-        Placement::Auto => match numa::node_of(sysfs_root, bdf) {
-            Some(n) => n,
-            None => return Ok(None),
-        },
-    };
-    let cpus = numa::cpus_of(sysfs_root, node).ok_or_else(|| InvalidInput::new(format!("--cuda-numa {node}: no such NUMA node with CPUs in sysfs")))?;
-    numa::pin_thread(&cpus).map_err(|why| EngineError::Unsupported(format!("could not pin to NUMA node {node}: {why}")))?;
-    Ok(Some((node, cpus)))
+/// Pin the thread to the node `--numa` means for the GPU, before the driver allocates; a pin
+/// that fails is left to the procedure, which pins again and reports why it did not hold.
+fn place_thread(request: numa::Request, sysfs_root: &Path, bdf: &str) -> Result<(), EngineError> {
+    if let Resolution::Place(target) = numa::resolve(request, sysfs_root, numa::node_of(sysfs_root, bdf), bdf)? {
+        let _ = numa::pin_thread(&target.cpus);
+    }
+    Ok(())
 }
 
 /// Make sure `slot` holds a buffer of at least `len` bytes.
@@ -272,6 +253,11 @@ impl Engine for CudaEngine {
 
     fn host_memory(&self) -> Option<crate::engine::HostMemory> {
         Some(self.kind)
+    }
+
+    fn own_host_buffers(&self) -> Option<Vec<(*const u8, usize)>> {
+        let state = self.state.as_ref()?;
+        Some([&state.h2d_host, &state.d2h_host].into_iter().flatten().map(|b| (b.as_ptr().cast_const(), b.len())).collect())
     }
 
     fn transfer(&mut self, io: Io<'_>, device_offset: u64, deadline: Duration) -> Result<Transfer, EngineError> {
@@ -400,7 +386,6 @@ mod tests {
         assert!(check("cuda-memory", "wc").is_ok() && check("cuda-memory", "huge").is_err());
         assert!(check("cuda-loops", "16").is_ok() && check("cuda-loops", "0").is_err());
         assert!(check("cuda-warmups", "0").is_ok() && check("cuda-warmups", "-1").is_err());
-        assert!(check("cuda-numa", "off").is_ok() && check("cuda-numa", "x").is_err());
     }
 
     #[test]
