@@ -38,7 +38,8 @@ fn write_link(dir: &Path, speed: &str, width: u8) {
     write_attribute(dir, "current_link_width", &width.to_string());
 }
 
-/// A GPU (NVIDIA's vendor ID, idle at 2.5 GT/s x16) under a Gen4 x16 root port, on NUMA node 7.
+/// A GPU (NVIDIA's vendor ID, idle at 2.5 GT/s x16) under a Gen4 x16 root port, on NUMA node 7,
+/// in IOMMU group 12 of a DMA-FQ (translated) domain.
 fn sysfs(root: &Path) -> PathBuf {
     let port = root.join("devices/pci0000:00/0000:00:01.0");
     let gpu = port.join(GPU);
@@ -49,6 +50,10 @@ fn sysfs(root: &Path) -> PathBuf {
     let node = root.join(format!("devices/system/node/node{DEVICE_NODE}"));
     std::fs::create_dir_all(&node).unwrap();
     std::fs::write(node.join("distance"), "32 32 32 32 32 32 32 10\n").unwrap();
+    let group = root.join("kernel/iommu_groups/12");
+    std::fs::create_dir_all(&group).unwrap();
+    std::fs::write(group.join("type"), "DMA-FQ\n").unwrap();
+    std::os::unix::fs::symlink(&group, gpu.join("iommu_group")).unwrap();
     std::fs::create_dir_all(root.join("bus/pci/devices")).unwrap();
     std::os::unix::fs::symlink(&gpu, root.join("bus/pci/devices").join(GPU)).unwrap();
     gpu
@@ -196,8 +201,13 @@ fn the_path_is_sampled_during_the_run_and_the_ceiling_is_for_what_was_seen_then(
     assert_eq!((nvml["before"]["pstate"].as_u64(), nvml["before"]["link_generation"].as_u64()), (Some(8), Some(1)));
     assert!(nvml["after"]["replay_counter"].as_u64() > nvml["before"]["replay_counter"].as_u64(), "{nvml}");
     assert!(message(&r, "replays").starts_with("replays during the run: NVML replay counter"));
+    assert!(message(&r, "gpu_power_state").starts_with("GPU power state: NVML reported P8 during the copy ("), "{}", message(&r, "gpu_power_state"));
     assert!(text.contains("NVML:        Fake GPU (fake libnvidia-ml): before P8, Gen1 x16"), "{text}");
     assert!(text.contains("ceiling for: the narrowest hop as sampled during the run: 16 GT/s x16"), "{text}");
+
+    // IOMMU: the group and its domain type, in the conditions and the text.
+    assert_eq!((c["iommu"]["group"].as_u64(), c["iommu"]["domain_type"].as_str()), (Some(12), Some("DMA-FQ")), "{}", c["iommu"]);
+    assert!(text.contains("IOMMU:       group 12, domain DMA-FQ (translated, invalidations batched in a flush queue)"), "{text}");
 
     // NUMA: the device on node 7, the thread and buffers on this machine's node.
     if pcieperf::bench::numa::thread_node().is_some() {
@@ -214,6 +224,7 @@ fn without_nvml_the_report_says_why_once_and_the_run_goes_on() {
     let nvml = &r["conditions"]["nvml"];
     assert_eq!(nvml["available"], false);
     assert!(!causes(&r).contains(&"replays".to_string()), "{:?}", causes(&r));
+    assert!(!causes(&r).contains(&"gpu_power_state".to_string()), "no NVML, no power state: {:?}", causes(&r));
     assert_eq!(text.matches("NVML:        not available (").count(), 1, "{text}");
     // The path was still sampled.
     assert_eq!(r["conditions"]["link_path"]["ceiling_from"], "during");
@@ -237,7 +248,7 @@ fn a_simulated_target_says_it_has_no_path_to_sample() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let r: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(r["conditions"]["link_path_unknown"], "target sim:gen3x8 names no PCI device: no path to sample");
-    assert!(r["conditions"].get("link_path").is_none() && r["conditions"].get("nvml").is_none());
+    assert!(r["conditions"].get("link_path").is_none() && r["conditions"].get("nvml").is_none() && r["conditions"].get("iommu").is_none());
     let text = assert_cmd::Command::cargo_bin("pcieperf")
         .unwrap()
         .args(["dma", "--target", "sim:gen3x8", "--dir", "d2h", "--sizes", "64KiB", "--duration", "20ms"])

@@ -59,6 +59,7 @@ pub const RULES: &[Rule] = &[
     narrow_uplink,
     remote_numa,
     replays,
+    gpu_power_state,
     pageable_staging,
     stalls_over_threshold,
     copy_to_user_dominates,
@@ -256,6 +257,22 @@ pub fn replays(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
         seen.join("; ")
     );
     vec![finding(Cause::Replays, message)]
+}
+
+/// NVML's performance state in the samples taken while the GPU copied: any other than P0 (its
+/// maximum-performance state) means clocks below their maximum. Before and after the run an
+/// idle GPU is in P8 by design, so those samples are not judged.
+pub fn gpu_power_state(results: &Results, _earlier: &[Finding]) -> Vec<Finding> {
+    let Some(path) = &results.conditions.link_path else { return Vec::new() };
+    let states: Vec<u32> = path.during.iter().filter_map(|s| s.gpu.as_ref()?.pstate).collect();
+    let below: Vec<u32> = states.iter().copied().filter(|&p| p > 0).collect();
+    let Some(worst) = below.iter().max() else { return Vec::new() };
+    let message = format!(
+        "GPU power state: NVML reported P{worst} during the copy ({} of {} sample(s) below P0, the maximum-performance state): the GPU's clocks were below their maximum while it copied; `nvidia-smi -q -d PERFORMANCE` names the reason (power cap, thermal, application clocks, idle), and persistence mode or locked clocks (`nvidia-smi -lgc`) keep it in P0",
+        below.len(),
+        states.len()
+    );
+    vec![finding(Cause::GpuPowerState, message)]
 }
 
 /// The engine copies from and to pageable host memory.
@@ -818,6 +835,26 @@ mod tests {
         assert!(replays(&results, &[]).is_empty(), "an uncorrectable error is not a replay");
         results.link_health.as_mut().unwrap().changes = vec![change("aer_dev_correctable/RxErr"), change("aer_dev_correctable/TOTAL_ERR_COR")];
         assert!(replays(&results, &[])[0].message.contains("2 correctable error(s) counted by AER"));
+    }
+
+    #[test]
+    fn gpu_power_state_fires_only_below_p0_during_the_copy() {
+        let with_states = |before: u32, during: &[u32], after: u32| {
+            let mut results = sampled(16.0, &vec![16.0; during.len()], 16.0, 16);
+            let state = |p| Some(crate::bench::nvml::GpuState { pstate: Some(p), ..Default::default() });
+            let path = results.conditions.link_path.as_mut().unwrap();
+            path.before.as_mut().unwrap().gpu = state(before);
+            path.after.as_mut().unwrap().gpu = state(after);
+            path.during.iter_mut().zip(during).for_each(|(s, &p)| s.gpu = state(p));
+            results
+        };
+        let found = gpu_power_state(&with_states(8, &[0, 2, 0], 8), &[]);
+        assert_eq!(causes(&found), [&Cause::GpuPowerState]);
+        assert!(found[0].message.starts_with("GPU power state: NVML reported P2 during the copy (1 of 3 sample(s) below P0"), "{}", found[0].message);
+        assert!(gpu_power_state(&with_states(8, &[0, 0, 0], 8), &[]).is_empty(), "idle around the run, P0 while copying");
+        assert!(gpu_power_state(&with_states(0, &[], 8), &[]).is_empty(), "no sample during the copy");
+        assert!(gpu_power_state(&sampled(16.0, &[16.0], 16.0, 16), &[]).is_empty(), "no NVML state");
+        assert!(gpu_power_state(&simulated_run(), &[]).is_empty());
     }
 
     #[test]

@@ -150,6 +150,13 @@ const RUN: &[Entry] = &[
         tests: &[(DIAGNOSE, "replays_fire_on_a_rising_nvml_counter_or_correctable_errors_only")],
     },
     Entry {
+        rule: "gpu_power_state",
+        names: Names::Cause(Cause::GpuPowerState),
+        fires_in: "GPU target whose NVML samples during the copy say P8 (the fake libnvidia-ml in tests/gpu_path.rs as well)",
+        silent_in: "P0 in every sample during the copy, P8 only before and after it; no NVML state",
+        tests: &[(DIAGNOSE, "gpu_power_state_fires_only_below_p0_during_the_copy")],
+    },
+    Entry {
         rule: "pageable_staging",
         names: Names::Cause(Cause::PageableStaging),
         fires_in: "engine copying from pageable host memory (cuda --cuda-memory pageable)",
@@ -742,6 +749,7 @@ fn cause_all_lists_every_variant_once_in_declaration_order() {
         Cause::RemoteNuma => 22,
         Cause::Replays => 23,
         Cause::PageableStaging => 24,
+        Cause::GpuPowerState => 25,
     };
     for (i, cause) in Cause::ALL.iter().enumerate() {
         assert_eq!(index(cause), i, "{}", cause.name());

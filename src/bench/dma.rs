@@ -355,6 +355,7 @@ fn conditions(info: &EngineInfo, link: &Result<crate::model::Conditions, String>
         link_path_unknown: None,
         nvml: None,
         numa: None,
+        iommu: info.pci_address.as_deref().and_then(|a| crate::pci::iommu::read(&options.sysfs_root, a)),
         host_memory: None,
     }
 }

@@ -132,6 +132,9 @@ pub struct RunConditions {
     /// device has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<crate::bench::numa::NumaPlacement>,
+    /// The device's IOMMU group and domain type, for an engine with a PCI device sysfs lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iommu: Option<crate::pci::iommu::Iommu>,
     /// The kind of host memory the engine copied from and to, when the engine says
     /// (`Engine::host_memory`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -384,12 +387,14 @@ pub enum Cause {
     Replays,
     /// The engine copies from and to pageable host memory: the driver stages every copy.
     PageableStaging,
+    /// NVML reported the GPU below its maximum-performance state (P0) while it copied.
+    GpuPowerState,
 }
 
 impl Cause {
     /// Every cause, in declaration order: the findings audit (docs/findings.md) enumerates it
     /// and fails when a cause has no scenario where it fires and one where it stays silent.
-    pub const ALL: [Cause; 25] = [
+    pub const ALL: [Cause; 26] = [
         Cause::LinkBelowCapability,
         Cause::PerTransferOverhead,
         Cause::ReadLatency,
@@ -415,6 +420,7 @@ impl Cause {
         Cause::RemoteNuma,
         Cause::Replays,
         Cause::PageableStaging,
+        Cause::GpuPowerState,
     ];
 
     /// The cause's name as the results document writes it (`link_below_capability`).

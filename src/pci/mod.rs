@@ -15,6 +15,7 @@ pub mod device;
 pub mod dump;
 pub mod emulated;
 pub mod health;
+pub mod iommu;
 pub mod filter;
 pub mod ids;
 pub mod lspci;

@@ -20,6 +20,9 @@ pub fn lines(c: &RunConditions) -> Vec<(&'static str, String)> {
     if let Some(numa) = &c.numa {
         out.push(("NUMA", numa.describe()));
     }
+    if let Some(iommu) = &c.iommu {
+        out.push(("IOMMU", iommu.describe()));
+    }
     if let Some(memory) = c.host_memory {
         let name = serde_json::to_value(memory).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         out.push(("host memory", name.replace('_', "-")));
