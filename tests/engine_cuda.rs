@@ -130,11 +130,35 @@ fn a_hung_copy_ends_at_the_deadline_with_the_results_so_far() {
 }
 
 #[test]
-fn without_stream_memory_operations_a_host_function_holds_the_streams() {
-    let output = with_fake(&["dma", "--target", "cuda:0", "--dir", "h2d", "--sizes", "4MiB", "--duration", "1s", "--json"], &[("PCIEPERF_FAKE_CUDA_MBPS", RATE), ("PCIEPERF_FAKE_CUDA_NO_WAIT_VALUE", "1")]);
+fn without_stream_memory_operations_a_spin_kernel_holds_the_streams_until_everything_is_queued() {
+    let log = tempfile::tempdir().unwrap();
+    let log = log.path().join("spins");
+    let settings = [("PCIEPERF_FAKE_CUDA_MBPS", RATE), ("PCIEPERF_FAKE_CUDA_NO_WAIT_VALUE", "1"), ("PCIEPERF_FAKE_CUDA_SPIN_LOG", log.to_str().unwrap())];
+    let output = with_fake(&["dma", "--target", "cuda:0", "--dir", "both", "--sizes", "4MiB", "--duration", "1s", "--cuda-loops", "8", "--json"], &settings);
     assert!(output.status.success(), "{}", stderr(&output));
     let results = json(&output);
-    assert!(description(&results).contains("held by a host function"), "{}", description(&results));
+    assert!(description(&results).contains("held by a spin kernel on a host flag (PTX via cuModuleLoadData"), "{}", description(&results));
+    assert_eq!(results["verification"]["failed"], 0);
+    // Every kernel (the probe at open aside) was released only once the sample's 4 warm-up
+    // copies, its start event, 8 timed copies and end event were queued behind it: the timed
+    // copies start after the flag, back to back.
+    let spins = std::fs::read_to_string(&log).unwrap();
+    let behind: Vec<u32> = spins.lines().filter_map(|l| l.split("behind=").nth(1)?.parse().ok()).collect();
+    assert!(behind.len() >= 3, "the probe and at least one sample on each of the two streams: {spins}");
+    assert!(behind[0] <= 1, "the probe at open (flag already set) has only its synchronize behind it: {spins}");
+    assert!(behind[1..].iter().all(|&b| b >= 4 + 1 + 8 + 1), "a kernel released before its sample was queued: {spins}");
+    let rate = median_mbps(&results, 0);
+    assert!(rate > 1800.0 && rate < 2030.0, "{rate} MB/s for two links of 1000");
+}
+
+#[test]
+fn without_stream_memory_operations_or_a_loadable_spin_kernel_a_host_function_holds_the_streams() {
+    let settings = [("PCIEPERF_FAKE_CUDA_MBPS", RATE), ("PCIEPERF_FAKE_CUDA_NO_WAIT_VALUE", "1"), ("PCIEPERF_FAKE_CUDA_NO_MODULE", "1")];
+    let output = with_fake(&["dma", "--target", "cuda:0", "--dir", "h2d", "--sizes", "4MiB", "--duration", "1s", "--json"], &settings);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = json(&output);
+    let text = description(&results);
+    assert!(text.contains("held by a host function") && text.contains("spin kernel not usable: ") && text.contains("cuModuleLoadData"), "{text}");
     let rate = median_mbps(&results, 0);
     assert!((rate - 1000.0).abs() < 30.0, "{rate}");
 }

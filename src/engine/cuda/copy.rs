@@ -4,10 +4,11 @@
 //! GPU's events time them. The result is the time of one copy (elapsed / loops).
 //!
 //! nvbandwidth holds its streams with a spin kernel on the flag; pcieperf uses
-//! `cuStreamWaitValue32` (a stream memory operation: no kernel, no PTX), and where the device
-//! does not support stream memory operations a host function that waits on the flag
-//! (`cuLaunchHostFunc`): the hold is then released from a driver thread, which costs a few µs
-//! before the first warm-up copy, outside the timed region.
+//! `cuStreamWaitValue32` (a stream memory operation: no kernel, no PTX); where the device does
+//! not support stream memory operations, nvbandwidth's spin kernel (`spin.rs`: PTX the driver
+//! JIT-compiles); and where that cannot be loaded either, a host function that waits on the
+//! flag (`cuLaunchHostFunc`): the hold is then released from a driver thread, which costs a few
+//! µs before the first warm-up copy, outside the timed region.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,6 +18,7 @@ use cudarc::driver::sys;
 
 use super::driver::{check, Event, Stream};
 use super::host_memory::{HostBuffer, MemoryKind};
+use super::spin::SpinKernel;
 use crate::engine::devfile::Deadline;
 use crate::engine::{Direction, EngineError};
 
@@ -24,6 +26,7 @@ use crate::engine::{Direction, EngineError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hold {
     WaitValue,
+    SpinKernel,
     HostFunction,
     /// Pageable memory: the driver stages each copy through its own pinned buffer from the
     /// calling thread, waiting for the stream first, so a held stream would never start.
@@ -34,6 +37,7 @@ impl Hold {
     pub fn describe(self) -> &'static str {
         match self {
             Hold::WaitValue => "streams held by cuStreamWaitValue32 on a host flag",
+            Hold::SpinKernel => "streams held by a spin kernel on a host flag (PTX via cuModuleLoadData; no stream memory operations)",
             Hold::HostFunction => "streams held by a host function waiting on a flag (no stream memory operations)",
             Hold::Unheld => "streams not held (pageable copies are staged by the calling thread, which waits for the stream)",
         }
@@ -44,6 +48,8 @@ impl Hold {
 pub struct Flag {
     memory: HostBuffer,
     device_pointer: sys::CUdeviceptr,
+    /// The kernel that spins on it, where streams are held that way.
+    spin: Option<SpinKernel>,
 }
 
 impl Flag {
@@ -52,7 +58,7 @@ impl Flag {
         let mut device_pointer = 0;
         // SAFETY: pinned memory from cuMemHostAlloc (portable: mapped in every context with UVA).
         check(unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device_pointer, memory.as_ptr().cast(), 0) }, "cuMemHostGetDevicePointer")?;
-        let flag = Flag { memory, device_pointer };
+        let flag = Flag { memory, device_pointer, spin: None };
         flag.word().store(0, Ordering::SeqCst);
         Ok(flag)
     }
@@ -114,24 +120,42 @@ fn hold(stream: &Stream, flag: &Flag, how: Hold) -> Result<(), EngineError> {
     unsafe {
         match how {
             Hold::WaitValue => check(sys::cuStreamWaitValue32_v2(stream.0, flag.device_pointer, 1, 0), "cuStreamWaitValue32"),
+            Hold::SpinKernel => match &flag.spin {
+                Some(kernel) => kernel.launch(stream, flag.device_pointer),
+                None => Err(EngineError::Unsupported("cuda: no spin kernel loaded".into())),
+            },
             Hold::HostFunction => check(sys::cuLaunchHostFunc(stream.0, Some(wait_for_flag), flag.memory.as_ptr().cast()), "cuLaunchHostFunc"),
             Hold::Unheld => Ok(()),
         }
     }
 }
 
-/// Which hold this device supports: the wait on a value where the driver takes it.
-pub fn choose_hold(stream: &Stream, flag: &Flag) -> Result<Hold, EngineError> {
+/// Which hold this device supports: the wait on a value where the driver takes it, else the
+/// spin kernel where its PTX loads and launches, else a host function. With the hold, why the
+/// spin kernel was not used when it was tried and failed.
+pub fn choose_hold(stream: &Stream, flag: &mut Flag) -> Result<(Hold, Option<String>), EngineError> {
     flag.word().store(1, Ordering::SeqCst);
-    let hold = match hold(stream, flag, Hold::WaitValue) {
-        Ok(()) => Hold::WaitValue,
-        Err(EngineError::Unsupported(_)) => Hold::HostFunction,
+    let chosen = match hold(stream, flag, Hold::WaitValue) {
+        Ok(()) => (Hold::WaitValue, None),
+        Err(EngineError::Unsupported(_)) => match SpinKernel::load() {
+            Ok(kernel) => {
+                flag.spin = Some(kernel);
+                match hold(stream, flag, Hold::SpinKernel) {
+                    Ok(()) => (Hold::SpinKernel, None),
+                    Err(why) => {
+                        flag.spin = None;
+                        (Hold::HostFunction, Some(why.to_string()))
+                    }
+                }
+            }
+            Err(why) => (Hold::HostFunction, Some(why.to_string())),
+        },
         Err(other) => return Err(other),
     };
     // SAFETY: our stream; the flag is already set, so the probe's wait passes at once.
     check(unsafe { sys::cuStreamSynchronize(stream.0) }, "cuStreamSynchronize")?;
     flag.word().store(0, Ordering::SeqCst);
-    Ok(hold)
+    Ok(chosen)
 }
 
 /// Run one sample over `legs` at once; returns each leg's time per copy in ns, in order.

@@ -17,6 +17,7 @@ pub mod copy;
 pub mod driver;
 pub mod host_memory;
 pub mod loader;
+pub mod spin;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -145,10 +146,14 @@ pub fn open(target: &str, argument: &str, options: &OpenOptions) -> Result<CudaE
     // buffers follow it; the procedure checks where they landed (`own_host_buffers`).
     place_thread(options.numa, &sysfs_root, &bdf)?;
     let context = Context::primary(device)?;
-    let flag = copy::Flag::new()?;
+    let mut flag = copy::Flag::new()?;
     let streams = [Stream::new()?, Stream::new()?];
     let events = [Event::new()?, Event::new()?, Event::new()?, Event::new()?];
-    let hold = if kind == MemoryKind::Pageable { Hold::Unheld } else { copy::choose_hold(&streams[0], &flag)? };
+    let (hold, no_spin_kernel) = if kind == MemoryKind::Pageable { (Hold::Unheld, None) } else { copy::choose_hold(&streams[0], &mut flag)? };
+    let hold_text = match no_spin_kernel {
+        Some(why) => format!("{} (spin kernel not usable: {why})", hold.describe()),
+        None => hold.describe().to_string(),
+    };
     // A first buffer now, allocated by the pinned thread; its pages are faulted in here, where
     // the thread's node puts them.
     let first = HostBuffer::new(kind, 2 << 20)?;
@@ -160,7 +165,7 @@ pub fn open(target: &str, argument: &str, options: &OpenOptions) -> Result<CudaE
         version / 1000,
         version % 1000 / 10,
         kind.describe(),
-        hold.describe()
+        hold_text
     );
     let info = EngineInfo {
         kind: "cuda".into(),

@@ -16,6 +16,15 @@
 //! - `PCIEPERF_FAKE_CUDA_CORRUPT=OFFSET`: host→device copies flip the byte at OFFSET;
 //! - `PCIEPERF_FAKE_CUDA_NO_WAIT_VALUE=1`: cuStreamWaitValue32 is unsupported (as on devices
 //!   without stream memory operations);
+//! - `PCIEPERF_FAKE_CUDA_NO_MODULE=1`: cuModuleLoadData fails (as a driver that cannot JIT the
+//!   PTX would);
+//! - `PCIEPERF_FAKE_CUDA_SPIN_LOG=FILE`: each spin kernel appends, when the flag releases it,
+//!   how long it waited and how many operations were queued behind it on its stream.
+//!
+//! The spin kernel (cuModuleLoadData + cuModuleGetFunction + cuLaunchKernel) is not executed:
+//! the module must be PTX with a `.entry pcieperf_spin`, and a launch of it is an operation on
+//! the stream that waits, as the kernel would, until the u32 its first parameter points to is
+//! non-zero.
 //! - `PCIEPERF_FAKE_CUDA_BDF=DDDD:BB:DD.F`: the device's PCI address (default 0000:65:00.0).
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
@@ -108,10 +117,14 @@ struct Stream {
     queue: Mutex<Sender<Op>>,
     /// When the stream's fake link is next free (copies queue behind each other).
     link_free: Arc<Mutex<Option<Instant>>>,
+    /// Operations ever queued, so a spin kernel can tell how many waited behind it (the stream
+    /// runs in order: none behind it has run while it spins).
+    queued: Arc<AtomicU32>,
 }
 
 impl Stream {
     fn push(&self, op: Op) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
         let _ = self.queue.lock().unwrap().send(op);
     }
 }
@@ -145,6 +158,8 @@ pub unsafe extern "C" fn cuGetErrorString(error: CUresult, text: *mut *const c_c
         INVALID_DEVICE => c"invalid device ordinal",
         NOT_READY => c"device not ready",
         NOT_SUPPORTED => c"operation not supported",
+        218 => c"a PTX JIT compilation failed",
+        500 => c"named symbol not found",
         UNKNOWN => c"unknown error",
         _ => return INVALID_VALUE,
     };
@@ -278,7 +293,7 @@ pub unsafe extern "C" fn cuStreamCreate(stream: *mut *mut c_void, _flags: c_uint
             op();
         }
     });
-    let boxed = Box::new(Stream { queue: Mutex::new(sender), link_free: Arc::default() });
+    let boxed = Box::new(Stream { queue: Mutex::new(sender), link_free: Arc::default(), queued: Arc::default() });
     *stream = Box::into_raw(boxed).cast();
     SUCCESS
 }
@@ -340,6 +355,93 @@ pub unsafe extern "C" fn cuLaunchHostFunc(stream: *mut c_void, function: Option<
         let data = &data;
         // SAFETY: as the driver does, call the function with its data on the stream's thread.
         unsafe { function(data.0 as *mut c_void) }
+    }));
+    SUCCESS
+}
+
+/// A loaded module: the PTX text it was given.
+struct Module {
+    _ptx: String,
+}
+
+/// The spin kernel's handle (one function per module, all alike).
+struct Function;
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadData(module: *mut *mut c_void, image: *const c_void) -> CUresult {
+    fail_if_asked!("cuModuleLoadData");
+    if env("PCIEPERF_FAKE_CUDA_NO_MODULE").is_some() || image.is_null() {
+        return NOT_SUPPORTED;
+    }
+    let ptx = CStr::from_ptr(image.cast()).to_string_lossy().into_owned();
+    // What a real JIT would refuse: not PTX, or no entry of that name.
+    if !ptx.contains(".version") || !ptx.contains(".entry pcieperf_spin") {
+        return 218; // CUDA_ERROR_INVALID_PTX
+    }
+    *module = Box::into_raw(Box::new(Module { _ptx: ptx })).cast();
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleUnload(module: *mut c_void) -> CUresult {
+    drop(Box::from_raw(module.cast::<Module>()));
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleGetFunction(function: *mut *mut c_void, _module: *mut c_void, name: *const c_char) -> CUresult {
+    if CStr::from_ptr(name).to_bytes() != b"pcieperf_spin" {
+        return 500; // CUDA_ERROR_NOT_FOUND
+    }
+    *function = std::ptr::addr_of!(SPIN).cast_mut().cast();
+    SUCCESS
+}
+
+static SPIN: Function = Function;
+
+/// Launch the spin "kernel": an operation on the stream that waits until the flag its first
+/// parameter points to is non-zero (the real kernel spins on the GPU; here the stream's thread
+/// does), then logs how long it waited and what was queued behind it.
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchKernel(
+    function: *mut c_void,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    _shared_bytes: c_uint,
+    stream: *mut c_void,
+    params: *mut *mut c_void,
+    _extra: *mut *mut c_void,
+) -> CUresult {
+    fail_if_asked!("cuLaunchKernel");
+    if function != std::ptr::addr_of!(SPIN).cast_mut().cast() || params.is_null() || (*params).is_null() {
+        return INVALID_VALUE;
+    }
+    if [grid_x, grid_y, grid_z, block_x, block_y, block_z] != [1; 6] {
+        return INVALID_VALUE; // one thread spins: anything else would be a bug in the engine
+    }
+    let flag = SendPtr(*(*params as *const u64) as usize);
+    let stream = &*stream.cast::<Stream>();
+    let queued = stream.queued.clone();
+    let mine = stream.queued.load(Ordering::SeqCst) + 1;
+    stream.push(Box::new(move || {
+        let flag = &flag;
+        // SAFETY: the engine keeps the flag alive until the stream passed it.
+        let word = unsafe { &*(flag.0 as *const AtomicU32) };
+        let started = Instant::now();
+        while word.load(Ordering::Acquire) == 0 {
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        if let Some(path) = env("PCIEPERF_FAKE_CUDA_SPIN_LOG") {
+            use std::io::Write;
+            let behind = queued.load(Ordering::SeqCst) - mine;
+            if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+                let _ = writeln!(file, "waited_us={} behind={behind}", started.elapsed().as_micros());
+            }
+        }
     }));
     SUCCESS
 }
