@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::pattern::{crc32, on_cores_mut, Mismatch, Pattern, PatternKind};
+use crate::engine::pattern::{crc32, Mismatch, Pattern, PatternKind};
 use crate::engine::{AlignedBuf, DataModel, Direction, Engine, EngineError, Io, Transfer};
 
 /// Which check the user asked for (`--verify`).
@@ -537,23 +537,9 @@ impl Verifier {
     }
 }
 
-/// Compare `buf`, which starts at stream offset `offset`, with the pattern, poisoning it as it
-/// goes; on several cores for large buffers, each checking and poisoning its own part. A part
-/// after a failing one that its core already poisoned held exactly the pattern there (it was
-/// checked), so it is generated again: a failure leaves the rest of `buf` as it was, as when
-/// one core goes in order.
+/// Compare `buf`, which starts at stream offset `offset`, with the pattern, poisoning it as it goes.
 fn pattern_check(direction: Direction, pattern: Pattern, offset: u64, buf: &mut [u8]) -> Check {
-    let outcomes = on_cores_mut(offset, buf, |at, part| poison_checked(at, part, |at, piece| pattern.check(at, piece)));
-    let Some(first) = outcomes.iter().position(|(_, outcome)| outcome.is_err()) else { return Check::Passed };
-    for (range, outcome) in &outcomes[first + 1..] {
-        let poisoned = match outcome {
-            Ok(()) => range.len(),
-            Err((_, poisoned)) => *poisoned,
-        };
-        pattern.fill(offset + range.start as u64, &mut buf[range.start..range.start + poisoned]);
-    }
-    let Err((mismatch, _)) = outcomes[first].1 else { unreachable!("found as a failure") };
-    Check::Failed(byte_failure(direction, "pattern", mismatch))
+    check_and_poison(direction, "pattern", offset, buf, |at, piece| pattern.check(at, piece))
 }
 
 /// The first byte of `actual` that differs from `expected`; `at` is `actual`'s offset.
@@ -586,29 +572,20 @@ fn check_and_poison(
     check: &str,
     offset: u64,
     buf: &mut [u8],
-    differs: impl FnMut(u64, &[u8]) -> Option<Mismatch>,
+    mut differs: impl FnMut(u64, &[u8]) -> Option<Mismatch>,
 ) -> Check {
-    match poison_checked(offset, buf, differs) {
-        Ok(()) => Check::Passed,
-        Err((m, _)) => Check::Failed(byte_failure(direction, check, m)),
-    }
-}
-
-/// [`check_and_poison`]'s work: the first difference and how many bytes before its piece were
-/// poisoned.
-fn poison_checked(offset: u64, buf: &mut [u8], mut differs: impl FnMut(u64, &[u8]) -> Option<Mismatch>) -> Result<(), (Mismatch, usize)> {
     let mut done = 0;
     while done < buf.len() {
         let at = offset + done as u64;
         let take = (CHECK_PIECE_BYTES - (at % CHECK_PIECE_BYTES as u64) as usize).min(buf.len() - done);
         let piece = &mut buf[done..done + take];
         if let Some(m) = differs(at, piece) {
-            return Err((m, done));
+            return Check::Failed(byte_failure(direction, check, m));
         }
         piece.fill(POISON);
         done += take;
     }
-    Ok(())
+    Check::Passed
 }
 
 /// Per-point tally of checks, kept in the results document.
@@ -640,36 +617,5 @@ impl VerifyTally {
                 self.first_failure.get_or_insert(failure);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failed_check_on_several_cores_leaves_the_rest_of_the_buffer_as_it_was() {
-        let len = 3 * crate::engine::pattern::PARALLEL_MIN_BYTES;
-        if on_cores_mut(0, &mut vec![0u8; len], |_, _| ()).len() < 2 {
-            println!("skipped: one core here, the check is not split");
-            return;
-        }
-        let pattern = Pattern::lfsr(5);
-        let mut buf = vec![0u8; len];
-        pattern.fill(0, &mut buf);
-        let at = 100_000;
-        buf[at] ^= 0x80;
-        let before = buf.clone();
-        let Check::Failed(failure) = pattern_check(Direction::D2h, pattern, 0, &mut buf) else { panic!("the flipped byte is missed") };
-        assert_eq!(failure.offset, Some(at as u64));
-        // Before the failing piece: poisoned, as one core leaves it; from it on: untouched,
-        // though the other cores had checked and poisoned their parts.
-        let piece_start = at / CHECK_PIECE_BYTES * CHECK_PIECE_BYTES;
-        assert!(buf[..piece_start].iter().all(|&b| b == POISON));
-        assert!(buf[piece_start..] == before[piece_start..], "a later part was left poisoned");
-        // A passing check poisons everything.
-        pattern.fill(0, &mut buf);
-        assert_eq!(pattern_check(Direction::D2h, pattern, 0, &mut buf), Check::Passed);
-        assert!(buf.iter().all(|&b| b == POISON));
     }
 }

@@ -50,11 +50,9 @@ impl Pattern {
         if word == 0 { 0x1234_5678 } else { word } // an LFSR must not start at 0
     }
 
-    /// Fill `buf` with the pattern as it stands at byte `offset` of the stream, in place; on
-    /// several cores from [`PARALLEL_MIN_BYTES`] up.
+    /// Fill `buf` with the pattern as it stands at byte `offset` of the stream, in place.
     pub fn fill(&self, offset: u64, buf: &mut [u8]) {
-        let path = lanes::Path::best();
-        on_cores_mut(offset, buf, |at, part| self.fill_by(path, at, part));
+        self.fill_by(lanes::Path::best(), offset, buf)
     }
 
     fn fill_by(&self, path: lanes::Path, offset: u64, buf: &mut [u8]) {
@@ -76,10 +74,8 @@ impl Pattern {
     /// Compare `buf` with the pattern at `offset`; the first differing byte, if any. Whole blocks
     /// are checked word against word (each must be one step of the generator from the one
     /// before), without generating or keeping a copy of the expected bytes.
-    /// On several cores from [`PARALLEL_MIN_BYTES`] up.
     pub fn check(&self, offset: u64, buf: &[u8]) -> Option<Mismatch> {
-        let path = lanes::Path::best();
-        on_cores(offset, buf, |at, part| self.check_by(path, at, part)).into_iter().find_map(|(_, mismatch)| mismatch)
+        self.check_by(lanes::Path::best(), offset, buf)
     }
 
     fn check_by(&self, path: lanes::Path, offset: u64, buf: &[u8]) -> Option<Mismatch> {
@@ -145,61 +141,6 @@ impl Pattern {
     }
 }
 
-/// Buffers from this size up are generated and checked on several cores, one part each: below
-/// it, starting threads costs more than they save (measured: `benches/verify.rs`,
-/// docs/performance.md).
-pub const PARALLEL_MIN_BYTES: usize = 4 << 20;
-
-/// Cores to use for a buffer of `len` bytes (each taking at least half the threshold).
-fn cores_for(len: usize) -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    if len < PARALLEL_MIN_BYTES {
-        return 1;
-    }
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    cores.min(len / (PARALLEL_MIN_BYTES / 2))
-}
-
-/// Where `len` bytes are cut for the cores: parts of a whole number of blocks but the last.
-fn parts(len: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
-    let part = len.div_ceil(cores_for(len)).next_multiple_of(PATTERN_BLOCK_BYTES as usize).max(1);
-    (0..len).step_by(part).map(move |start| start..(start + part).min(len))
-}
-
-/// `work(stream_offset, part)` over the parts of `buf` (which starts at stream `offset`), the
-/// last on this thread and the others on threads of their own; results in buffer order.
-pub fn on_cores_mut<T: Send>(offset: u64, buf: &mut [u8], work: impl Fn(u64, &mut [u8]) -> T + Sync) -> Vec<(std::ops::Range<usize>, T)> {
-    let ranges: Vec<_> = parts(buf.len()).collect();
-    let mut rest = buf;
-    let mut pieces = Vec::with_capacity(ranges.len());
-    for range in &ranges {
-        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(range.len());
-        pieces.push((offset + range.start as u64, piece));
-        rest = tail;
-    }
-    let work = &work;
-    let results = std::thread::scope(|scope| {
-        let last = pieces.pop();
-        let spawned: Vec<_> = pieces.into_iter().map(|(at, piece)| scope.spawn(move || work(at, piece))).collect();
-        let last = last.map(|(at, piece)| work(at, piece));
-        spawned.into_iter().map(|handle| handle.join().expect("a pattern worker panicked")).chain(last).collect::<Vec<_>>()
-    });
-    ranges.into_iter().zip(results).collect()
-}
-
-/// [`on_cores_mut`] for reading.
-pub fn on_cores<T: Send>(offset: u64, buf: &[u8], work: impl Fn(u64, &[u8]) -> T + Sync) -> Vec<(std::ops::Range<usize>, T)> {
-    let ranges: Vec<_> = parts(buf.len()).collect();
-    let work = &work;
-    let results = std::thread::scope(|scope| {
-        let (last, others) = ranges.split_last().map_or((None, &[][..]), |(last, others)| (Some(last), others));
-        let spawned: Vec<_> = others.iter().map(|range| scope.spawn(move || work(offset + range.start as u64, &buf[range.clone()]))).collect();
-        let last = last.map(|range| work(offset + range.start as u64, &buf[range.clone()]));
-        spawned.into_iter().map(|handle| handle.join().expect("a pattern worker panicked")).chain(last).collect::<Vec<_>>()
-    });
-    ranges.into_iter().zip(results).collect()
-}
-
 /// A run of the buffer that lies in one block (`whole_blocks: None`), or a run of whole blocks
 /// starting at block `whole_blocks` (the lanes' fast path).
 #[derive(Debug, Clone)]
@@ -239,9 +180,9 @@ fn pieces(offset: u64, len: usize) -> impl Iterator<Item = Piece> {
 /// their independent chains. The segments of a block are 512 bytes apart, in different L1 cache
 /// sets (the earlier one-lane-per-block layout put 8 streams 4 KiB apart in one set).
 ///
-/// The code is portable; on x86-64 CPUs with AVX2 it is compiled a second time with AVX2 enabled
-/// (the transposition with explicit intrinsics) and chosen at run time (`Path`). Tests run
-/// every path available here.
+/// The code is portable; on x86-64 it is compiled again with AVX2 and with AVX-512 enabled (the
+/// transpositions with explicit intrinsics), and the widest the CPU has is chosen at run time
+/// (`Path`). Tests run every path available here.
 mod lanes {
     use super::PATTERN_BLOCK_BYTES;
 
@@ -768,30 +709,6 @@ mod tests {
         }
         #[cfg(not(target_arch = "x86_64"))]
         println!("skipped: the x86-64 paths (not an x86-64 CPU)");
-    }
-
-    #[test]
-    fn large_buffers_split_across_cores_give_the_same_bytes_and_the_first_mismatch() {
-        if cores_for(PARALLEL_MIN_BYTES) < 2 {
-            println!("skipped: one core here, large buffers are not split");
-            return;
-        }
-        let pattern = Pattern::lfsr(99);
-        // Odd offset and length: parts start inside blocks and the last ends inside one.
-        let (offset, len) = (4096 * 3 + 123, 2 * PARALLEL_MIN_BYTES + 5001);
-        assert!(parts(len).count() >= 2);
-        let expected = reference(&pattern, offset, len);
-        let mut buf = vec![0u8; len];
-        pattern.fill(offset, &mut buf);
-        assert!(buf == expected, "a part differs from the serial generators");
-        assert_eq!(pattern.check(offset, &buf), None);
-        // Flips in the last part and in the first: the first in the buffer is reported.
-        let last_part = parts(len).last().unwrap();
-        buf[last_part.start + 17] ^= 0x40;
-        let at = last_part.start + 17;
-        assert_eq!(pattern.check(offset, &buf), Some(Mismatch { offset: offset + at as u64, expected: expected[at], actual: buf[at] }));
-        buf[100] ^= 1;
-        assert_eq!(pattern.check(offset, &buf).map(|m| m.offset), Some(offset + 100));
     }
 
     #[test]
