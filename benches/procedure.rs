@@ -207,7 +207,8 @@ fn big_transfers(repeats: usize) {
 }
 
 fn simulated_dma(repeats: usize) {
-    for (mode, size) in [(Mode::D2h, 1u64 << 20), (Mode::D2h, 16 << 20), (Mode::H2d, 16 << 20)] {
+    let sizes: &[u64] = if full() { &[1 << 20, 16 << 20, 64 << 20, 256 << 20, 512 << 20] } else { &[1 << 20, 16 << 20] };
+    for (size, mode) in sizes.iter().flat_map(|&size| [(size, Mode::D2h), (size, Mode::H2d)]) {
         let (mut ours, mut peer, mut ratios) = (vec![], vec![], vec![]);
         for _ in 0..repeats {
             let point = sim_point(mode, size);

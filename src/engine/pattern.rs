@@ -180,9 +180,9 @@ fn pieces(offset: u64, len: usize) -> impl Iterator<Item = Piece> {
 /// their independent chains. The segments of a block are 512 bytes apart, in different L1 cache
 /// sets (the earlier one-lane-per-block layout put 8 streams 4 KiB apart in one set).
 ///
-/// The code is portable; on x86-64 CPUs with AVX2 it is compiled a second time with AVX2 enabled
-/// (the transposition with explicit intrinsics) and chosen at run time (`Path`). Tests run
-/// every path available here.
+/// The code is portable; on x86-64 it is compiled again with AVX2 and with AVX-512 enabled (the
+/// transpositions with explicit intrinsics), and the widest the CPU has is chosen at run time
+/// (`Path`). Tests run every path available here.
 mod lanes {
     use super::PATTERN_BLOCK_BYTES;
 
@@ -257,12 +257,17 @@ mod lanes {
         states
     }
 
-    /// How a block's lanes are held and stepped: an array (any CPU) or an AVX2 register.
+    /// How a block's lanes are held and stepped: an array (any CPU), an AVX2 register (one
+    /// block), an AVX-512 register (two blocks side by side).
     trait Lanes: Copy {
         type Vector: Copy;
-        fn load(self, states: [u32; LANES]) -> Self::Vector;
-        /// The next `TILE` words of every lane, transposed: `rows[lane]` is that lane's words.
-        fn tile(self, states: &mut Self::Vector) -> [[u32; TILE]; LANES];
+        /// Blocks one vector generates.
+        const BLOCKS: usize;
+        /// The segment states of blocks `0..BLOCKS`, block `b` seeded `seed(b)`.
+        fn load(self, seed: impl Fn(usize) -> u32) -> Self::Vector;
+        /// The next `TILE` words of every lane, transposed: `emit(lane, words)` for each lane,
+        /// lane `l` of block `b` numbered `b * LANES + l`.
+        fn tile(self, states: &mut Self::Vector, emit: impl FnMut(usize, [u32; TILE]));
     }
 
     /// Plain arrays: LLVM vectorises the steps; the transposition stays scalar.
@@ -271,14 +276,15 @@ mod lanes {
 
     impl Lanes for Portable {
         type Vector = [u32; LANES];
+        const BLOCKS: usize = 1;
 
         #[inline(always)]
-        fn load(self, states: [u32; LANES]) -> [u32; LANES] {
-            states
+        fn load(self, seed: impl Fn(usize) -> u32) -> [u32; LANES] {
+            segment_states(seed(0))
         }
 
         #[inline(always)]
-        fn tile(self, states: &mut [u32; LANES]) -> [[u32; TILE]; LANES] {
+        fn tile(self, states: &mut [u32; LANES], mut emit: impl FnMut(usize, [u32; TILE])) {
             let mut columns = [[0u32; LANES]; TILE];
             for column in &mut columns {
                 for x in states.iter_mut() {
@@ -286,22 +292,24 @@ mod lanes {
                 }
                 *column = *states;
             }
-            std::array::from_fn(|lane| std::array::from_fn(|word| columns[word][lane]))
+            for lane in 0..LANES {
+                emit(lane, std::array::from_fn(|word| columns[word][lane]));
+            }
         }
     }
 
-    /// Run `N` blocks' generators, calling `row(index, words)` for every run of `TILE` words, in
-    /// any order; `index` counts `TILE`-word rows from the first block's start.
+    /// Run `N` vectors' generators (`N * L::BLOCKS` blocks), calling `row(index, words)` for
+    /// every run of `TILE` words, in any order; `index` counts `TILE`-word rows from the first
+    /// block's start.
     #[inline(always)]
     fn run<const N: usize, L: Lanes>(lanes: L, seed: impl Fn(usize) -> u32, mut row: impl FnMut(usize, [u32; TILE])) {
-        let mut states: [L::Vector; N] = std::array::from_fn(|block| lanes.load(segment_states(seed(block))));
+        let mut states: [L::Vector; N] = std::array::from_fn(|v| lanes.load(|b| seed(v * L::BLOCKS + b)));
         const ROWS_PER_BLOCK: usize = BLOCK / 4 / TILE;
         const ROWS_PER_SEGMENT: usize = SEGMENT_WORDS / TILE;
         for t in 0..ROWS_PER_SEGMENT {
-            for (block, state) in states.iter_mut().enumerate() {
-                for (lane, words) in lanes.tile(state).into_iter().enumerate() {
-                    row(block * ROWS_PER_BLOCK + lane * ROWS_PER_SEGMENT + t, words);
-                }
+            for (v, state) in states.iter_mut().enumerate() {
+                // Lane `b * LANES + l` starts `b * ROWS_PER_BLOCK + l * ROWS_PER_SEGMENT` rows in.
+                lanes.tile(state, |lane, words| row((v * L::BLOCKS) * ROWS_PER_BLOCK + lane * ROWS_PER_SEGMENT + t, words));
             }
         }
     }
@@ -313,36 +321,28 @@ mod lanes {
         run::<N, _>(lanes, seed, |i, words| out[i] = words.map(u32::to_le_bytes));
     }
 
-    /// Groups of `CHAINS`, then 2 and 1 blocks: `visit(first_block_of_group, blocks, rows)`.
+    /// Fill the blocks of `out` that whole vectors of `L::BLOCKS` blocks cover, in groups of
+    /// `CHAINS`, then 2 and 1 vectors; the bytes filled.
     #[inline(always)]
-    fn groups(len: usize, mut visit: impl FnMut(usize, usize, std::ops::Range<usize>) -> bool) -> bool {
+    fn fill_blocks<L: Lanes>(lanes: L, seed: impl Fn(usize) -> u32, out: &mut [u8]) -> usize {
         const ROWS: usize = BLOCK / 4 / TILE;
-        let (mut block, blocks) = (0, len / BLOCK);
+        let unit = L::BLOCKS;
+        let (mut block, blocks) = (0, out.len() / BLOCK / unit * unit);
+        let rows: &mut [Row] = out.as_chunks_mut::<4>().0.as_chunks_mut::<TILE>().0;
         for n in [CHAINS, 2, 1] {
-            while blocks - block >= n {
-                if !visit(block, n, block * ROWS..(block + n) * ROWS) {
-                    return false;
+            while blocks - block >= n * unit {
+                let first = block;
+                let seed = |i| seed(first + i);
+                let out = &mut rows[block * ROWS..(block + n * unit) * ROWS];
+                match n {
+                    CHAINS => fill_group::<CHAINS>(lanes, seed, out),
+                    2 => fill_group::<2>(lanes, seed, out),
+                    _ => fill_group::<1>(lanes, seed, out),
                 }
-                block += n;
+                block += n * unit;
             }
         }
-        true
-    }
-
-    #[inline(always)]
-    fn fill_blocks(lanes: impl Lanes, seed: impl Fn(usize) -> u32, out: &mut [u8]) {
-        let len = out.len();
-        let rows: &mut [Row] = out.as_chunks_mut::<4>().0.as_chunks_mut::<TILE>().0;
-        groups(len, |first, n, range| {
-            let seed = |i| seed(first + i);
-            let out = &mut rows[range];
-            match n {
-                CHAINS => fill_group::<CHAINS>(lanes, seed, out),
-                2 => fill_group::<2>(lanes, seed, out),
-                _ => fill_group::<1>(lanes, seed, out),
-            }
-            true
-        });
+        blocks * BLOCK
     }
 
     /// Whether whole blocks hold the pattern, without running the generators: a block's words
@@ -369,14 +369,22 @@ mod lanes {
         /// x86-64 CPUs with AVX2.
         #[cfg(target_arch = "x86_64")]
         Avx2(avx2::Avx2),
+        /// x86-64 CPUs with AVX-512F and BW.
+        #[cfg(target_arch = "x86_64")]
+        Avx512(avx512::Avx512),
     }
 
     impl Path {
-        /// The fastest path this CPU runs.
+        /// The fastest path this CPU runs: the widest vectors it has.
         pub fn best() -> Path {
             #[cfg(target_arch = "x86_64")]
-            if let Some(avx2) = avx2::Avx2::detect() {
-                return Path::Avx2(avx2);
+            {
+                if let Some(avx512) = avx512::Avx512::detect() {
+                    return Path::Avx512(avx512);
+                }
+                if let Some(avx2) = avx2::Avx2::detect() {
+                    return Path::Avx2(avx2);
+                }
             }
             Path::Portable
         }
@@ -385,7 +393,11 @@ mod lanes {
         #[cfg(test)]
         pub fn available() -> Vec<Path> {
             let mut paths = vec![Path::Portable];
-            paths.extend(Some(Path::best()).filter(|&p| p != Path::Portable));
+            #[cfg(target_arch = "x86_64")]
+            {
+                paths.extend(avx2::Avx2::detect().map(Path::Avx2));
+                paths.extend(avx512::Avx512::detect().map(Path::Avx512));
+            }
             paths
         }
     }
@@ -393,9 +405,13 @@ mod lanes {
     /// Fill whole blocks; `seed(i)` is block i's seed.
     pub fn fill(path: Path, seed: impl Fn(usize) -> u32, out: &mut [u8]) {
         match path {
-            Path::Portable => fill_blocks(Portable, seed, out),
+            Path::Portable => {
+                fill_blocks(Portable, seed, out);
+            }
             #[cfg(target_arch = "x86_64")]
             Path::Avx2(avx2) => avx2.fill(seed, out),
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512(avx512) => avx512.fill(seed, out),
         }
     }
 
@@ -405,6 +421,8 @@ mod lanes {
             Path::Portable => equal_blocks(seed, part),
             #[cfg(target_arch = "x86_64")]
             Path::Avx2(avx2) => avx2.equal(seed, part),
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512(avx512) => avx512.equal(seed, part),
         }
     }
 
@@ -427,7 +445,7 @@ mod lanes {
 
             pub fn fill(self, seed: impl Fn(usize) -> u32, out: &mut [u8]) {
                 // SAFETY: an `Avx2` exists only on a CPU with AVX2.
-                unsafe { fill(self, seed, out) }
+                unsafe { fill(self, seed, out) };
             }
 
             pub fn equal(self, seed: impl Fn(usize) -> u32, part: &[u8]) -> bool {
@@ -438,7 +456,7 @@ mod lanes {
 
         /// The shared code compiled with AVX2 enabled (256-bit stores, loads and compares).
         #[target_feature(enable = "avx2")]
-        fn fill(avx2: Avx2, seed: impl Fn(usize) -> u32, out: &mut [u8]) {
+        fn fill(avx2: Avx2, seed: impl Fn(usize) -> u32, out: &mut [u8]) -> usize {
             super::fill_blocks(avx2, seed, out)
         }
 
@@ -449,17 +467,20 @@ mod lanes {
 
         impl Lanes for Avx2 {
             type Vector = __m256i;
+            const BLOCKS: usize = 1;
 
             #[inline(always)]
-            fn load(self, states: [u32; LANES]) -> __m256i {
+            fn load(self, seed: impl Fn(usize) -> u32) -> __m256i {
                 // SAFETY: `self` proves the CPU has AVX2.
-                unsafe { load(states) }
+                unsafe { load(super::segment_states(seed(0))) }
             }
 
             #[inline(always)]
-            fn tile(self, states: &mut __m256i) -> [[u32; TILE]; LANES] {
+            fn tile(self, states: &mut __m256i, mut emit: impl FnMut(usize, [u32; TILE])) {
                 // SAFETY: `self` proves the CPU has AVX2.
-                unsafe { tile(states) }
+                for (lane, words) in unsafe { tile(states) }.into_iter().enumerate() {
+                    emit(lane, words);
+                }
             }
         }
 
@@ -496,6 +517,112 @@ mod lanes {
             let rows = [low(u0, u4), low(u1, u5), low(u2, u6), low(u3, u7), high(u0, u4), high(u1, u5), high(u2, u6), high(u3, u7)];
             // SAFETY: `__m256i` and `[u32; 8]` are both 32 bytes of plain integers.
             rows.map(|row| unsafe { std::mem::transmute::<__m256i, [u32; TILE]>(row) })
+        }
+    }
+
+    /// AVX-512: two blocks' 8 lanes in one 512-bit register (block `b` in 256-bit half `b`), so
+    /// the blocks share the segment layout and jump tables of the other paths; each half's
+    /// 8×8 tile is transposed as AVX2 does, the last step with a two-source qword permute
+    /// (`vpermt2q`). An odd last block goes through the AVX2 code.
+    #[cfg(target_arch = "x86_64")]
+    mod avx512 {
+        use std::arch::x86_64::*;
+
+        use super::avx2::Avx2;
+        use super::{Lanes, BLOCK, LANES, TILE};
+
+        /// Proof that this CPU has AVX-512F and BW (and so AVX2): only [`Avx512::detect`]
+        /// makes one.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct Avx512(Avx2);
+
+        impl Avx512 {
+            pub fn detect() -> Option<Avx512> {
+                let wide = std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512bw");
+                Avx2::detect().filter(|_| wide).map(Avx512)
+            }
+
+            pub fn fill(self, seed: impl Fn(usize) -> u32, out: &mut [u8]) {
+                // SAFETY: an `Avx512` exists only on a CPU with AVX-512F and BW.
+                let done = unsafe { fill(self, &seed, out) };
+                if done < out.len() {
+                    self.0.fill(|i| seed(done / BLOCK + i), &mut out[done..]);
+                }
+            }
+
+            pub fn equal(self, seed: impl Fn(usize) -> u32, part: &[u8]) -> bool {
+                // SAFETY: as in `fill`.
+                unsafe { equal(self, seed, part) }
+            }
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+        fn fill(avx512: Avx512, seed: impl Fn(usize) -> u32, out: &mut [u8]) -> usize {
+            super::fill_blocks(avx512, seed, out)
+        }
+
+        /// The shared check compiled for 512-bit vectors (and three-input logic, `vpternlogd`).
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+        fn equal(_: Avx512, seed: impl Fn(usize) -> u32, part: &[u8]) -> bool {
+            super::equal_blocks(seed, part)
+        }
+
+        impl Lanes for Avx512 {
+            type Vector = __m512i;
+            const BLOCKS: usize = 2;
+
+            #[inline(always)]
+            fn load(self, seed: impl Fn(usize) -> u32) -> __m512i {
+                let [a, b] = [0, 1].map(|block| super::segment_states(seed(block)));
+                let states: [u32; 2 * LANES] = std::array::from_fn(|i| if i < LANES { a[i] } else { b[i - LANES] });
+                // SAFETY: `__m512i` and `[u32; 16]` are both 64 bytes of plain integers.
+                unsafe { std::mem::transmute::<[u32; 2 * LANES], __m512i>(states) }
+            }
+
+            #[inline(always)]
+            fn tile(self, states: &mut __m512i, mut emit: impl FnMut(usize, [u32; TILE])) {
+                // SAFETY: `self` proves the CPU has AVX-512F.
+                let rows = unsafe { tile(states) };
+                for (lane, row) in rows.into_iter().enumerate() {
+                    // SAFETY: as in `load`; the halves are the two blocks' rows.
+                    let [first, second] = unsafe { std::mem::transmute::<__m512i, [[u32; TILE]; 2]>(row) };
+                    emit(lane, first);
+                    emit(LANES + lane, second);
+                }
+            }
+        }
+
+        #[target_feature(enable = "avx512f")]
+        fn step(mut x: __m512i) -> __m512i {
+            x = _mm512_xor_si512(x, _mm512_slli_epi32::<13>(x));
+            x = _mm512_xor_si512(x, _mm512_srli_epi32::<17>(x));
+            _mm512_xor_si512(x, _mm512_slli_epi32::<5>(x))
+        }
+
+        /// Row `lane` of both blocks: `rows[lane]` holds block 0's words of that lane in its low
+        /// half, block 1's in its high half.
+        #[target_feature(enable = "avx512f")]
+        fn tile(states: &mut __m512i) -> [__m512i; LANES] {
+            let mut c = [*states; TILE];
+            for column in &mut c {
+                *states = step(*states);
+                *column = *states;
+            }
+            // As AVX2, in each 128-bit chunk: after two unpack stages `u[k]` holds, in chunk j,
+            // words 0–3 (k < 4) or 4–7 of lane 4·(j mod 2) + k mod 4 of block j / 2.
+            let t = |f: fn(__m512i, __m512i) -> __m512i, a: usize, b: usize| f(c[a], c[b]);
+            let (t0, t1, t2, t3) = (t(_mm512_unpacklo_epi32, 0, 1), t(_mm512_unpackhi_epi32, 0, 1), t(_mm512_unpacklo_epi32, 2, 3), t(_mm512_unpackhi_epi32, 2, 3));
+            let (t4, t5, t6, t7) = (t(_mm512_unpacklo_epi32, 4, 5), t(_mm512_unpackhi_epi32, 4, 5), t(_mm512_unpacklo_epi32, 6, 7), t(_mm512_unpackhi_epi32, 6, 7));
+            let (u0, u1) = (_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2));
+            let (u2, u3) = (_mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3));
+            let (u4, u5) = (_mm512_unpacklo_epi64(t4, t6), _mm512_unpackhi_epi64(t4, t6));
+            let (u6, u7) = (_mm512_unpacklo_epi64(t5, t7), _mm512_unpackhi_epi64(t5, t7));
+            // Qword indices (8 and up: the second source): chunks 0 and 2 (lanes 0–3 of each
+            // block), or 1 and 3 (lanes 4–7), of words 0–3 then 4–7.
+            let low = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+            let high = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+            let pick = |index, a, b| _mm512_permutex2var_epi64(a, index, b);
+            [pick(low, u0, u4), pick(low, u1, u5), pick(low, u2, u6), pick(low, u3, u7), pick(high, u0, u4), pick(high, u1, u5), pick(high, u2, u6), pick(high, u3, u7)]
         }
     }
 }
@@ -561,6 +688,27 @@ mod tests {
                 prop_assert_eq!(pattern.check_by(path, offset, &buf), Some(Mismatch { offset: offset + i as u64, expected, actual: buf[i] }), "{:?}", path);
             }
         }
+    }
+
+    #[test]
+    fn the_widest_vectors_this_cpu_has_are_tested() {
+        // The proptests force every path in `available`; make sure it names the wide ones.
+        #[cfg(target_arch = "x86_64")]
+        {
+            let paths = lanes::Path::available();
+            let has = |feature: &str| match feature {
+                "avx2" => std::arch::is_x86_feature_detected!("avx2"),
+                _ => std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512bw"),
+            };
+            assert_eq!(paths.iter().any(|p| matches!(p, lanes::Path::Avx2(_))), has("avx2"));
+            assert_eq!(paths.iter().any(|p| matches!(p, lanes::Path::Avx512(_))), has("avx512"));
+            assert_eq!(paths.len(), 1 + has("avx2") as usize + has("avx512") as usize);
+            if !has("avx512") {
+                println!("skipped: the AVX-512 path (this CPU has no AVX-512F/BW)");
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        println!("skipped: the x86-64 paths (not an x86-64 CPU)");
     }
 
     #[test]
