@@ -84,31 +84,11 @@ impl Machine {
     /// Load the functions `keep` accepts, and every function another one's path goes through
     /// (bridges; a live function's sysfs parent): `-s`/`-d` decode only what their reports need.
     pub fn load_only(source: &Source, keep: impl Fn(&Bdf, &config::ConfigSpace) -> bool) -> anyhow::Result<Machine> {
-        let mut machine = Machine::default();
-        match source {
-            Source::Sysfs(root) => {
-                let scan = sysfs::scan(root)?;
-                machine.live = true;
-                machine.notes = scan.notes;
-                machine.domains = scan.devices.iter().any(|d| d.bdf.domain != 0);
-                let parents: std::collections::HashSet<Bdf> = scan.devices.iter().filter_map(|d| d.parent).collect();
-                for d in scan.devices.into_iter().filter(|d| keep(&d.bdf, &d.config) || parents.contains(&d.bdf) || d.config.bridge_buses().is_some()) {
-                    machine.devices.insert(d.bdf, Device::decode(d.bdf, d.config, d.parent, Some(d.attributes), d.notes));
-                }
-            }
-            Source::Dump(path) => {
-                let dump = dump::read(path)?;
-                if dump.devices.is_empty() {
-                    let oddities = dump.warnings.first().map_or(String::new(), |w| format!(" ({w})"));
-                    return Err(InvalidInput::new(format!("no device line (such as '01:00.0 …') in dump {}: lspci -F lists nothing from it either{oddities}", path.display())).into());
-                }
-                machine.notes = dump.warnings.iter().map(|w| format!("dump: {w}")).collect();
-                machine.domains = dump.devices.iter().any(|d| d.bdf.domain != 0);
-                for d in dump.devices.into_iter().filter(|d| keep(&d.bdf, &d.config) || d.config.bridge_buses().is_some()) {
-                    // A duplicated address: lspci lists both copies, the first is kept here (warned).
-                    machine.devices.entry(d.bdf).or_insert_with(|| Device::decode(d.bdf, d.config, None, None, Vec::new()));
-                }
-            }
+        let read = Functions::read(source)?;
+        let mut machine = Machine { notes: read.notes, live: read.live, domains: read.list.iter().any(|f| f.bdf.domain != 0), ..Machine::default() };
+        let parents: std::collections::HashSet<Bdf> = read.list.iter().filter_map(|f| f.parent).collect();
+        for f in read.list.into_iter().filter(|f| keep(&f.bdf, &f.config) || parents.contains(&f.bdf) || f.config.bridge_buses().is_some()) {
+            machine.devices.insert(f.bdf, Device::decode(f.bdf, f.config, f.parent, f.attributes, f.notes));
         }
         machine.index_bridges();
         Ok(machine)
@@ -154,6 +134,50 @@ impl Machine {
     /// whatever the depth of the tree.
     pub fn parents(&self) -> HashMap<Bdf, &Device> {
         self.devices.keys().filter_map(|bdf| Some((*bdf, self.parent_of(bdf)?))).collect()
+    }
+}
+
+/// A function as read from its source, not decoded.
+pub struct Function {
+    pub bdf: Bdf,
+    pub config: config::ConfigSpace,
+    /// Parent bridge from sysfs.
+    pub parent: Option<Bdf>,
+    pub attributes: Option<sysfs::Attributes>,
+    pub notes: Vec<String>,
+}
+
+/// Every function of a source, in address order, once each: what `Machine` decodes, and all
+/// that `-t` and `-P` need.
+pub struct Functions {
+    pub list: Vec<Function>,
+    /// Devices that could not be read at all, dump oddities.
+    pub notes: Vec<String>,
+    pub live: bool,
+}
+
+impl Functions {
+    pub fn read(source: &Source) -> anyhow::Result<Functions> {
+        match source {
+            Source::Sysfs(root) => {
+                let scan = sysfs::scan(root)?;
+                let list = scan.devices.into_iter().map(|d| Function { bdf: d.bdf, config: d.config, parent: d.parent, attributes: Some(d.attributes), notes: d.notes }).collect();
+                Ok(Functions { list, notes: scan.notes, live: true })
+            }
+            Source::Dump(path) => {
+                let dump = dump::read(path)?;
+                if dump.devices.is_empty() {
+                    let oddities = dump.warnings.first().map_or(String::new(), |w| format!(" ({w})"));
+                    return Err(InvalidInput::new(format!("no device line (such as '01:00.0 …') in dump {}: lspci -F lists nothing from it either{oddities}", path.display())).into());
+                }
+                // A duplicated address: lspci lists both copies, the first is kept here (warned).
+                let mut by_address = BTreeMap::new();
+                for d in dump.devices {
+                    by_address.entry(d.bdf).or_insert(Function { bdf: d.bdf, config: d.config, parent: None, attributes: None, notes: Vec::new() });
+                }
+                Ok(Functions { list: by_address.into_values().collect(), notes: dump.warnings.iter().map(|w| format!("dump: {w}")).collect(), live: false })
+            }
+        }
     }
 }
 
@@ -253,7 +277,11 @@ fn unread_ids_note(options: &InspectOptions, names: &ids::PciIds) -> Option<Stri
 /// The pci.ids entries of the vendors and subsystem vendors of `machine`'s devices.
 fn names_for(machine: &Machine, options: &InspectOptions) -> anyhow::Result<ids::PciIds> {
     let subsystem_vendor = |d: &Device| lspci::subsystem_ids(&d.config, d.subsystem_capability()).map(|ids| ids.0);
-    let vendors = machine.devices.values().flat_map(|d| [d.config.vendor_id(), subsystem_vendor(d)]).flatten().collect();
+    names_of(machine.devices.values().flat_map(|d| [d.config.vendor_id(), subsystem_vendor(d)]).flatten().collect(), options)
+}
+
+/// The pci.ids entries of `vendors`.
+fn names_of(vendors: std::collections::BTreeSet<u16>, options: &InspectOptions) -> anyhow::Result<ids::PciIds> {
     // A named pci.ids that exists must be a regular file within the limit (a missing one leaves
     // devices unnamed, as before).
     if let Some(path) = options.pci_ids.as_deref().filter(|p| p.exists()) {
@@ -264,19 +292,26 @@ fn names_for(machine: &Machine, options: &InspectOptions) -> anyhow::Result<ids:
 
 /// `-t`: the bus tree of the whole source as `lspci -t` draws it (`verbose`: with names, as
 /// `-tv`), devices outside `-s`/`-d` pruned as lspci prunes them; with the source's notes.
+/// Needs bus numbers and IDs only: nothing is decoded, names are loaded only for `-tv`.
 pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> anyhow::Result<(String, Vec<String>)> {
-    let machine = Machine::load(&options.source)?;
-    let names = names_for(&machine, options)?;
-    let devices = tree_devices(&machine, options, |d| lspci::fit(names.named(d.config.vendor_id().unwrap_or(0xffff), d.config.device_id().unwrap_or(0xffff), naming), lspci::LONG_NAME_BYTES));
-    let notes = machine.notes.into_iter().chain(unread_ids_note(options, &names)).collect();
+    let read = Functions::read(&options.source)?;
+    let named = verbose && naming.names;
+    let vendors = if named { read.list.iter().filter_map(|f| f.config.vendor_id()).collect() } else { Default::default() };
+    let names = names_of(vendors, options)?;
+    let devices = tree_devices(&read, options, |config| {
+        if !verbose {
+            return String::new();
+        }
+        lspci::fit(names.named(config.vendor_id().unwrap_or(0xffff), config.device_id().unwrap_or(0xffff), naming), lspci::LONG_NAME_BYTES)
+    });
+    let notes = read.notes.into_iter().chain(unread_ids_note(options, &names).filter(|_| named)).collect();
     Ok((tree::render(&devices, verbose, options.selector.is_some() || options.ids.is_some()), notes))
 }
 
 /// Every device of the source with the bridges above it as lspci places them (nearest first):
 /// what `-P`/`-PP` name slots by.
 pub fn lspci_paths(options: &InspectOptions) -> anyhow::Result<HashMap<Bdf, Vec<Bdf>>> {
-    let machine = Machine::load(&options.source)?;
-    let devices = tree_devices(&machine, options, |_| String::new());
+    let devices = tree_devices(&Functions::read(&options.source)?, options, |_| String::new());
     let parents = tree::parents(&devices);
     let chain = |mut at: usize| {
         let mut up = Vec::new();
@@ -289,11 +324,10 @@ pub fn lspci_paths(options: &InspectOptions) -> anyhow::Result<HashMap<Bdf, Vec<
     Ok(devices.iter().enumerate().map(|(at, d)| (d.bdf, chain(at))).collect())
 }
 
-fn tree_devices(machine: &Machine, options: &InspectOptions, name: impl Fn(&Device) -> String) -> Vec<tree::TreeDevice> {
-    machine
-        .devices
-        .values()
-        .map(|d| tree::TreeDevice { bdf: d.bdf, bridge_buses: tree::bridge_buses(&d.config), parent: d.sysfs_parent, name: name(d), selected: options.selects(d) })
+fn tree_devices(read: &Functions, options: &InspectOptions, name: impl Fn(&config::ConfigSpace) -> String) -> Vec<tree::TreeDevice> {
+    read.list
+        .iter()
+        .map(|f| tree::TreeDevice { bdf: f.bdf, bridge_buses: tree::bridge_buses(&f.config), parent: f.parent, name: name(&f.config), selected: options.selects_config(&f.bdf, &f.config) })
         .collect()
 }
 
