@@ -33,31 +33,43 @@ struct Cost {
     max_rss_kib: f64,
 }
 
-/// Run `command` to its end with output discarded; its time and `ru_maxrss` (KiB on Linux).
-fn cost(command: &mut Command) -> Cost {
+/// Run `command` to its end with output discarded; its time and `ru_maxrss` (KiB on Linux), or
+/// how it failed.
+fn cost(command: &mut Command) -> Result<Cost, String> {
     let start = Instant::now();
     let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
     let (mut status, mut usage) = (0i32, unsafe { std::mem::zeroed::<libc::rusage>() });
     // SAFETY: waits for our own child; status and usage are valid out-pointers.
     let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
     let seconds = start.elapsed().as_secs_f64();
-    assert!(pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{command:?} failed (status {status})");
-    Cost { seconds, max_rss_kib: usage.ru_maxrss as f64 }
+    match pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        true => Ok(Cost { seconds, max_rss_kib: usage.ru_maxrss as f64 }),
+        false if libc::WIFSIGNALED(status) => Err(format!("killed by signal {}", libc::WTERMSIG(status))),
+        false => Err(format!("exit status {}", libc::WEXITSTATUS(status))),
+    }
 }
 
-/// Time and memory of `ours` against `theirs`, interleaved, as two rows.
+/// Time and memory of `ours` against `theirs`, interleaved, as two rows (one saying why, when
+/// lspci cannot do the work).
 fn compare(what: &str, repeats: usize, ours: &[&str], theirs: &[&str], goal_time: &str, goal_memory: &str) {
     let bin = env!("CARGO_BIN_EXE_pcieperf");
+    // The peer's flags, without the `-F FILE` the dump rows end with.
+    let peer = format!("lspci {}", theirs.iter().take_while(|a| **a != "-F").copied().collect::<Vec<_>>().join(" "));
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..repeats {
-        a.push(cost(Command::new(bin).args(ours)));
-        b.push(cost(Command::new("lspci").args(theirs)));
+        a.push(cost(Command::new(bin).args(ours)).unwrap_or_else(|e| panic!("pcieperf {ours:?}: {e}")));
+        match cost(Command::new("lspci").args(theirs)) {
+            Ok(c) => b.push(c),
+            Err(why) => {
+                let ms = a[0].seconds * 1e3;
+                println!("| {what} | {ms:.1} ms, {:.1} MiB | {peer}: fails ({why}) | — | {goal_time} |", a[0].max_rss_kib / 1024.0);
+                return;
+            }
+        }
     }
     let median = |costs: &[Cost], f: fn(&Cost) -> f64| spread(costs.iter().map(f).collect()).0;
     let ratios = |f: fn(&Cost) -> f64| a.iter().zip(&b).map(|(x, y)| f(x) / f(y)).collect::<Vec<f64>>();
     let (seconds, rss): (fn(&Cost) -> f64, fn(&Cost) -> f64) = (|c| c.seconds, |c| c.max_rss_kib);
-    // The peer's flags, without the `-F FILE` the dump rows end with.
-    let peer = format!("lspci {}", theirs.iter().take_while(|a| **a != "-F").copied().collect::<Vec<_>>().join(" "));
     let mib = |kib: f64| format!("{:.1} MiB", kib / 1024.0);
     Row { what: format!("{what}, time"), ours: format!("{:.1} ms", median(&a, seconds) * 1e3), peer: format!("{peer}: {:.1} ms", median(&b, seconds) * 1e3), ratio: Ratio::Time, ratios: ratios(seconds), goal: goal_time.into() }.print();
     Row { what: format!("{what}, peak RSS"), ours: mib(median(&a, rss)), peer: format!("{peer}: {}", mib(median(&b, rss))), ratio: Ratio::Memory, ratios: ratios(rss), goal: goal_memory.into() }.print();
