@@ -24,6 +24,8 @@ pub enum Ratio {
     Rate,
     /// ours ÷ peer in time: below 1, we are faster.
     Time,
+    /// ours ÷ peer in peak resident memory: below 1, we use less.
+    Memory,
 }
 
 /// Nanoseconds per call of `work`, over enough calls to fill about `min_ns`.
@@ -62,6 +64,7 @@ impl Row {
         let reads = match self.ratio {
             Ratio::Rate => "rate",
             Ratio::Time => "time",
+            Ratio::Memory => "memory",
         };
         println!(
             "| {} | {} | {} | {median:.2} ({min:.2}–{max:.2}, {} repeats, {reads}) | {} |",

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::engine::{self, Candidate};
-use crate::pci::{self, InspectOptions, Inspection};
+use crate::pci::{self, DeviceReport, InspectOptions, Inspection};
 
 /// The inspection and the targets `dma`/`run` could measure.
 #[derive(Debug, Clone, Serialize)]
@@ -35,28 +35,52 @@ impl InspectDocument {
     }
 
     /// What the partly decoded devices lack and what would show it, in one line (`None` when
-    /// every device was read whole). Names only what is missing: a 256-byte dump lacks the
-    /// extended capabilities (AER) but has MaxPayload and ASPM.
+    /// every device was read whole).
     pub fn partly_decoded_note(&self, from_dump: bool) -> Option<String> {
-        let limited = self.partly_decoded();
-        let lacking = |prefix: &str| self.inspection.devices.iter().any(|d| d.unavailable.iter().any(|u| u.starts_with(prefix)));
-        let (capabilities, extended) = (lacking("capabilities"), lacking("extended capabilities"));
-        let what = match (capabilities, extended) {
-            (true, true) => "MaxPayload, ASPM and AER",
-            (true, false) => "MaxPayload and ASPM",
-            (false, true) => "AER (the extended capabilities)",
-            (false, false) => "some registers",
-        };
-        let fix = match (from_dump, capabilities) {
-            (false, _) => "root",
-            (true, true) => "a longer dump (lspci -xxx or -xxxx as root)",
-            (true, false) => "a 4096-byte dump (lspci -xxxx as root)",
-        };
-        (limited > 0).then(|| format!("{limited} device(s) only partly decoded; {fix} is needed for {what} (-v lists what is missing)"))
+        let mut partly = PartlyDecoded::default();
+        self.inspection.devices.iter().for_each(|d| partly.add(d));
+        partly.note(from_dump)
     }
 
     /// Whether any device has a warning (what `--strict` fails on).
     pub fn warned(&self) -> bool {
         self.inspection.devices.iter().any(|d| !d.warnings.is_empty())
+    }
+}
+
+/// Devices whose registers were only partly readable, counted as reports go by (a streamed view
+/// keeps no report).
+#[derive(Debug, Default)]
+pub struct PartlyDecoded {
+    devices: usize,
+    capabilities: bool,
+    extended: bool,
+}
+
+impl PartlyDecoded {
+    pub fn add(&mut self, device: &DeviceReport) {
+        let lacking = |prefix: &str| device.unavailable.iter().any(|u| u.starts_with(prefix));
+        self.devices += usize::from(!device.unavailable.is_empty());
+        self.capabilities |= lacking("capabilities");
+        self.extended |= lacking("extended capabilities");
+    }
+
+    /// What the partly decoded devices lack and what would show it, in one line (`None` when
+    /// every device was read whole). Names only what is missing: a 256-byte dump lacks the
+    /// extended capabilities (AER) but has MaxPayload and ASPM.
+    pub fn note(&self, from_dump: bool) -> Option<String> {
+        let what = match (self.capabilities, self.extended) {
+            (true, true) => "MaxPayload, ASPM and AER",
+            (true, false) => "MaxPayload and ASPM",
+            (false, true) => "AER (the extended capabilities)",
+            (false, false) => "some registers",
+        };
+        let fix = match (from_dump, self.capabilities) {
+            (false, _) => "root",
+            (true, true) => "a longer dump (lspci -xxx or -xxxx as root)",
+            (true, false) => "a 4096-byte dump (lspci -xxxx as root)",
+        };
+        let limited = self.devices;
+        (limited > 0).then(|| format!("{limited} device(s) only partly decoded; {fix} is needed for {what} (-v lists what is missing)"))
     }
 }

@@ -1,10 +1,11 @@
 //! `pcieperf inspect`: thin wiring over `crate::pci`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::bench::inspect_run;
+use crate::bench::inspect_run::{self, PartlyDecoded};
 use crate::error::InvalidInput;
 use crate::pci::filter::IdFilter;
 use crate::pci::lspci::Naming;
@@ -113,6 +114,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
         view::print(&Document::Tree(tree), Format::Text, &view_options)?;
         return Ok(0);
     }
+    if view_options.detail.per_device() && !args.json && args.metrics.is_none() {
+        return stream(&options, view_options.detail, args.dump.is_some(), args.strict);
+    }
     // Measurement targets exist only on the live machine, and only the table and JSON show them.
     let shows_targets = args.json || (args.verbose == 0 && args.hex == 0 && args.machine == 0 && !args.kernel && args.metrics.is_none());
     let document = inspect_run::run(&options, live && shows_targets)?;
@@ -140,4 +144,35 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
         super::note(note);
     }
     Ok(if args.strict && warned { 1 } else { 0 })
+}
+
+/// The `-v`/`-x`/`-m`/`-k` views, each device printed as soon as it is inspected: memory stays
+/// that of the machine's registers, not of every report and the whole text.
+fn stream(options: &InspectOptions, detail: Detail, from_dump: bool, strict: bool) -> anyhow::Result<i32> {
+    let inspector = pci::Inspector::load(options)?;
+    inspector.notes().iter().for_each(super::note);
+    let mut paths = if detail.path > 0 { pci::lspci_paths(options)? } else { Default::default() };
+    let style = detail.style(inspector.domains());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let (mut shown, mut warned, mut partly) = (0usize, false, PartlyDecoded::default());
+    for mut device in inspector.reports() {
+        if crate::cancel::requested() {
+            out.flush()?;
+            super::note(format!("interrupted after {shown} device(s)"));
+            return Ok(130);
+        }
+        device.lspci_path = paths.remove(&device.bdf).unwrap_or_default();
+        out.write_all(crate::report::inspect::device_text(&device, style, detail).as_bytes())?;
+        (shown, warned) = (shown + 1, warned || !device.warnings.is_empty());
+        partly.add(&device);
+    }
+    out.flush()?;
+    if shown == 0 && (options.selector.is_some() || options.ids.is_some()) {
+        // As lspci: a selector that matches nothing prints nothing and is not an error.
+        super::note("no PCI device matches -s/-d");
+    }
+    if let Some(note) = partly.note(from_dump).filter(|_| detail.hex == 0 && detail.machine == 0) {
+        super::note(note);
+    }
+    Ok(if strict && warned { 1 } else { 0 })
 }

@@ -75,7 +75,7 @@ pub struct Context<'a> {
     /// The device at the other end of this device's upstream link (its parent port), if known.
     pub link_partner: Option<&'a Device>,
     /// Devices on the path to the root, excluding the device itself.
-    pub upstream: Vec<&'a Device>,
+    pub upstream: &'a [&'a Device],
 }
 
 fn max_speed(device: &Device) -> Option<f64> {

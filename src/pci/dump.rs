@@ -54,20 +54,27 @@ fn error(line: usize, message: impl std::fmt::Display) -> InvalidInput {
 }
 
 /// Whether `text` starts with `shape`, where `#` is any hex digit (pciutils' `dump_validate`).
-fn shaped(text: &str, shape: &str) -> bool {
-    text.len() >= shape.len() && text.bytes().zip(shape.bytes()).all(|(t, s)| if s == b'#' { t.is_ascii_hexdigit() } else { t == s })
+fn shaped(text: &[u8], shape: &[u8]) -> bool {
+    text.len() >= shape.len() && text.iter().zip(shape).all(|(t, s)| if *s == b'#' { t.is_ascii_hexdigit() } else { t == s })
+}
+
+/// How many hex digits `text` starts with, at most `max`.
+fn hex_digits(text: &[u8], max: usize) -> usize {
+    text.iter().take(max).take_while(|b| b.is_ascii_hexdigit()).count()
 }
 
 /// The address of a device line, as pciutils accepts it (see the module documentation).
 fn device_line(text: &str) -> Option<Bdf> {
-    let domain_digits = [0usize, 4, 5, 6].into_iter().find(|&n| {
-        let domain = if n == 0 { String::new() } else { "#".repeat(n) + ":" };
-        shaped(text, &format!("{domain}##:##.# "))
-    })?;
-    let start = if domain_digits == 0 { 0 } else { domain_digits + 1 };
+    let bytes = text.as_bytes();
+    // A domain is 4–6 hex digits and a colon; without one the line starts with the bus.
+    let digits = hex_digits(bytes, 6);
+    let start = if (4..=6).contains(&digits) && bytes.get(digits) == Some(&b':') && shaped(&bytes[digits + 1..], b"##:##.# ") { digits + 1 } else { 0 };
+    if start == 0 && !shaped(bytes, b"##:##.# ") {
+        return None;
+    }
     let hex = |range: std::ops::Range<usize>| u32::from_str_radix(&text[range], 16).ok();
-    let domain = if domain_digits == 0 { 0 } else { hex(0..domain_digits)? };
-    let function = text.as_bytes()[start + 6];
+    let domain = if start == 0 { 0 } else { hex(0..start - 1)? };
+    let function = bytes[start + 6];
     // pciutils reads the function with %d: a hex letter there makes the line text, not a device.
     function.is_ascii_digit().then_some(())?;
     Some(Bdf { domain, bus: hex(start..start + 2)? as u8, device: hex(start + 3..start + 5)? as u8, function: function - b'0' })
@@ -75,12 +82,14 @@ fn device_line(text: &str) -> Option<Bdf> {
 
 /// A row's offset and the text after `OFF: `, when the line has the shape of a row.
 fn row(text: &str) -> Option<(usize, &str)> {
-    let digits = (2..=8).find(|&n| shaped(text, &("#".repeat(n) + ": ")))?;
+    let digits = hex_digits(text.as_bytes(), 8);
+    ((2..=8).contains(&digits) && text.as_bytes()[digits..].starts_with(b": ")).then_some(())?;
     Some((usize::from_str_radix(&text[..digits], 16).ok()?, &text[digits + 2..]))
 }
 
 /// A device being read: 4096 bytes preset to `ff` (an unreadable byte), which were given, and
-/// one past the highest.
+/// one past the highest. One is reused for every device of a dump (8 KiB set once, not per
+/// device); each device keeps only its own bytes.
 struct Building {
     bdf: Bdf,
     line: usize,
@@ -90,8 +99,12 @@ struct Building {
 }
 
 impl Building {
-    fn new(bdf: Bdf, line: usize) -> Self {
-        Building { bdf, line, bytes: vec![0xff; MAX_CONFIG_BYTES], given: vec![false; MAX_CONFIG_BYTES], len: 0 }
+    fn new() -> Self {
+        Building { bdf: Bdf { domain: 0, bus: 0, device: 0, function: 0 }, line: 0, bytes: vec![0xff; MAX_CONFIG_BYTES], given: vec![false; MAX_CONFIG_BYTES], len: 0 }
+    }
+
+    fn start(&mut self, bdf: Bdf, line: usize) {
+        (self.bdf, self.line) = (bdf, line);
     }
 
     /// Store a row's bytes from `offset` on, exactly as pciutils does (single spaces between
@@ -119,7 +132,9 @@ impl Building {
         Ok(())
     }
 
-    fn finish(mut self, warnings: &mut Vec<String>) -> DumpDevice {
+    /// The device read so far, leaving `self` clean for the next one (only bytes below `len`
+    /// were touched).
+    fn finish(&mut self, warnings: &mut Vec<String>) -> DumpDevice {
         let (bdf, line, len) = (self.bdf, self.line, self.len);
         if let Some(first) = self.given[..len].iter().position(|g| !g) {
             let missing = self.given[..len].iter().filter(|g| !**g).count();
@@ -130,8 +145,11 @@ impl Building {
                 "device {bdf} (line {line}): {len} bytes of config space, not 64, 256 or 4096 (lspci -x, -xxx, -xxxx); fields beyond byte {len} are unavailable — truncated paste?"
             ));
         }
-        self.bytes.truncate(len);
-        DumpDevice { bdf, config: ConfigSpace::new(self.bytes), line }
+        let config = ConfigSpace::new(self.bytes[..len].to_vec());
+        self.bytes[..len].fill(0xff);
+        self.given[..len].fill(false);
+        self.len = 0;
+        DumpDevice { bdf, config, line }
     }
 }
 
@@ -164,12 +182,14 @@ pub fn parse(text: &str) -> Result<Dump, InvalidInput> {
     let mut dump = Dump::default();
     let mut ignored = Ignored::default();
     let mut long_lines = Vec::new();
-    let mut current: Option<Building> = None;
+    let mut building = Building::new();
+    // Whether `building` holds a device (after its address line, before its end).
+    let mut open = false;
     // Each address's first line: duplicates are found in constant time (dumps of 65,536 devices).
     let mut first_line: std::collections::HashMap<Bdf, usize> = std::collections::HashMap::new();
-    let finish = |building: Option<Building>, dump: &mut Dump| {
-        if let Some(done) = building {
-            let device = done.finish(&mut dump.warnings);
+    let finish = |open: &mut bool, building: &mut Building, dump: &mut Dump| {
+        if std::mem::take(open) {
+            let device = building.finish(&mut dump.warnings);
             dump.devices.push(device);
         }
     };
@@ -180,11 +200,11 @@ pub fn parse(text: &str) -> Result<Dump, InvalidInput> {
         }
         let line = raw.strip_suffix('\n').unwrap_or(raw);
         let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.chars().count() > LSPCI_MAX_LINE {
+        if line.len() > LSPCI_MAX_LINE && line.chars().count() > LSPCI_MAX_LINE {
             long_lines.push(number);
         }
         if let Some(bdf) = device_line(line) {
-            finish(current.take(), &mut dump);
+            finish(&mut open, &mut building, &mut dump);
             if bdf.device > 0x1f || bdf.function > 7 {
                 dump.warnings.push(format!("line {number}: device {bdf} is outside 00–1f.0–7; read as lspci reads it"));
             }
@@ -193,13 +213,14 @@ pub fn parse(text: &str) -> Result<Dump, InvalidInput> {
             } else {
                 first_line.insert(bdf, number);
             }
-            current = Some(Building::new(bdf, number));
+            building.start(bdf, number);
+            open = true;
         } else if line.is_empty() {
-            finish(current.take(), &mut dump);
+            finish(&mut open, &mut building, &mut dump);
         } else if let Some((offset, rest)) = row(line) {
-            match current.as_mut() {
-                Some(building) => building.store_row(offset, rest, number)?,
-                None => ignored.add(number, line, "a row outside any device: after a blank line or before the first address"),
+            match open {
+                true => building.store_row(offset, rest, number)?,
+                false => ignored.add(number, line, "a row outside any device: after a blank line or before the first address"),
             }
         } else if !line.starts_with(char::is_whitespace) {
             // Indented lines are lspci's verbose text, expected in `lspci -vvxxx` output.
@@ -207,7 +228,7 @@ pub fn parse(text: &str) -> Result<Dump, InvalidInput> {
             ignored.add(number, line, why);
         }
     }
-    finish(current.take(), &mut dump);
+    finish(&mut open, &mut building, &mut dump);
     dump.warnings.extend(ignored.warning());
     if !long_lines.is_empty() {
         dump.warnings.push(format!("line(s) {long_lines:?} are longer than {LSPCI_MAX_LINE} characters (lspci refuses such a dump: \"line too long\")"));

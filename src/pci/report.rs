@@ -249,18 +249,42 @@ fn subsystem_names(names: &PciIds, device: Option<(u16, u16)>, subsystem: (u16, 
     (names.vendor(subsystem.0).map(str::to_string), name.map(str::to_string))
 }
 
-/// Build the report for `bdf` (which must be in `machine`).
-pub fn build(machine: &Machine, bdf: &Bdf, names: &PciIds) -> DeviceReport {
-    let device = &machine.devices[bdf];
-    let upstream = machine.upstream(bdf);
+/// Ceilings already computed, by the conditions they were computed for: the devices of a
+/// machine share a few conditions, and each ceiling costs four model evaluations. Bounded, so a
+/// machine of all-different devices costs a short scan a device, not a long one.
+#[derive(Default)]
+pub struct Ceilings {
+    known: Vec<(Conditions, DeviceCeiling)>,
+}
+
+impl Ceilings {
+    const KEPT: usize = 32;
+
+    fn of(&mut self, conditions: &Conditions) -> DeviceCeiling {
+        let same = |c: &Conditions| c.params == conditions.params && c.capable == conditions.capable && c.assumed == conditions.assumed;
+        if let Some((_, known)) = self.known.iter().find(|(c, _)| same(c)) {
+            return known.clone();
+        }
+        let computed = ceiling(conditions);
+        if self.known.len() < Self::KEPT {
+            self.known.push((conditions.clone(), computed.clone()));
+        }
+        computed
+    }
+}
+
+/// Build the report for `device` of `machine`, whose upstream bridges (nearest first) are
+/// `upstream`.
+pub fn build(machine: &Machine, device: &Device, upstream: &[&Device], names: &PciIds, ceilings: &mut Ceilings) -> DeviceReport {
+    let bdf = &device.bdf;
     let partner = upstream.first().copied().filter(|p| analysis::is_port(p) || p.pcie.is_none());
-    let warnings = analysis::analyse(device, &Context { link_partner: partner, upstream: upstream.clone() });
+    let warnings = analysis::analyse(device, &Context { link_partner: partner, upstream });
     let regs = device.pcie.as_ref().and_then(|p| p.device.as_ref());
     let (speed, width, status_source) = device.link_status();
     let (cap_speed, cap_width, cap_source) = device.link_capable();
-    let bandwidth = conditions::bandwidth(device, &upstream);
+    let bandwidth = conditions::bandwidth(device, upstream);
     let origin = if machine.live { "sysfs" } else { "lspci dump" };
-    let ceiling = bandwidth.as_ref().and_then(|bw| conditions::from_path(device, &upstream, bw, origin)).map(|c| ceiling(&c));
+    let ceiling = bandwidth.as_ref().and_then(|bw| conditions::from_path(device, upstream, bw, origin)).map(|c| ceilings.of(&c));
     let path_supported = regs.map(|r| {
         upstream
             .iter()
@@ -445,6 +469,23 @@ fn capability_lines(section: &CapabilitySection, style: Style) -> Vec<String> {
     std::iter::once(heading).chain(nested.into_iter().map(|detail| format!("\t{detail}"))).collect()
 }
 
+/// Hops of a path shown before the rest are counted: a line of the same length at any depth
+/// (the JSON lists every hop; the bandwidth line names the hop that limits).
+const PATH_HOPS_SHOWN: usize = 6;
+
+/// The hops from the device up, joined by arrows; a longer path shows its nearest and its
+/// topmost hops around a count of the ones between.
+fn path_text(path: &[Hop]) -> String {
+    let hop = |h: &Hop| format!("{} ({} {})", h.bdf, h.port_type.unwrap_or("bridge"), link_text(&LinkState { speed_gts: h.speed_gts, width: h.width, source: "" }));
+    if path.len() <= PATH_HOPS_SHOWN {
+        return path.iter().map(hop).collect::<Vec<_>>().join(" → ");
+    }
+    let (near, top) = (&path[..PATH_HOPS_SHOWN / 2], &path[path.len() - PATH_HOPS_SHOWN / 2..]);
+    let between = path.len() - PATH_HOPS_SHOWN;
+    let shown = |hops: &[Hop]| hops.iter().map(hop).collect::<Vec<_>>().join(" → ");
+    format!("{} → … {between} more bridge(s) … → {}", shown(near), shown(top))
+}
+
 /// pcieperf's own lines after lspci's: link, payload sizes, AER, path, bandwidth, ceiling,
 /// warnings, what could not be read, notes.
 fn analysis_lines(report: &DeviceReport) -> Vec<String> {
@@ -466,8 +507,7 @@ fn analysis_lines(report: &DeviceReport) -> Vec<String> {
         lines.push(format!("pcieperf: AER counters: correctable {}, uncorrectable {}", counters.total_correctable(), counters.total_uncorrectable()));
     }
     if !report.path.is_empty() {
-        let hops: Vec<String> = report.path.iter().map(|h| format!("{} ({} {})", h.bdf, h.port_type.unwrap_or("bridge"), link_text(&LinkState { speed_gts: h.speed_gts, width: h.width, source: "" }))).collect();
-        lines.push(format!("pcieperf: path to root: {}", hops.join(" → ")));
+        lines.push(format!("pcieperf: path to root: {}", path_text(&report.path)));
     }
     if let Some(bw) = &report.bandwidth {
         lines.push(format!("pcieperf: bandwidth: {}", bw.message));

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use crate::bench::inspect_run::InspectDocument;
 use crate::pci::lspci::{self, Naming};
 use crate::pci::lspci_machine::{self, MachineFacts, SlotNaming};
-use crate::pci::report::{self, Style};
+use crate::pci::report::{self, DeviceReport, Style};
 
 /// lspci's detail flags, as counted on the command line.
 #[derive(Debug, Clone, Copy, Default)]
@@ -27,20 +27,35 @@ pub struct Detail {
     pub kernel: bool,
 }
 
+impl Detail {
+    /// Whether the view is one block or line per device, printable as each device is inspected
+    /// (`-v`, `-x`, `-m`, `-k`); the default table sizes its columns to every row first.
+    pub fn per_device(&self) -> bool {
+        self.machine > 0 || self.verbose > 0 || self.hex > 0 || self.kernel
+    }
+
+    /// How lspci's lines look with these flags; `domains`: some device has a non-zero domain.
+    pub fn style(&self, domains: bool) -> Style {
+        let slots = SlotNaming { domains: domains || self.domains, domains_requested: self.domains, path: self.path };
+        Style { verbose: self.verbose, naming: Naming::from_count(self.numeric), slots }
+    }
+}
+
 /// The table, or with `-v`/`-x`/`-m`/`-k` lspci's blocks.
 pub fn text(document: &InspectDocument, detail: Detail) -> String {
     let inspection = &document.inspection;
-    let slots = SlotNaming { domains: inspection.domains || detail.domains, domains_requested: detail.domains, path: detail.path };
-    let style = Style { verbose: detail.verbose, naming: Naming::from_count(detail.numeric), slots };
-    if detail.machine > 0 {
-        return machine_readable(document, style, detail);
-    }
-    if detail.verbose > 0 || detail.hex > 0 || detail.kernel {
-        return lspci_style(document, style, detail.hex);
+    let style = detail.style(inspection.domains);
+    if detail.per_device() {
+        return inspection.devices.iter().map(|device| device_text(device, style, detail)).collect();
     }
     let mut out = report::render_table(&inspection.devices, style.naming);
     out += "GB/s = 10^9 B/s: model write ceiling at 4 MiB transfers, path as trained / capable; -v: details\n";
     out + &targets(document)
+}
+
+/// One device's block or line in a [`Detail::per_device`] view.
+pub fn device_text(device: &DeviceReport, style: Style, detail: Detail) -> String {
+    if detail.machine > 0 { machine_readable(device, style, detail) } else { lspci_style(device, style, detail.hex) }
 }
 
 /// The document as pretty JSON with its members in name order, ending in a newline.
@@ -50,44 +65,38 @@ pub fn json(document: &InspectDocument) -> String {
 }
 
 /// `-v` and `-x` views: one block per device, each ended by a blank line, as lspci prints them.
-fn lspci_style(document: &InspectDocument, style: Style, hex: u8) -> String {
+fn lspci_style(device: &DeviceReport, style: Style, hex: u8) -> String {
     let mut out = String::new();
-    for device in &document.inspection.devices {
-        if style.verbose > 0 {
-            out += &report::render_verbose(device, style);
-        } else {
-            out += &lspci::device_line(&device.identity(), style.naming, &device.slot_name(style.slots, false), false);
-            out.push('\n');
-            if let Some(driver) = &device.driver {
-                // -k without -v: the driver line -v would print.
-                out += &format!("\tKernel driver in use: {driver}\n");
-            }
+    if style.verbose > 0 {
+        out += &report::render_verbose(device, style);
+    } else {
+        out += &lspci::device_line(&device.identity(), style.naming, &device.slot_name(style.slots, false), false);
+        out.push('\n');
+        if let Some(driver) = &device.driver {
+            // -k without -v: the driver line -v would print.
+            out += &format!("\tKernel driver in use: {driver}\n");
         }
-        if hex > 0 {
-            out += &lspci::hex_dump(&device.config, hex);
-        }
-        // lspci ends a block with a blank line only when the block has more than the device line.
-        if style.verbose > 0 || hex > 0 {
-            out.push('\n');
-        }
+    }
+    if hex > 0 {
+        out += &lspci::hex_dump(&device.config, hex);
+    }
+    // lspci ends a block with a blank line only when the block has more than the device line.
+    if style.verbose > 0 || hex > 0 {
+        out.push('\n');
     }
     out
 }
 
 /// `-m`/`-mm` lines and `-vm`/`-vmm` blocks, as lspci prints them.
-fn machine_readable(document: &InspectDocument, style: Style, detail: Detail) -> String {
-    let mut out = String::new();
-    for device in &document.inspection.devices {
-        let facts = MachineFacts {
-            slot: device.slot_name(style.slots, true),
-            subsystem: device.subsystem_vendor_id.zip(device.subsystem_id),
-            driver: device.driver.as_deref(),
-            numa_node: device.numa_node,
-        };
-        let id = device.identity();
-        out += &if detail.verbose > 0 { lspci_machine::block(&id, &facts, style.naming, detail.machine, detail.kernel) } else { lspci_machine::line(&id, &facts, style.naming) };
-    }
-    out
+fn machine_readable(device: &DeviceReport, style: Style, detail: Detail) -> String {
+    let facts = MachineFacts {
+        slot: device.slot_name(style.slots, true),
+        subsystem: device.subsystem_vendor_id.zip(device.subsystem_id),
+        driver: device.driver.as_deref(),
+        numa_node: device.numa_node,
+    };
+    let id = device.identity();
+    if detail.verbose > 0 { lspci_machine::block(&id, &facts, style.naming, detail.machine, detail.kernel) } else { lspci_machine::line(&id, &facts, style.naming) }
 }
 
 /// The measurement targets found, and which one `pcieperf run` would use unasked.
