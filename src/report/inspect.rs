@@ -36,7 +36,7 @@ pub fn text(document: &InspectDocument, detail: Detail) -> String {
         return machine_readable(document, style, detail);
     }
     if detail.verbose > 0 || detail.hex > 0 || detail.kernel {
-        return lspci_style(document, style, detail.hex);
+        return lspci_style(document, style, detail);
     }
     let mut out = report::render_table(&inspection.devices, style.naming);
     out += "GB/s = 10^9 B/s: model write ceiling at 4 MiB transfers, path as trained / capable; -v: details\n";
@@ -50,7 +50,8 @@ pub fn json(document: &InspectDocument) -> String {
 }
 
 /// `-v` and `-x` views: one block per device, each ended by a blank line, as lspci prints them.
-fn lspci_style(document: &InspectDocument, style: Style, hex: u8) -> String {
+fn lspci_style(document: &InspectDocument, style: Style, detail: Detail) -> String {
+    let hex = detail.hex;
     let mut out = String::new();
     for device in &document.inspection.devices {
         if style.verbose > 0 {
@@ -58,7 +59,11 @@ fn lspci_style(document: &InspectDocument, style: Style, hex: u8) -> String {
         } else {
             out += &lspci::device_line(&device.identity(), style.naming, &device.slot_name(style.slots, false), false);
             out.push('\n');
-            if let Some(driver) = &device.driver {
+            // -k without -v: lspci's terse block, the subsystem and the driver -v would print.
+            if let (true, Some(ids)) = (detail.kernel, device.subsystem_vendor_id.zip(device.subsystem_id)) {
+                out += &format!("\t{}\n", lspci::subsystem_line(&device.identity(), ids, style.naming));
+            }
+            if let Some(driver) = device.driver.as_ref().filter(|_| detail.kernel) {
                 // -k without -v: the driver line -v would print.
                 out += &format!("\tKernel driver in use: {driver}\n");
             }
