@@ -87,9 +87,9 @@ fn express(rng: &mut Rng, b: &mut [u8], at: usize, kind: u8) -> usize {
     }
     // LnkCap/LnkSta: mostly valid speeds and widths, sometimes anything.
     if !rng.chance(4) {
-        let cap = 1 + rng.below(6) as u32 | [1u32, 2, 4, 8, 16][rng.below(5) as usize] << 4;
+        let cap = (1 + rng.below(6) as u32) | ([1u32, 2, 4, 8, 16][rng.below(5) as usize] << 4);
         put32(b, at + 0xc, rng.u32() & !0x3ff | cap);
-        let sta = 1 + rng.below(6) as u16 | [1u16, 2, 4, 8, 16][rng.below(5) as usize] << 4;
+        let sta = (1 + rng.below(6) as u16) | ([1u16, 2, 4, 8, 16][rng.below(5) as usize] << 4);
         put16(b, at + 0x12, rng.u16() & 0xfc00 | sta);
     }
     if rng.chance(5) {
@@ -168,8 +168,8 @@ fn random_config(rng: &mut Rng) -> Vec<u8> {
     b[0x3d] = rng.below(5) as u8;
     if kind.bridge {
         bars(rng, &mut b, 2);
-        for at in 0x18..0x30 {
-            b[at] = rng.u16() as u8;
+        for byte in &mut b[0x18..0x30] {
+            *byte = rng.u16() as u8;
         }
         // Window types mostly valid (16/32-bit I/O, 32/64-bit prefetchable).
         if !rng.chance(8) {
@@ -214,7 +214,7 @@ fn random_config(rng: &mut Rng) -> Vec<u8> {
     for (i, &id) in ids.iter().enumerate() {
         b[at] = id;
         let len = capability(rng, &mut b, at, id, kind);
-        let next = (at + len + 3) / 4 * 4 + 4 * rng.below(3) as usize;
+        let next = (at + len).div_ceil(4) * 4 + 4 * rng.below(3) as usize;
         let last = i + 1 == ids.len() || next + 0x3c > 0x100;
         b[at + 1] = if last { 0 } else { next as u8 };
         if last {

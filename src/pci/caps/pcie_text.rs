@@ -413,7 +413,7 @@ fn downstream_component(code: u32) -> &'static str {
 fn link2(regs: &Regs, kind: u8, function_zero: bool, out: &mut Vec<String>) {
     let mut cap = 0;
     // Link Capabilities/Control 2 of endpoint functions other than 0 are reserved.
-    if !(matches!(kind, ENDPOINT | LEGACY_ENDPOINT) && !function_zero) {
+    if !matches!(kind, ENDPOINT | LEGACY_ENDPOINT) || function_zero {
         cap = regs.l(0x2c);
         if cap != 0 {
             out.push(format!(
