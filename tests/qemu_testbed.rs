@@ -313,7 +313,7 @@ fn mixed_topology_emulated_devices_and_iommu() {
     let notes = snap.inspect["notes"].to_string();
     assert!(notes.contains("this machine is virtual (QEMU Standard PC (Q35 + ICH9, 2009) (DMI))"), "{notes}");
     let verbose = run(&mut guest, &format!("pcieperf inspect -v -s {}", virtio["bdf"].as_str().unwrap()));
-    assert!(verbose.contains("Emulated by: virtio (Red Hat): vendor ID 0x1af4 (link nominal, not physical)"), "{verbose}");
+    assert!(verbose.contains("\tpcieperf: emulated by virtio (Red Hat): vendor ID 0x1af4 (link nominal, not physical)"), "{verbose}");
 
     // A guest that stops answering is killed at the deadline, and the error says so.
     let hung = guest.run_with_deadline("sleep 60", Duration::from_secs(2)).unwrap_err();

@@ -51,8 +51,8 @@ pub struct InspectArgs {
     /// Numeric IDs (-n), or names and numbers (-nn), as lspci.
     #[arg(short = 'n', action = clap::ArgAction::Count)]
     pub numeric: u8,
-    /// lspci's details: -v headings and pcieperf's analysis, -vv every decoded field, -vvv raw
-    /// registers too.
+    /// lspci's details, in lspci's text (pcieperf's own lines start with `pcieperf:`): -v
+    /// headings, -vv every field, -vvv disabled bridge windows' addresses too.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Config space in hex as lspci prints it: -x 64 bytes, -xxx 256, -xxxx 4096 (reads back

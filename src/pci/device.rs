@@ -44,11 +44,16 @@ impl Device {
     pub fn decode(bdf: Bdf, config: ConfigSpace, sysfs_parent: Option<Bdf>, attributes: Option<Attributes>, notes: Vec<String>) -> Self {
         let caps = walk::standard(&config);
         let function_zero = bdf.device == 0 && bdf.function == 0;
-        let mut decoded = table::decode_all(&config, &caps.caps, false, function_zero);
+        let mut decoded = table::decode_all(&config, &caps.caps, false, function_zero, None);
         let pcie: Option<PcieCap> = table::first_of(&decoded);
+        // lspci's extended capabilities read the type of the last PCI Express capability listed.
+        let express_type = decoded.iter().rev().find_map(|d| match &d.body {
+            Some(table::Body::Pcie(p)) => Some(p.device_port_type),
+            _ => None,
+        });
         // lspci looks for extended capabilities only on PCI Express and PCI-X devices.
         let ext_caps = if pcie.is_some() || caps.find(PCI_CAP_ID_PCIX).is_some() { walk::extended(&config) } else { Walk::default() };
-        decoded.extend(table::decode_all(&config, &ext_caps.caps, true, function_zero));
+        decoded.extend(table::decode_all(&config, &ext_caps.caps, true, function_zero, express_type));
         let (standard, extended) = decoded.split_at(caps.caps.len());
         Device {
             aer: table::first_of(extended),

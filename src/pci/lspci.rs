@@ -1,12 +1,12 @@
 //! lspci's own lines, printed as lspci prints them so that users switching between `lspci` and
 //! `pcieperf inspect` read the same text: the device line (`-n`/`-nn` naming, `(rev NN)`,
-//! `(prog-if NN)`), `Subsystem:`, `Control:`/`Status:`, a bridge's bus numbers and windows, and
-//! the `-x/-xxx/-xxxx` hex dump (byte for byte lspci's, so it reads back through `--dump`).
-//! Formats follow pciutils 3.9 (`lspci.c`: `show_terse`, `show_verbose`, `show_htype1`,
+//! `(prog-if NN)`), `Subsystem:`, capability headings it does not decode, and the
+//! `-x/-xxx/-xxxx` hex dump (byte for byte lspci's, so it reads back through `--dump`).
+//! Formats follow pciutils 3.9 (`lspci.c`: `show_terse`, `show_verbose`,
 //! `show_hex_dump`).
 
 use super::caps::regs::{field, PCI_DBG_PORT_BAR, PCI_DBG_PORT_OFFSET, PCI_SID_CHASSIS_NR, PCI_SID_ESR_FIC, PCI_SID_ESR_NSLOTS};
-use super::config::{ConfigSpace, HeaderType, COMMAND, STATUS};
+use super::config::{ConfigSpace, HeaderType};
 use super::Bdf;
 
 /// `-n` given 0, 1 or 2 times: names, numbers, or both.
@@ -134,90 +134,6 @@ fn flag(value: u16, bit: u16) -> char {
     if value & bit != 0 { '+' } else { '-' }
 }
 
-/// `-vv`'s `Control:` and `Status:` lines (PCI Local Bus Spec 3.0 §6.2.2, §6.2.3).
-pub fn control_status(config: &ConfigSpace) -> Vec<String> {
-    // lspci prints nothing of the header it could not read whole.
-    let (Some(cmd), Some(status), true) = (config.u16_at(COMMAND), config.u16_at(STATUS), config.has(0, 64)) else { return Vec::new() };
-    let devsel = ["fast", "medium", "slow", "??"][usize::from(status >> 9 & 3)];
-    let c = |bit: u16| flag(cmd, 1 << bit);
-    let s = |bit: u16| flag(status, 1 << bit);
-    vec![
-        format!(
-            "Control: I/O{} Mem{} BusMaster{} SpecCycle{} MemWINV{} VGASnoop{} ParErr{} Stepping{} SERR{} FastB2B{} DisINTx{}",
-            c(0), c(1), c(2), c(3), c(4), c(5), c(6), c(7), c(8), c(9), c(10)
-        ),
-        format!(
-            "Status: Cap{} 66MHz{} UDF{} FastB2B{} ParErr{} DEVSEL={devsel} >TAbort{} <TAbort{} <MAbort{} >SERR{} <PERR{} INTx{}",
-            s(4), s(5), s(6), s(7), s(8), s(11), s(12), s(13), s(14), s(15), s(3)
-        ),
-    ]
-}
-
-/// lspci's `show_size`: ` [size=64K]` in the largest binary unit that divides the size.
-fn size_suffix(mut size: u64) -> String {
-    if size == 0 {
-        return String::new();
-    }
-    let mut unit = 0;
-    while unit < 4 && size % 1024 == 0 {
-        size /= 1024;
-        unit += 1;
-    }
-    // lspci prints the count as a C `unsigned`: huge windows wrap as they do in lspci.
-    format!(" [size={}{}]", size as u32, ["", "K", "M", "G", "T"][unit])
-}
-
-fn range(prefix: &str, base: u64, limit: u64, bits: u32, verbose: u8) -> String {
-    let digits = bits.div_ceil(4) as usize;
-    let mut line = format!("{prefix}:");
-    if base <= limit || verbose > 2 {
-        line += &format!(" {base:0digits$x}-{limit:0digits$x}");
-    }
-    line += &if base <= limit { size_suffix(limit - base + 1) } else { " [disabled]".to_string() };
-    line + &format!(" [{bits}-bit]")
-}
-
-/// A type 1 header's `Bus:` line and its I/O, memory and prefetchable windows, from the
-/// registers (a dump has no kernel resource list; the live kernel's may differ when it
-/// reassigned windows).
-pub fn bridge_lines(config: &ConfigSpace, verbose: u8) -> Vec<String> {
-    if config.header_type() != Some(HeaderType::Bridge) || !config.has(0, 64) {
-        return Vec::new();
-    }
-    let b = |at: usize| u32::from(config.u8_at(at).unwrap_or(0));
-    let w = |at: usize| u32::from(config.u16_at(at).unwrap_or(0));
-    let mut lines = vec![format!("Bus: primary={:02x}, secondary={:02x}, subordinate={:02x}, sec-latency={}", b(0x18), b(0x19), b(0x1a), b(0x1b))];
-    let (io_base, io_limit) = (b(0x1c), b(0x1d));
-    let io_type = io_base & 0xf;
-    if io_type != io_limit & 0xf || (io_type != 0 && io_type != 1) {
-        lines.push(format!("!!! Unknown I/O range types {io_base:x}/{io_limit:x}"));
-    } else {
-        let upper = |at: usize| if io_type == 1 { u64::from(w(at)) << 16 } else { 0 };
-        let base = u64::from(io_base & 0xf0) << 8 | upper(0x30);
-        let limit = (u64::from(io_limit & 0xf0) << 8 | upper(0x32)) + 0xfff;
-        lines.push(range("I/O behind bridge", base, limit, if io_type == 1 { 32 } else { 16 }, verbose));
-    }
-    let (mem_base, mem_limit) = (w(0x20), w(0x22));
-    if mem_base & 0xf != mem_limit & 0xf || mem_base & 0xf != 0 {
-        lines.push(format!("!!! Unknown memory range types {mem_base:x}/{mem_limit:x}"));
-    } else {
-        let base = u64::from(mem_base & 0xfff0) << 16;
-        let limit = (u64::from(mem_limit & 0xfff0) << 16) + 0xfffff;
-        lines.push(range("Memory behind bridge", base, limit, 32, verbose));
-    }
-    let (pref_base, pref_limit) = (w(0x24), w(0x26));
-    let pref_type = pref_base & 0xf;
-    if pref_type != pref_limit & 0xf || (pref_type != 0 && pref_type != 1) {
-        lines.push(format!("!!! Unknown prefetchable memory range types {pref_base:x}/{pref_limit:x}"));
-    } else {
-        let upper = |at: usize| if pref_type == 1 { u64::from(config.u32_at(at).unwrap_or(0)) << 32 } else { 0 };
-        let base = u64::from(pref_base & 0xfff0) << 16 | upper(0x28);
-        let limit = (u64::from(pref_limit & 0xfff0) << 16 | upper(0x2c)) + 0xfffff;
-        lines.push(range("Prefetchable memory behind bridge", base, limit, if pref_type == 1 { 64 } else { 32 }, verbose));
-    }
-    lines
-}
-
 /// `-x` (64 bytes; 128 for a CardBus bridge), `-xxx` (256), `-xxxx` (4096), as far as the bytes
 /// go, exactly as lspci prints them; a device without 64 readable bytes gets lspci's warning.
 pub fn hex_dump(config: &ConfigSpace, level: u8) -> String {
@@ -287,19 +203,6 @@ pub fn plain_extended_heading(id: u16) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_and_flags_as_lspci() {
-        assert_eq!(size_suffix(0x100000), " [size=1M]");
-        assert_eq!(size_suffix(0x1800), " [size=6K]");
-        assert_eq!(size_suffix(0x1001), " [size=4097]");
-        let mut bytes = vec![0u8; 64];
-        bytes[4] = 0x06;
-        bytes[6] = 0x10;
-        let lines = control_status(&ConfigSpace::new(bytes));
-        assert!(lines[0].starts_with("Control: I/O- Mem+ BusMaster+ SpecCycle-"), "{lines:?}");
-        assert!(lines[1].starts_with("Status: Cap+ 66MHz- UDF- FastB2B- ParErr- DEVSEL=fast"), "{lines:?}");
-    }
 
     #[test]
     fn name_pairs_as_pciutils() {

@@ -19,6 +19,7 @@ pub mod iommu;
 pub mod filter;
 pub mod ids;
 pub mod lspci;
+pub mod lspci_header;
 pub mod lspci_machine;
 pub mod report;
 pub mod sysfs;

@@ -156,8 +156,7 @@ pub struct DeviceReport {
     pub lspci_path: Vec<Bdf>,
 }
 
-/// One capability as `-v` lists it: its heading, its decoded fields (`-vv`) and raw registers
-/// (`-vvv`).
+/// One capability as `-v` lists it: its heading and its decoded fields (`-vv`).
 #[derive(Debug, Clone)]
 pub struct CapabilitySection {
     /// The heading as `-vv` prints it.
@@ -167,7 +166,6 @@ pub struct CapabilitySection {
     /// A Subsystem ID capability's IDs and names: its heading follows `-n`/`-nn`.
     pub subsystem: Option<((u16, u16), (Option<String>, Option<String>))>,
     pub details: Vec<String>,
-    pub raw: Vec<String>,
 }
 
 fn link_ceiling(conditions: &Conditions) -> LinkCeiling {
@@ -210,11 +208,11 @@ fn capability_sections(device: &Device, names: &PciIds) -> Vec<CapabilitySection
     let extended = extended.iter().map(|c| {
         let (at, lines) = (c.entry.offset, c.lines());
         let brief = Some(format!("Capabilities: [{at:03x}] {}", lines.name));
-        CapabilitySection { heading: format!("Capabilities: [{at:03x} v{}] {}", c.entry.version, lines.name), brief, subsystem: None, details: lines.details, raw: lines.raw }
+        CapabilitySection { heading: format!("Capabilities: [{at:03x} v{}] {}", c.entry.version, lines.name), brief, subsystem: None, details: lines.details }
     });
     let standard_end = device.caps.problem.as_ref().and_then(|p| walk::standard_end_line(p, config));
     let extended_end = device.ext_caps.problem.as_ref().and_then(|p| walk::extended_end_lines(p, config));
-    let end = |lines: Option<(String, Option<String>)>| lines.map(|(heading, brief)| CapabilitySection { heading, brief, subsystem: None, details: Vec::new(), raw: Vec::new() });
+    let end = |lines: Option<(String, Option<String>)>| lines.map(|(heading, brief)| CapabilitySection { heading, brief, subsystem: None, details: Vec::new() });
     glue_empty_headings(standard.chain(end(standard_end)).chain(extended).chain(end(extended_end)).collect())
 }
 
@@ -226,7 +224,7 @@ fn standard_section(device: &Device, c: &Decoded, names: &PciIds) -> CapabilityS
         _ => None,
     };
     let brief = lines.brief_name.map(|name| format!("Capabilities: [{at:02x}] {name}"));
-    CapabilitySection { heading: format!("Capabilities: [{at:02x}] {}", lines.name), brief, subsystem, details: lines.details, raw: lines.raw }
+    CapabilitySection { heading: format!("Capabilities: [{at:02x}] {}", lines.name), brief, subsystem, details: lines.details }
 }
 
 /// A heading lspci left without a line end runs into the next one, as on lspci's screen.
@@ -396,7 +394,7 @@ pub fn render_table(reports: &[DeviceReport], naming: Naming) -> String {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Style {
     /// `-v` count: 1 headings and pcieperf's analysis, 2 adds Control/Status and every decoded
-    /// capability field, 3 adds raw registers.
+    /// capability field, 3 shows disabled bridge windows' addresses (as lspci).
     pub verbose: u8,
     pub naming: Naming,
     /// How slots are named: domains (auto-detected as lspci does, or `-D`), `-P`/`-PP` paths.
@@ -434,21 +432,8 @@ fn lspci_verbose_lines(report: &DeviceReport, id: &Identity<'_>, style: Style) -
     if let (Some(v), Some(d)) = (report.subsystem_vendor_id, report.subsystem_id) {
         lines.push(lspci::subsystem_line(id, (v, d), style.naming));
     }
-    if style.verbose >= 2 {
-        lines.extend(lspci::control_status(&report.config));
-    }
-    if let Some(emulator) = &report.emulated_by {
-        lines.push(format!("Emulated by: {emulator} (link nominal, not physical)"));
-    }
-    if let Some(node) = report.numa_node {
-        lines.push(format!("NUMA node: {node}"));
-    }
-    for bar in &report.bars {
-        let size = bar.size_bytes.map_or(String::new(), |s| format!(" [size={}]", crate::units::format_size(s)));
-        let kind = if bar.kind == "io" { "I/O ports".to_string() } else { format!("Memory ({}-bit, {}prefetchable)", if bar.is_64bit { 64 } else { 32 }, if bar.prefetchable { "" } else { "non-" }) };
-        lines.push(format!("Region {}: {kind} at {:x}{size}", bar.index, bar.address));
-    }
-    lines.extend(lspci::bridge_lines(&report.config, style.verbose));
+    let sizes: Vec<Option<u64>> = (0..6).map(|i| report.bars.iter().find(|b| b.index == i).and_then(|b| b.size_bytes)).collect();
+    lines.extend(super::lspci_header::lines(&report.config, style.verbose, super::lspci_header::HeaderFacts { bar_sizes_bytes: &sizes, numa_node: report.numa_node.filter(|n| *n >= 0) }));
     for section in &report.capability_sections {
         lines.extend(capability_lines(section, style));
     }
@@ -458,15 +443,15 @@ fn lspci_verbose_lines(report: &DeviceReport, id: &Identity<'_>, style: Style) -
     lines
 }
 
-/// One `Capabilities:` heading and, from `-vv` on, its fields (raw registers from `-vvv`).
+/// One `Capabilities:` heading and, from `-vv` on, its fields.
 fn capability_lines(section: &CapabilitySection, style: Style) -> Vec<String> {
     let brief = section.brief.as_ref().filter(|_| style.verbose < 2);
     let heading = match &section.subsystem {
         Some((ids, (vendor, name))) => format!("{}{}", section.heading, lspci::named_subsystem(*ids, (vendor.as_deref(), name.as_deref()), style.naming)),
         None => brief.unwrap_or(&section.heading).clone(),
     };
-    let nested: Vec<&String> = if style.verbose >= 2 { section.details.iter().chain(if style.verbose >= 3 { section.raw.as_slice() } else { &[] }).collect() } else { Vec::new() };
-    std::iter::once(heading).chain(nested.into_iter().map(|detail| format!("\t{detail}"))).collect()
+    let nested: &[String] = if style.verbose >= 2 { &section.details } else { &[] };
+    std::iter::once(heading).chain(nested.iter().map(|detail| format!("\t{detail}"))).collect()
 }
 
 /// Hops of a path shown before the rest are counted: a line of the same length at any depth
@@ -489,13 +474,14 @@ fn path_text(path: &[Hop]) -> String {
 /// pcieperf's own lines after lspci's: link, payload sizes, AER, path, bandwidth, ceiling,
 /// warnings, what could not be read, notes.
 fn analysis_lines(report: &DeviceReport) -> Vec<String> {
-    let mut lines = vec![format!(
+    let mut lines: Vec<String> = report.emulated_by.iter().map(|emulator| format!("pcieperf: emulated by {emulator} (link nominal, not physical)")).collect();
+    lines.push(format!(
         "pcieperf: link now {} ({}), capable {} ({})",
         link_text(&report.link_status),
         report.link_status.source,
         link_text(&report.link_capable),
         report.link_capable.source
-    )];
+    ));
     if let (Some(mps), Some(mrrs)) = (report.max_payload_bytes, report.max_read_request_bytes) {
         lines.push(format!(
             "pcieperf: MaxPayload {mps} bytes (supported {}, smallest supported on path {}), MaxReadReq {mrrs} bytes",

@@ -146,18 +146,18 @@ fn read_more(file: &std::fs::File, bytes: &mut Vec<u8>, len: usize) -> std::io::
     Ok(())
 }
 
-/// Read only what decoding can use, as lspci does: every config read of a real (or virtual)
-/// device is a bus transaction, and the 4096-byte extended space is read only for PCI Express
-/// and PCI-X functions, where it exists.
+/// Read what decoding and `-xxx` can use, as lspci does: every config read of a real (or
+/// virtual) device is a bus transaction, and the 4096-byte extended space is read only for PCI
+/// Express and PCI-X functions, where it exists.
 pub fn read_config(path: &Path) -> std::io::Result<Vec<u8>> {
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::with_capacity(4096);
     read_more(&file, &mut bytes, 64)?;
-    let partial = ConfigSpace::new(bytes);
-    if partial.len() < 64 || !partial.has_capability_list() {
-        return Ok(partial.bytes().to_vec());
+    if bytes.len() < 64 {
+        return Ok(bytes);
     }
-    let mut bytes = partial.bytes().to_vec();
+    // The rest of the 256-byte space also without a capability list: `-xxx` shows it, as lspci's
+    // does (one more read of a function that has no capabilities to walk).
     read_more(&file, &mut bytes, 192)?;
     let walk = super::walk::standard(&ConfigSpace::new(bytes.clone()));
     if bytes.len() == 256 && (walk.find(caps::regs::PCI_CAP_ID_EXP).is_some() || walk.find(caps::regs::PCI_CAP_ID_PCIX).is_some()) {

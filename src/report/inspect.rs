@@ -55,7 +55,7 @@ pub fn text(document: &InspectDocument, detail: Detail) -> String {
 
 /// One device's block or line in a [`Detail::per_device`] view.
 pub fn device_text(device: &DeviceReport, style: Style, detail: Detail) -> String {
-    if detail.machine > 0 { machine_readable(device, style, detail) } else { lspci_style(device, style, detail.hex) }
+    if detail.machine > 0 { machine_readable(device, style, detail) } else { lspci_style(device, style, detail) }
 }
 
 /// The document as pretty JSON with its members in name order, ending in a newline.
@@ -65,15 +65,19 @@ pub fn json(document: &InspectDocument) -> String {
 }
 
 /// `-v` and `-x` views: one block per device, each ended by a blank line, as lspci prints them.
-fn lspci_style(device: &DeviceReport, style: Style, hex: u8) -> String {
+fn lspci_style(device: &DeviceReport, style: Style, detail: Detail) -> String {
+    let hex = detail.hex;
     let mut out = String::new();
     if style.verbose > 0 {
         out += &report::render_verbose(device, style);
     } else {
         out += &lspci::device_line(&device.identity(), style.naming, &device.slot_name(style.slots, false), false);
         out.push('\n');
-        if let Some(driver) = &device.driver {
-            // -k without -v: the driver line -v would print.
+        // -k without -v: lspci's terse block, the subsystem and the driver -v would print.
+        if let (true, Some(ids)) = (detail.kernel, device.subsystem_vendor_id.zip(device.subsystem_id)) {
+            out += &format!("\t{}\n", lspci::subsystem_line(&device.identity(), ids, style.naming));
+        }
+        if let Some(driver) = device.driver.as_ref().filter(|_| detail.kernel) {
             out += &format!("\tKernel driver in use: {driver}\n");
         }
     }

@@ -40,14 +40,19 @@ pub struct Aer {
     pub uncorrectable_errors: Vec<&'static str>,
     /// Names of the set correctable status bits (lspci's `CESta` `+` flags).
     pub correctable_errors: Vec<&'static str>,
+    /// Root Error Command, Root Error Status and the two Error Source IDs, shown for root ports
+    /// and event collectors (the function's PCI Express type decides, as in lspci).
+    #[serde(skip)]
+    pub root: Option<(u32, u32, u16, u16)>,
 }
 
 pub fn names(value: u32, bits: &[(u32, &'static str)]) -> Vec<&'static str> {
     bits.iter().filter(|(bit, _)| value >> bit & 1 == 1).map(|(_, name)| *name).collect()
 }
 
-/// Decode the capability at `offset`: `None` if its 44 bytes were not all read.
-pub fn decode(config: &ConfigSpace, offset: usize) -> Option<Aer> {
+/// Decode the capability at `offset`: `None` if its 44 bytes were not all read. `root`: the
+/// function is a root port or event collector (lspci then shows the root registers).
+pub fn decode(config: &ConfigSpace, offset: usize, root: bool) -> Option<Aer> {
     let reg = |at: usize| config.u32_at(offset + at);
     if !config.has(offset, PCI_ERR_LENGTH) {
         return None;
@@ -66,6 +71,11 @@ pub fn decode(config: &ConfigSpace, offset: usize) -> Option<Aer> {
         header_log: [log(0)?, log(1)?, log(2)?, log(3)?],
         uncorrectable_errors: names(uncorrectable_status, &UNCORRECTABLE_BITS),
         correctable_errors: names(correctable_status, &CORRECTABLE_BITS),
+        root: if root && config.has(offset + PCI_ERR_ROOT_COMMAND, 12) {
+            Some((reg(PCI_ERR_ROOT_COMMAND)?, reg(PCI_ERR_ROOT_STATUS)?, config.u16_at(offset + PCI_ERR_ROOT_COR_SRC)?, config.u16_at(offset + PCI_ERR_ROOT_SRC)?))
+        } else {
+            None
+        },
     })
 }
 
@@ -73,32 +83,33 @@ fn flags(value: u32, bits: &[(u32, &str)]) -> String {
     bits.iter().map(|(bit, name)| format!("{name}{}", super::flag(value >> bit & 1 == 1))).collect::<Vec<_>>().join(" ")
 }
 
-impl Aer {
-    pub fn describe(&self) -> Vec<String> {
-        vec![
-            "Advanced Error Reporting".to_string(),
-            format!("UESta: {}", flags(self.uncorrectable_status, &UNCORRECTABLE_BITS)),
-            format!("UEMsk: {}", flags(self.uncorrectable_mask, &UNCORRECTABLE_BITS)),
-            format!("UESvrt: {}", flags(self.uncorrectable_severity, &UNCORRECTABLE_BITS)),
-            format!("CESta: {}", flags(self.correctable_status, &CORRECTABLE_BITS)),
-            format!("CEMsk: {}", flags(self.correctable_mask, &CORRECTABLE_BITS)),
-        ]
-    }
+fn bit(value: u32, n: u32) -> char {
+    super::flag(value >> n & 1 == 1)
+}
 
-    pub fn raw(&self) -> Vec<String> {
-        vec![format!(
-            "UESta {:08x} UEMsk {:08x} UESvrt {:08x} CESta {:08x} CEMsk {:08x} AERCap {:08x} HeaderLog {:08x} {:08x} {:08x} {:08x}",
-            self.uncorrectable_status,
-            self.uncorrectable_mask,
-            self.uncorrectable_severity,
-            self.correctable_status,
-            self.correctable_mask,
-            self.capabilities_control,
-            self.header_log[0],
-            self.header_log[1],
-            self.header_log[2],
-            self.header_log[3]
-        )]
+impl Aer {
+    /// The heading and lspci's `-vv` lines (`ls-ecaps.c`: `cap_aer`).
+    pub fn describe(&self) -> Vec<String> {
+        let cap = self.capabilities_control;
+        let log = self.header_log;
+        let mut lines = vec![
+            "Advanced Error Reporting".to_string(),
+            format!("UESta:\t{}", flags(self.uncorrectable_status, &UNCORRECTABLE_BITS)),
+            format!("UEMsk:\t{}", flags(self.uncorrectable_mask, &UNCORRECTABLE_BITS)),
+            format!("UESvrt:\t{}", flags(self.uncorrectable_severity, &UNCORRECTABLE_BITS)),
+            format!("CESta:\t{}", flags(self.correctable_status, &CORRECTABLE_BITS)),
+            format!("CEMsk:\t{}", flags(self.correctable_mask, &CORRECTABLE_BITS)),
+            format!("AERCap:\tFirst Error Pointer: {:02x}, ECRCGenCap{} ECRCGenEn{} ECRCChkCap{} ECRCChkEn{}", cap & 31, bit(cap, 5), bit(cap, 6), bit(cap, 7), bit(cap, 8)),
+            format!("\tMultHdrRecCap{} MultHdrRecEn{} TLPPfxPres{} HdrLogCap{}", bit(cap, 9), bit(cap, 10), bit(cap, 11), bit(cap, 12)),
+            format!("HeaderLog: {:08x} {:08x} {:08x} {:08x}", log[0], log[1], log[2], log[3]),
+        ];
+        if let Some((command, status, correctable_source, source)) = self.root {
+            lines.push(format!("RootCmd: CERptEn{} NFERptEn{} FERptEn{}", bit(command, 0), bit(command, 1), bit(command, 2)));
+            lines.push(format!("RootSta: CERcvd{} MultCERcvd{} UERcvd{} MultUERcvd{}", bit(status, 0), bit(status, 1), bit(status, 2), bit(status, 3)));
+            lines.push(format!("\t FirstFatal{} NonFatalMsg{} FatalMsg{} IntMsg {}", bit(status, 4), bit(status, 5), bit(status, 6), status >> 27 & 0x1f));
+            lines.push(format!("ErrorSrc: ERR_COR: {correctable_source:04x} ERR_FATAL/NONFATAL: {source:04x}"));
+        }
+        lines
     }
 }
 
@@ -111,9 +122,9 @@ mod tests {
         let mut bytes = vec![0u8; 0x200];
         bytes[0x104..0x108].copy_from_slice(&(1u32 << 14 | 1 << 20).to_le_bytes());
         bytes[0x110..0x114].copy_from_slice(&(1u32 | 1 << 12).to_le_bytes());
-        let aer = decode(&ConfigSpace::new(bytes), 0x100).unwrap();
+        let aer = decode(&ConfigSpace::new(bytes), 0x100, false).unwrap();
         assert_eq!(aer.uncorrectable_errors, vec!["CmpltTO", "UnsupReq"]);
         assert_eq!(aer.correctable_errors, vec!["RxErr", "Timeout"]);
-        assert!(decode(&ConfigSpace::new(vec![0; 0x120]), 0x100).is_none());
+        assert!(decode(&ConfigSpace::new(vec![0; 0x120]), 0x100, false).is_none());
     }
 }

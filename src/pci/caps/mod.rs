@@ -4,9 +4,13 @@
 //! ([`table`]), plus the name of every standard and extended capability ID.
 
 pub mod aer;
+pub mod ari;
+pub mod dsn;
+pub mod ltr;
 pub mod msi;
 pub mod msix;
 pub mod pcie;
+pub mod pcie_text;
 pub mod pm;
 pub mod regs;
 pub mod table;

@@ -17,6 +17,9 @@ pub struct Msi {
     pub is_64bit: bool,
     pub address: Option<u64>,
     pub data: Option<u16>,
+    /// Mask and Pending Bits, with per-vector masking.
+    #[serde(skip)]
+    pub masking: Option<(u32, u32)>,
 }
 
 pub fn decode(config: &ConfigSpace, offset: usize) -> Option<Msi> {
@@ -38,26 +41,34 @@ pub fn decode(config: &ConfigSpace, offset: usize) -> Option<Msi> {
         is_64bit,
         address,
         data,
+        masking: if is_set(control, PCI_MSI_FLAGS_MASK_BIT) {
+            let at = offset + if is_64bit { 0x10 } else { 0x0c };
+            config.has(at, 8).then(|| (config.u32_at(at).unwrap_or(0), config.u32_at(at + 4).unwrap_or(0)))
+        } else {
+            None
+        },
     })
 }
 
 impl Msi {
+    /// The heading and, from `-vv` on, the message address and data and the mask bits
+    /// (`ls-caps.c`: `cap_msi`).
     pub fn describe(&self) -> Vec<String> {
-        vec![format!(
+        let mut lines = vec![format!(
             "MSI: Enable{} Count={}/{} Maskable{} 64bit{}",
             flag(self.enabled),
             self.vectors_enabled,
             self.vectors_capable,
             flag(self.per_vector_masking),
             flag(self.is_64bit)
-        )]
-    }
-
-    pub fn raw(&self) -> Vec<String> {
-        match (self.address, self.data) {
-            (Some(address), Some(data)) => vec![format!("MSI Address: {address:016x}  Data: {data:04x}")],
-            _ => Vec::new(),
+        )];
+        let (Some(address), Some(data)) = (self.address, self.data) else { return lines };
+        let width = if self.is_64bit { 16 } else { 8 };
+        lines.push(format!("Address: {address:0width$x}  Data: {data:04x}"));
+        if let Some((mask, pending)) = self.masking {
+            lines.push(format!("Masking: {mask:08x}  Pending: {pending:08x}"));
         }
+        lines
     }
 }
 

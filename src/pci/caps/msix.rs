@@ -32,17 +32,12 @@ pub fn decode(config: &ConfigSpace, offset: usize) -> Option<MsiX> {
 }
 
 impl MsiX {
+    /// The heading and, from `-vv` on, where the vector table and the pending bits live.
     pub fn describe(&self) -> Vec<String> {
-        vec![format!("MSI-X: Enable{} Count={} Masked{}", flag(self.enabled), self.vectors, flag(self.function_masked))]
-    }
-
-    pub fn raw(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        if let Some((bar, offset)) = self.table {
+        let mut lines = vec![format!("MSI-X: Enable{} Count={} Masked{}", flag(self.enabled), self.vectors, flag(self.function_masked))];
+        if let (Some((bar, offset)), Some((pba_bar, pba_offset))) = (self.table, self.pba) {
             lines.push(format!("Vector table: BAR={bar} offset={offset:08x}"));
-        }
-        if let Some((bar, offset)) = self.pba {
-            lines.push(format!("PBA: BAR={bar} offset={offset:08x}"));
+            lines.push(format!("PBA: BAR={pba_bar} offset={pba_offset:08x}"));
         }
         lines
     }

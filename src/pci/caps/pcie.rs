@@ -248,6 +248,9 @@ pub struct PcieCap {
     /// `pcie_get_speed_cap()` reads it on every function).
     #[serde(skip)]
     pub lnkcap2: Option<u32>,
+    /// lspci's `-vv` lines of the capability's body ([`super::pcie_text`]).
+    #[serde(skip)]
+    pub details: Vec<String>,
 }
 
 /// Decode the capability at `offset`. `function_zero` is device 0 function 0 (lspci's rule).
@@ -268,6 +271,7 @@ pub fn decode(config: &ConfigSpace, offset: usize, function_zero: bool) -> Optio
         device2: None,
         link2: None,
         lnkcap2: if version >= 2 { config.u32_at(offset + PCI_EXP_LNKCAP2) } else { None },
+        details: super::pcie_text::lines(config, offset, function_zero),
     };
     cap.device = device_regs(config, offset, port_type);
     if port_type.has_link() {
@@ -397,85 +401,6 @@ fn link2_regs(config: &ConfigSpace, offset: usize, port_type: PortType, function
     })
 }
 
-/// DevCap, DevCtl and DevSta as lspci's `-vv` prints them.
-fn describe_device(d: &DeviceRegs) -> Vec<String> {
-    let mut devcap = format!("DevCap: MaxPayload {} bytes, ExtTag{}", d.max_payload_supported_bytes, flag(d.extended_tag_supported));
-    if let (Some(l0s), Some(l1)) = (d.acceptable_latency_l0s, d.acceptable_latency_l1) {
-        devcap += &format!(", Latency L0s {l0s}, L1 {l1}");
-    }
-    devcap += &format!(", FLReset{}", flag(d.function_level_reset));
-    let devctl = format!(
-        "DevCtl: CorrErr{} NonFatalErr{} FatalErr{} UnsupReq{} RlxdOrd{} ExtTag{} NoSnoop{} MaxPayload {} bytes, MaxReadReq {} bytes",
-        flag(d.correctable_error_reporting),
-        flag(d.non_fatal_error_reporting),
-        flag(d.fatal_error_reporting),
-        flag(d.unsupported_request_reporting),
-        flag(d.relaxed_ordering),
-        flag(d.extended_tag_enabled),
-        flag(d.no_snoop),
-        d.max_payload_bytes,
-        d.max_read_request_bytes
-    );
-    let devsta = format!(
-        "DevSta: CorrErr{} NonFatalErr{} FatalErr{} UnsupReq{} TransPend{}",
-        flag(d.correctable_error_detected),
-        flag(d.non_fatal_error_detected),
-        flag(d.fatal_error_detected),
-        flag(d.unsupported_request_detected),
-        flag(d.transactions_pending)
-    );
-    vec![devcap, devctl, devsta]
-}
-
-/// LnkCap, LnkCtl and LnkSta as lspci's `-vv` prints them.
-fn describe_link(l: &LinkRegs) -> Vec<String> {
-    let mut lnkcap = format!("LnkCap: Port #{}, Speed {}, Width x{}, ASPM {}", l.port_number, speed_label(l.max_speed_gts), l.max_width, l.aspm_support);
-    let exits: Vec<String> = [("L0s", l.l0s_exit_latency), ("L1", l.l1_exit_latency)]
-        .iter()
-        .filter_map(|(name, v)| v.map(|v| format!("{name} {v}")))
-        .collect();
-    if !exits.is_empty() {
-        lnkcap += &format!(", Exit Latency {}", exits.join(", "));
-    }
-    lnkcap += &format!(", LLActRep{}", flag(l.dll_active_reporting));
-    let rcb = l.rcb_bytes.map(|r| format!(" RCB {r} bytes,")).unwrap_or_default();
-    let lnkctl = format!("LnkCtl: ASPM {};{rcb} Disabled{} CommClk{}", l.aspm_control, flag(l.link_disabled), flag(l.common_clock));
-    let lnksta = format!("LnkSta: Speed {}, Width x{}, Train{} DLActive{}", speed_label(l.speed_gts), l.width, flag(l.training), flag(l.dl_active));
-    vec![lnkcap, lnkctl, lnksta]
-}
-
-/// DevCap2 and DevCtl2 as lspci's `-vv` prints them.
-fn describe_device2(d: &Device2Regs) -> Vec<String> {
-    vec![
-        format!(
-            "DevCap2: Completion Timeout: {}, TimeoutDis{} 10BitTagComp{} 10BitTagReq{}",
-            d.completion_timeout_ranges,
-            flag(d.completion_timeout_disable_supported),
-            flag(d.ten_bit_tag_completer),
-            flag(d.ten_bit_tag_requester)
-        ),
-        format!(
-            "DevCtl2: Completion Timeout: {}, TimeoutDis{} 10BitTagReq{}",
-            d.completion_timeout,
-            flag(d.completion_timeout_disabled),
-            flag(d.ten_bit_tag_requester_enabled)
-        ),
-    ]
-}
-
-/// LnkCap2 (when non-zero) and LnkCtl2 (when read) and LnkSta2 as lspci's `-vv` prints them.
-fn describe_link2(l: &Link2Regs) -> Vec<String> {
-    let mut lines = Vec::new();
-    if let Some(cap2) = l.lnkcap2.filter(|&c| c != 0) {
-        lines.push(format!("LnkCap2: Supported Link Speeds: {}", supported_speeds_label(cap2)));
-    }
-    if l.lnkctl2.is_some() {
-        lines.push(format!("LnkCtl2: Target Link Speed: {}", target_speed_label(l.target_speed_gts)));
-    }
-    lines.push(format!("LnkSta2: EqualizationComplete{}", flag(is_set(l.lnksta2, PCI_EXP_LINKSTA2_EQU_COMP))));
-    lines
-}
-
 impl PcieCap {
     /// Human-readable lines for `-v`, in lspci's vocabulary.
     /// lspci's heading: `Express (v2) Root Port (Slot+), MSI 00`; the version from `-vv` on.
@@ -490,36 +415,9 @@ impl PcieCap {
         format!("Express {version}{kind}, MSI {:02x}", self.interrupt_message_number)
     }
 
+    /// The heading and, as lspci's `-vv` prints them, every register's lines.
     pub fn describe(&self) -> Vec<String> {
-        let mut lines = vec![self.heading(2)];
-        lines.extend(self.device.iter().flat_map(describe_device));
-        lines.extend(self.link.iter().flat_map(describe_link));
-        lines.extend(self.device2.iter().flat_map(describe_device2));
-        lines.extend(self.link2.iter().flat_map(describe_link2));
-        lines
-    }
-
-    /// Raw registers for `-vv`.
-    pub fn raw(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        if let Some(d) = &self.device {
-            lines.push(format!("DevCap {:08x} DevCtl {:04x} DevSta {:04x}", d.devcap, d.devctl, d.devsta));
-        }
-        if let Some(l) = &self.link {
-            lines.push(format!("LnkCap {:08x} LnkCtl {:04x} LnkSta {:04x}", l.lnkcap, l.lnkctl, l.lnksta));
-        }
-        if let Some(d) = &self.device2 {
-            lines.push(format!("DevCap2 {:08x} DevCtl2 {:04x}", d.devcap2, d.devctl2));
-        }
-        if let Some(l) = &self.link2 {
-            lines.push(format!(
-                "LnkCap2 {} LnkCtl2 {} LnkSta2 {:04x}",
-                l.lnkcap2.map_or("-".into(), |v| format!("{v:08x}")),
-                l.lnkctl2.map_or("-".into(), |v| format!("{v:04x}")),
-                l.lnksta2
-            ));
-        }
-        lines
+        std::iter::once(self.heading(2)).chain(self.details.iter().cloned()).collect()
     }
 }
 

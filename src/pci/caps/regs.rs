@@ -23,6 +23,9 @@ pub const PCI_CAP_ID_SSVID: u16 = 0x0d;
 pub const PCI_CAP_ID_EXP: u16 = 0x10;
 pub const PCI_CAP_ID_MSIX: u16 = 0x11;
 pub const PCI_EXT_CAP_ID_AER: u16 = 0x01;
+pub const PCI_EXT_CAP_ID_DSN: u16 = 0x03;
+pub const PCI_EXT_CAP_ID_ARI: u16 = 0x0e;
+pub const PCI_EXT_CAP_ID_LTR: u16 = 0x18;
 
 // Power Management (PCI Bus Power Management Interface Specification 1.2 §3.2).
 pub const PCI_PM_PMC: usize = 2;
@@ -147,6 +150,10 @@ pub const PCI_ERR_CAP: usize = 0x18;
 pub const PCI_ERR_HEADER_LOG: usize = 0x1c;
 /// The capability's whole length: through the four header log dwords.
 pub const PCI_ERR_LENGTH: usize = 0x2c;
+pub const PCI_ERR_ROOT_COMMAND: usize = 0x2c;
+pub const PCI_ERR_ROOT_STATUS: usize = 0x30;
+pub const PCI_ERR_ROOT_COR_SRC: usize = 0x34;
+pub const PCI_ERR_ROOT_SRC: usize = 0x36;
 
 // Slot Identification (PCI-to-PCI Bridge Architecture Spec §13.1): the Expansion Slot register and
 // the Chassis Number, read together as the capability's upper word.

@@ -5,6 +5,7 @@
 //! again. IDs without a line get lspci's plain heading.
 
 use super::aer::{self, Aer};
+use super::{ari, dsn, ltr};
 use super::msi::{self, Msi};
 use super::msix::{self, MsiX};
 use super::pcie::{self, PcieCap};
@@ -21,6 +22,9 @@ pub struct At<'a> {
     pub config: &'a ConfigSpace,
     pub offset: usize,
     pub function_zero: bool,
+    /// The Device/Port Type of the function's (last) PCI Express capability, which the
+    /// extended capabilities' text depends on as lspci's does.
+    pub express_type: Option<u8>,
 }
 
 /// A capability's decoded body.
@@ -37,6 +41,8 @@ pub enum Body {
     Vendor(VendorSpecific),
     /// The Subsystem ID capability's (vendor, subsystem), when its 8 bytes were read.
     Subsystem(Option<(u16, u16)>),
+    /// Lines only: the heading and the `-vv` lines of a capability nothing else reads.
+    Text(Vec<String>),
     /// A capability lspci names without decoding: its heading, `None` for the ID table's name.
     Plain(Option<String>),
 }
@@ -59,7 +65,13 @@ pub const STANDARD: &[Decoder] = &[
 ];
 
 /// Extended capabilities (list from 0x100).
-pub const EXTENDED: &[Decoder] = &[Decoder { id: PCI_EXT_CAP_ID_AER, decode: |at| aer::decode(at.config, at.offset).map(Body::Aer) }];
+pub const EXTENDED: &[Decoder] = &[
+    Decoder { id: PCI_EXT_CAP_ID_AER, decode: |at| aer::decode(at.config, at.offset, matches!(at.express_type, Some(4 | 10))).map(Body::Aer) },
+    // lspci prints nothing, not even a line end, for a serial number it could not read.
+    Decoder { id: PCI_EXT_CAP_ID_DSN, decode: |at| Some(Body::Text(dsn::lines(at.config, at.offset).unwrap_or_else(|| vec![String::new()]))) },
+    Decoder { id: PCI_EXT_CAP_ID_ARI, decode: |at| Some(Body::Text(ari::lines(at.config, at.offset))) },
+    Decoder { id: PCI_EXT_CAP_ID_LTR, decode: |at| Some(Body::Text(ltr::lines(at.config, at.offset))) },
+];
 
 fn subsystem_ids(at: &At) -> Option<(u16, u16)> {
     at.config.has(at.offset, 8).then_some(())?;
@@ -75,12 +87,12 @@ pub struct Decoded {
 }
 
 /// Decode every capability of a walk once, each by its table line (or as lspci's plain heading).
-pub fn decode_all(config: &ConfigSpace, entries: &[CapEntry], extended: bool, function_zero: bool) -> Vec<Decoded> {
+pub fn decode_all(config: &ConfigSpace, entries: &[CapEntry], extended: bool, function_zero: bool, express_type: Option<u8>) -> Vec<Decoded> {
     let table = if extended { EXTENDED } else { STANDARD };
     entries
         .iter()
         .map(|entry| {
-            let at = At { config, offset: entry.offset, function_zero };
+            let at = At { config, offset: entry.offset, function_zero, express_type };
             let body = match table.iter().find(|d| d.id == entry.id) {
                 Some(decoder) => (decoder.decode)(&at),
                 None if extended => Some(Body::Plain(lspci::plain_extended_heading(entry.id))),
@@ -91,12 +103,11 @@ pub fn decode_all(config: &ConfigSpace, entries: &[CapEntry], extended: bool, fu
         .collect()
 }
 
-/// What lspci prints of one capability: its heading text, its `-vv` lines, its `-vvv` raw
-/// registers, and its shorter `-v` heading when it has one.
+/// What lspci prints of one capability: its heading text, its `-vv` lines, and its shorter
+/// `-v` heading when it has one.
 pub struct Lines {
     pub name: String,
     pub details: Vec<String>,
-    pub raw: Vec<String>,
     pub brief_name: Option<String>,
 }
 
@@ -109,24 +120,25 @@ impl Decoded {
     /// The renderer: lspci's lines from the decoded body (the name heads them; a capability
     /// decoded to nothing is named by its ID).
     pub fn lines(&self) -> Lines {
-        let (mut lines, raw) = match &self.body {
-            None => (Vec::new(), Vec::new()),
-            Some(Body::Pcie(p)) => (p.describe(), p.raw()),
-            Some(Body::Msi(m)) => (m.describe(), m.raw()),
-            Some(Body::MsiX(m)) => (m.describe(), m.raw()),
-            Some(Body::Pm(p)) => (p.describe(), Vec::new()),
-            Some(Body::Aer(a)) => (a.describe(), a.raw()),
-            Some(Body::Vendor(v)) => (v.describe(), Vec::new()),
+        let mut lines = match &self.body {
+            None => Vec::new(),
+            Some(Body::Pcie(p)) => p.describe(),
+            Some(Body::Msi(m)) => m.describe(),
+            Some(Body::MsiX(m)) => m.describe(),
+            Some(Body::Pm(p)) => p.describe(),
+            Some(Body::Aer(a)) => a.describe(),
+            Some(Body::Vendor(v)) => v.describe(),
             // lspci prints nothing, not even a line end, for a Subsystem ID capability cut off.
-            Some(Body::Subsystem(_)) => (vec![String::new()], Vec::new()),
-            Some(Body::Plain(heading)) => (heading.iter().cloned().collect(), Vec::new()),
+            Some(Body::Subsystem(_)) => vec![String::new()],
+            Some(Body::Plain(heading)) => heading.iter().cloned().collect(),
+            Some(Body::Text(lines)) => lines.clone(),
         };
         let name = if lines.is_empty() { self.id_name().to_string() } else { lines.remove(0) };
         let brief_name = match &self.body {
             Some(Body::Pcie(p)) => Some(p.heading(1)),
             _ => None,
         };
-        Lines { name, details: lines, raw, brief_name }
+        Lines { name, details: lines, brief_name }
     }
 }
 
@@ -179,11 +191,11 @@ mod tests {
         bytes[0x52..0x54].copy_from_slice(&0x0002u16.to_le_bytes());
         let config = ConfigSpace::new(bytes);
         let entries = [CapEntry { offset: 0x40, id: PCI_CAP_ID_PM, version: 0 }, CapEntry { offset: 0x50, id: PCI_CAP_ID_PM, version: 0 }];
-        let decoded = decode_all(&config, &entries, false, true);
+        let decoded = decode_all(&config, &entries, false, true, None);
         let versions: Vec<u8> = decoded.iter().map(|d| match &d.body { Some(Body::Pm(pm)) => pm.version, _ => 0 }).collect();
         assert_eq!(versions, vec![3, 2]);
         assert_eq!(decoded[0].lines().name, "Power Management version 3");
-        let unknown = decode_all(&config, &[CapEntry { offset: 0x60, id: 0x16, version: 0 }], false, true);
+        let unknown = decode_all(&config, &[CapEntry { offset: 0x60, id: 0x16, version: 0 }], false, true, None);
         assert_eq!(unknown[0].lines().name, "Capability ID 0x16 [0000]");
     }
 
@@ -194,12 +206,12 @@ mod tests {
         bytes[0x144..0x148].copy_from_slice(&(1u32 << 20).to_le_bytes());
         let config = ConfigSpace::new(bytes);
         let entries = [0x100, 0x140].map(|offset| CapEntry { offset, id: PCI_EXT_CAP_ID_AER, version: 1 });
-        let decoded = decode_all(&config, &entries, true, false);
+        let decoded = decode_all(&config, &entries, true, false, None);
         let uesta: Vec<String> = decoded.iter().map(|d| d.lines().details[0].clone()).collect();
-        assert!(uesta[0].contains("CmpltTO+") && uesta[0].contains("UnsupReq-"), "{uesta:?}");
+        assert!(uesta[0].starts_with("UESta:\t") && uesta[0].contains("CmpltTO+") && uesta[0].contains("UnsupReq-"), "{uesta:?}");
         assert!(uesta[1].contains("CmpltTO-") && uesta[1].contains("UnsupReq+"), "{uesta:?}");
         assert_eq!(first_of::<Aer>(&decoded).map(|a| a.offset), Some(0x100));
-        let cut = decode_all(&ConfigSpace::new(vec![0u8; 0x120]), &entries[..1], true, false);
+        let cut = decode_all(&ConfigSpace::new(vec![0u8; 0x120]), &entries[..1], true, false, None);
         assert_eq!((cut[0].lines().name.as_str(), cut[0].lines().details.len()), ("Advanced Error Reporting", 0));
     }
 }
