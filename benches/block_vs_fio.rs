@@ -8,11 +8,18 @@
 //! the like-for-like column) and, to show what a distinct page per I/O costs, with the whole
 //! file-sized buffer, page-aligned (zero copy) and as a plain `Vec` (bounce slots).
 //!
-//! A second table is the whole `pcieperf dma` command against fio on a 1 MiB region written as
-//! 128 KiB I/Os at queue depth 8 (fio time-based over the region, pcieperf for the same time),
-//! with pcieperf's default verification and with `--verify none`: pcieperf's per-transfer
-//! median and its sustained rate (bytes over the wall time from the first timed transfer's
-//! start to the last one's end, verification work between included) against fio's rate.
+//! A second table is the whole `pcieperf dma` command against fio doing the same work: a 1 MiB
+//! region read and written as 128 KiB I/Os at queue depth 8 for the same time (3 s each,
+//! pcieperf's stop rule off with `--ci-target 0`), with pcieperf's default verification and
+//! with `--verify none`. Same request shape: pcieperf submits a transfer's 8 I/Os together and
+//! reaps all of them before the next transfer, so fio runs with `iodepth_batch_submit` and
+//! `iodepth_batch_complete_min` = 8 (with fio's defaults the block layer merged pcieperf's I/Os
+//! ~4 per request and not fio's). Same buffer backing: 1 MiB on each side, below the 2 MiB
+//! huge page, so neither is on huge pages. Each row shows what makes the work the same, measured
+//! per run: the disk's requests and merged I/Os per MiB (/sys/block/DEV/stat of the whole disk
+//! behind the file, before and after), the seconds measured and the huge pages in use mid-run.
+//! Figures are sustained rates: bytes over the wall time of the timed transfers (pcieperf:
+//! first start to last end, verification between included; fio: its runtime).
 //!
 //! `cargo bench --bench block_vs_fio` runs the comparison (file of 256 MiB under Cargo's target
 //! tmpdir, on the machine's disk; `BLOCK_VS_FIO_MIB` and `BLOCK_VS_FIO_QD` override size and
@@ -124,60 +131,197 @@ fn fio_mbps(path: &Path, write: bool, bs: u64, qd: usize, size: u64) -> Option<f
     Some(bytes_per_s / 1e6)
 }
 
-/// fio writing `region` bytes of `path` over and over for `seconds`, as 128 KiB I/Os at QD 8.
-fn fio_region_write_mbps(path: &Path, region: u64, seconds: u64) -> Option<f64> {
-    let output = Command::new("fio")
-        .args(["--name=peer", "--ioengine=io_uring", "--direct=1", "--output-format=json", "--rw=write", "--bs=128k", "--iodepth=8", "--time_based"])
+/// I/O size, queue depth and region of the whole-command comparison.
+const REGION_IO_BYTES: u64 = 128 * KIB;
+const REGION_QD: u64 = 8;
+const REGION_BYTES: u64 = MIB;
+/// Idle time before each run of the region table (under `cargo bench`).
+const REST: Duration = Duration::from_secs(2);
+
+/// One run of a whole command on the region: its sustained rate, how long it measured, what
+/// the disk saw and how much of its memory was on huge pages.
+struct RegionRun {
+    mbps: f64,
+    seconds: f64,
+    disk: DiskDelta,
+    huge_kib: u64,
+}
+
+/// The disk's counters (/sys/block/DEV/stat) over one run.
+#[derive(Clone, Copy, Default)]
+struct DiskDelta {
+    /// Requests completed, I/Os merged into another request, bytes: reads, then writes.
+    read: [u64; 3],
+    write: [u64; 3],
+}
+
+impl DiskDelta {
+    /// Requests completed and I/Os merged per MiB moved in one direction.
+    fn per_mib(counts: [u64; 3]) -> (f64, f64) {
+        let mib = counts[2] as f64 / MIB as f64;
+        if mib == 0.0 { (0.0, 0.0) } else { (counts[0] as f64 / mib, counts[1] as f64 / mib) }
+    }
+}
+
+/// The whole disk behind `path`: st_dev → /sys/dev/block/MAJ:MIN, its parent for a partition.
+fn disk_stat_path(path: &Path) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let node = std::fs::canonicalize(format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev))).ok()?;
+    let disk = if node.join("partition").exists() { node.parent()?.to_path_buf() } else { node };
+    Some(disk.join("stat")).filter(|p| p.exists())
+}
+
+/// Reads completed, reads merged, sectors read, writes completed, writes merged, sectors written.
+fn disk_counters(stat: &Path) -> [u64; 6] {
+    let text = std::fs::read_to_string(stat).unwrap_or_default();
+    let fields: Vec<u64> = text.split_whitespace().map(|f| f.parse().unwrap_or(0)).collect();
+    let at = |i: usize| fields.get(i).copied().unwrap_or(0);
+    [at(0), at(1), at(2), at(4), at(5), at(6)]
+}
+
+/// Anonymous huge pages (KiB) of `pid` and its children (fio's jobs are forked processes).
+fn huge_pages_kib(pid: u32) -> u64 {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    std::iter::once(pid.to_string())
+        .chain(children.split_whitespace().map(String::from))
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok())
+        .flat_map(|text| text.lines().filter(|l| l.starts_with("AnonHugePages:")).filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()).collect::<Vec<_>>())
+        .sum()
+}
+
+/// Run `command`, reading the disk's counters around it and the huge pages in use halfway.
+fn run_counted(mut command: Command, stat: Option<&Path>, seconds: u64) -> Option<(Vec<u8>, DiskDelta, u64)> {
+    // A rested disk for every run: a virtual disk writes back what the run before left it, and
+    // whichever tool came next would pay for it.
+    if common::full() {
+        std::thread::sleep(REST);
+    }
+    let before = stat.map(disk_counters);
+    let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().ok()?;
+    // Halfway through the timed part (both tools take well under a second to start).
+    std::thread::sleep(Duration::from_millis(seconds * 500 + 500));
+    let huge_kib = huge_pages_kib(child.id());
+    let output = child.wait_with_output().ok()?;
+    if !output.status.success() {
+        eprintln!("{:?} failed: {}", command.get_program(), String::from_utf8_lossy(&output.stderr));
+        return None;
+    }
+    let after = stat.map(disk_counters);
+    let disk = match (before, after) {
+        (Some(b), Some(a)) => {
+            let d: Vec<u64> = a.iter().zip(&b).map(|(a, b)| a.saturating_sub(*b)).collect();
+            DiskDelta { read: [d[0], d[1], d[2] * 512], write: [d[3], d[4], d[5] * 512] }
+        }
+        _ => DiskDelta::default(),
+    };
+    Some((output.stdout, disk, huge_kib))
+}
+
+/// fio on the region for `seconds`, with pcieperf's request shape: a transfer of the region is
+/// QD I/Os submitted together and all reaped before the next (`iodepth_batch_submit` and
+/// `iodepth_batch_complete_min` = QD).
+fn fio_region(path: &Path, write: bool, seconds: u64, stat: Option<&Path>) -> Option<RegionRun> {
+    let rw = if write { "write" } else { "read" };
+    let mut command = Command::new("fio");
+    command
+        .args(["--name=peer", "--ioengine=io_uring", "--direct=1", "--output-format=json", "--time_based"])
+        .arg(format!("--rw={rw}"))
+        .arg(format!("--bs={REGION_IO_BYTES}"))
+        .arg(format!("--iodepth={REGION_QD}"))
+        .arg(format!("--iodepth_batch_submit={REGION_QD}"))
+        .arg(format!("--iodepth_batch_complete_min={REGION_QD}"))
         .arg(format!("--filename={}", path.display()))
-        .arg(format!("--size={region}"))
-        .arg(format!("--runtime={seconds}"))
-        .output()
-        .ok()?;
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
-    Some(json["jobs"][0]["write"]["bw_bytes"].as_f64()? / 1e6)
+        .arg(format!("--size={REGION_BYTES}"))
+        .arg(format!("--runtime={seconds}"));
+    let (stdout, disk, huge_kib) = run_counted(command, stat, seconds)?;
+    let json: serde_json::Value = serde_json::from_slice(&stdout).ok()?;
+    let job = &json["jobs"][0][rw];
+    Some(RegionRun { mbps: job["bw_bytes"].as_f64()? / 1e6, seconds: job["runtime"].as_f64()? / 1e3, disk, huge_kib })
 }
 
-/// `pcieperf dma` h2d on the region: (median MB/s, sustained MB/s, samples).
-fn pcieperf_region_write(path: &Path, region: u64, seconds: u64, verify: &str) -> (f64, f64, u64) {
-    let output = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
-        .args(["dma", "--dir", "h2d", "--destructive", "--io-size", "128KiB", "--queue-depth", "8", "--json", "--verify", verify])
+/// `pcieperf dma` on the region for `seconds`, its stop rule off (`--ci-target 0`): the
+/// sustained rate (bytes of the timed transfers over the time from the first one's start to the
+/// last one's end, verification between them included).
+fn pcieperf_region(path: &Path, write: bool, seconds: u64, verify: &str, stat: Option<&Path>) -> Option<RegionRun> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pcieperf"));
+    command
+        .args(["dma", "--destructive", "--json", "--ci-target", "0", "--verify", verify])
+        .args(["--dir", if write { "h2d" } else { "d2h" }])
+        .arg(format!("--io-size={REGION_IO_BYTES}"))
+        .arg(format!("--queue-depth={REGION_QD}"))
         .arg(format!("--target=block:{}", path.display()))
-        .arg(format!("--sizes={region}"))
-        .arg(format!("--duration={seconds}s"))
-        .output()
-        .expect("run pcieperf");
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("pcieperf --json");
+        .arg(format!("--sizes={REGION_BYTES}"))
+        .arg(format!("--duration={seconds}s"));
+    let (stdout, disk, huge_kib) = run_counted(command, stat, seconds)?;
+    let json: serde_json::Value = serde_json::from_slice(&stdout).ok()?;
     let point = &json["points"][0];
-    let summary = &point["summary"];
-    (summary["median_MBps"].as_f64().unwrap(), summary["sustained_MBps"].as_f64().unwrap(), point["samples"].as_array().unwrap().len() as u64)
+    let mbps = point["summary"]["sustained_MBps"].as_f64()?;
+    Some(RegionRun { mbps, seconds: point["convergence"]["engine_ns"].as_f64()? / 1e9, disk, huge_kib })
 }
 
-/// The issue's row: a 1 MiB region as 128 KiB writes at QD 8, whole commands, interleaved.
-fn region_writes(dir: &Path, repeats: usize) {
-    let region = MIB;
+/// A cell: median rate, the disk's requests (and merged I/Os) per MiB in the run's direction,
+/// seconds measured and huge pages seen.
+fn region_cell(runs: &[RegionRun], write: bool) -> String {
+    let med = |f: &dyn Fn(&RegionRun) -> f64| median(runs.iter().map(f).collect());
+    let counts = |r: &RegionRun| DiskDelta::per_mib(if write { r.disk.write } else { r.disk.read });
+    format!(
+        "{:.0} MB/s; disk {:.2} requests + {:.2} merged per MiB; {:.1} s; huge pages {:.0} KiB",
+        med(&|r| r.mbps),
+        med(&|r| counts(r).0),
+        med(&|r| counts(r).1),
+        med(&|r| r.seconds),
+        med(&|r| r.huge_kib as f64)
+    )
+}
+
+/// The issue's rows: a 1 MiB region as 128 KiB I/Os at QD 8, reads and writes, whole commands,
+/// the same time each, interleaved (the order alternating each repeat).
+fn region_runs(dir: &Path, repeats: usize) {
     let path = dir.join("region");
-    std::fs::write(&path, vec![0u8; region as usize]).unwrap();
+    std::fs::write(&path, vec![0u8; REGION_BYTES as usize]).unwrap();
+    std::fs::File::open(&path).unwrap().sync_all().unwrap();
+    let stat = disk_stat_path(&path);
     let seconds = if common::full() { 3 } else { 1 };
     println!();
-    println!("1 MiB region, 128 KiB writes at QD 8: whole commands, fio --time_based for {seconds} s, pcieperf dma --duration {seconds}s (it may stop earlier, when its median is stable)");
+    println!(
+        "1 MiB region as 128 KiB I/Os at QD 8, io_uring, O_DIRECT, {seconds} s each: fio --time_based --iodepth_batch_submit=8 --iodepth_batch_complete_min=8 \
+         (pcieperf's shape: a transfer's 8 I/Os submitted together, all reaped before the next), pcieperf dma --duration {seconds}s --ci-target 0 (stop rule off); \
+         buffers: 1 MiB on both sides, below the 2 MiB huge page (huge pages measured mid-run from smaps_rollup); disk counters from {}",
+        stat.as_ref().map_or("nowhere (no /sys/block stat for this file's disk)".into(), |s| s.display().to_string())
+    );
     common::header();
-    for verify in ["lfsr", "none"] {
-        let (mut median_ratios, mut sustained_ratios, mut fio, mut ours, mut sustained, mut samples) = (vec![], vec![], vec![], vec![], vec![], 0);
-        for _ in 0..repeats {
-            let Some(peer) = fio_region_write_mbps(&path, region, seconds) else { return };
-            let (median, rate, n) = pcieperf_region_write(&path, region, seconds, verify);
-            median_ratios.push(median / peer);
-            sustained_ratios.push(rate / peer);
+    for write in [false, true] {
+        let verifies = ["lfsr", "none"];
+        let (mut fio, mut ours, mut ratios) = (Vec::new(), vec![Vec::new(), Vec::new()], vec![Vec::new(), Vec::new()]);
+        for repeat in 0..repeats {
+            // fio first on even repeats, last on odd ones.
+            let fio_first = repeat % 2 == 0;
+            let mut peer = if fio_first { fio_region(&path, write, seconds, stat.as_deref()) } else { None };
+            let runs: Vec<Option<RegionRun>> = verifies.iter().map(|v| pcieperf_region(&path, write, seconds, v, stat.as_deref())).collect();
+            if !fio_first {
+                peer = fio_region(&path, write, seconds, stat.as_deref());
+            }
+            let Some(peer) = peer else { return };
+            for (i, run) in runs.into_iter().enumerate() {
+                let run = run.expect("pcieperf dma on the region");
+                ratios[i].push(run.mbps / peer.mbps);
+                ours[i].push(run);
+            }
             fio.push(peer);
-            ours.push(median);
-            sustained.push(rate);
-            samples += n;
         }
-        let fio = format!("fio {:.0} MB/s", median(fio));
-        let what = |figure: &str| format!("block h2d 1 MiB region, 128 KiB I/Os, QD 8, `--verify {verify}`: {figure} ({} samples per run)", samples / repeats as u64);
-        let goal = if verify == "lfsr" { "≥ 0.97" } else { "" };
-        common::Row { what: what("median"), ours: format!("{:.0} MB/s", median(ours)), peer: fio.clone(), ratio: common::Ratio::Rate, ratios: median_ratios, goal: goal.into() }.print();
-        common::Row { what: what("sustained"), ours: format!("{:.0} MB/s", median(sustained)), peer: fio, ratio: common::Ratio::Rate, ratios: sustained_ratios, goal: goal.into() }.print();
+        let op = if write { "write (h2d)" } else { "read (d2h)" };
+        for (i, verify) in verifies.iter().enumerate() {
+            common::Row {
+                what: format!("block {op}, 1 MiB region, 128 KiB I/Os, QD 8, `--verify {verify}`: sustained, same request shape and time"),
+                ours: region_cell(&ours[i], write),
+                peer: format!("fio {}", region_cell(&fio, write)),
+                ratio: common::Ratio::Rate,
+                ratios: std::mem::take(&mut ratios[i]),
+                goal: "≥ 0.97".into(),
+            }
+            .print();
+        }
     }
 }
 
@@ -258,7 +402,7 @@ fn main() {
         }
     }
     if have_fio {
-        region_writes(dir.path(), if full { 7 } else { 1 });
+        region_runs(dir.path(), if full { 5 } else { 1 });
     }
     if !full && !region_only {
         // Smoke test: the last write left the pattern in the file.

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export BLOCK_VS_FIO_ONLY="${BLOCK_VS_FIO_ONLY:-region}"
-for bench in block_vs_fio verify procedure inspect_vs_lspci stream_fifo; do
+for bench in block_vs_fio stop_rule verify procedure inspect_vs_lspci stream_fifo; do
   echo "## $bench"
   cargo bench --quiet --bench "$bench" 2>/dev/null | grep -E '^\| '
 done

@@ -32,9 +32,10 @@ fn a_steady_engine_is_stable_after_the_minimum_samples() {
     let p = &r.points[0];
     assert_eq!(p.convergence.stop_reason, "stable");
     assert!(p.convergence.converged);
-    assert_eq!(p.samples.len(), 10, "the minimum number of samples");
+    // 1 ms transfers are large samples: the fewest with an interval (6), not 10.
+    assert_eq!(p.samples.len(), 6, "the minimum number of large samples");
     assert_eq!(p.warmup, 2);
-    assert_eq!(engine.transfers, 12);
+    assert_eq!(engine.transfers, 8);
     // 1 MiB at 1000 MB/s + 10 µs: 1048.576 + 10 µs per transfer, on the virtual clock.
     let expected_ns = 1_048_576.0 + 10_000.0;
     let s = p.summary.as_ref().unwrap();
@@ -43,10 +44,18 @@ fn a_steady_engine_is_stable_after_the_minimum_samples() {
     // Back to back on the virtual clock (nothing between transfers): sustained = median.
     assert!((s.sustained_mbps - s.median_mbps).abs() < 1e-6, "{} vs {}", s.sustained_mbps, s.median_mbps);
     assert_eq!(s.time_ns.cov, 0.0);
-    assert!((p.convergence.engine_ns - 12.0 * expected_ns).abs() < 1e-3);
+    assert!((p.convergence.engine_ns - 8.0 * expected_ns).abs() < 1e-3);
     assert_eq!(s.median_ci_mbps, Some((s.median_mbps, s.median_mbps)), "identical times: a zero-width interval");
     assert!(r.complete && r.simulated);
     assert_eq!(r.exit_code(), 0);
+}
+
+#[test]
+fn small_samples_need_the_minimum_count() {
+    let mut engine = TestEngine::new(DataModel::Generator, 7);
+    let p = &run(&mut engine, &options(&[Mode::D2h], &[64 << 10])).points[0];
+    assert_eq!(p.convergence.stop_reason, "stable");
+    assert_eq!(p.samples.len(), 10, "75 µs transfers: the minimum of 10 samples");
 }
 
 #[test]
@@ -401,7 +410,8 @@ fn sustained_rate_counts_the_untimed_read_backs_between_writes() {
     let mut engine = TestEngine::new(DataModel::Memory, 7);
     let mut o = options(&[Mode::H2d], &[1 << 20]);
     o.duration = Duration::from_secs(10);
-    (o.stop.min_samples, o.stop.max_samples) = (400, 400);
+    // The stop rule off: 400 samples, the cap.
+    (o.stop.ci_target, o.stop.max_samples) = (0.0, 400);
     let r = run(&mut engine, &o);
     let p = &r.points[0];
     let s = p.summary.as_ref().unwrap();

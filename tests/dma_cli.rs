@@ -46,7 +46,7 @@ fn bad_input_is_one_clear_line_and_exit_code_2() {
         (&["dma", "--verify", "maybe"], "invalid value 'maybe'"),
         (&["dma", "--duration", "5parsec"], "invalid duration"),
         (&["dma", "--deadline", "0s"], "more than 0"),
-        (&["dma", "--ci-target", "0"], "--ci-target"),
+        (&["dma", "--ci-target", "101"], "--ci-target"),
         (&["run", "--target", "nope:x"], "unknown target 'nope:x'"),
         (&["report", "/nonexistent/run.json"], "cannot read"),
     ];

@@ -9,9 +9,9 @@ use std::time::Duration;
 use crate::bench::clock::HostClock;
 use crate::bench::interrupts::{self, Snapshot};
 use crate::bench::predict;
-use crate::bench::results::{Convergence, DirectionRates, Legs, LinkHealth, Mode, Point, Results, RunConditions, Sample, Stopped, Summary, VerificationSummary, SCHEMA};
+use crate::bench::results::{Convergence, PointDrift, DirectionRates, Legs, LinkHealth, Mode, Point, Results, RunConditions, Sample, Stopped, Summary, VerificationSummary, SCHEMA};
 use crate::bench::stalls;
-use crate::bench::stats::{Stats, StopRule};
+use crate::bench::stats::{Drift, Stats, StopRule, Verdict};
 use crate::bench::verify::{Check, Verifier, VerifyKind, VerifyTally};
 use crate::bench::link_watch::{self, LinkPath};
 use crate::bench::nvml::{self, NvmlRecord};
@@ -104,8 +104,8 @@ pub fn validate(info: &EngineInfo, options: &DmaOptions) -> Result<(), InvalidIn
             return Err(InvalidInput::new(format!("target {} cannot move data in both directions at once", info.target)));
         }
     }
-    if !(options.stop.ci_target > 0.0 && options.stop.ci_target.is_finite()) {
-        return Err(InvalidInput::new("the confidence-interval target must be a positive percentage"));
+    if !(options.stop.ci_target >= 0.0 && options.stop.ci_target.is_finite()) {
+        return Err(InvalidInput::new("the confidence-interval target must be a percentage of 0 or more"));
     }
     // Host buffers per size: one per direction, a user buffer, and verification's expected
     // contents (up to two) and read-back or priming buffer.
@@ -384,6 +384,8 @@ struct PointRunner<'a> {
     counters: Vec<DeviceCounters>,
     tally: VerifyTally,
     stop_reason: &'static str,
+    /// The rate's drift when the point stopped for it.
+    drift: Option<Drift>,
     engine_ns: f64,
     wall_ns: f64,
     /// The engine abandoned a transfer whose I/Os the kernel still holds
@@ -428,6 +430,7 @@ impl<'a> PointRunner<'a> {
             counters: Vec::new(),
             tally: VerifyTally::default(),
             stop_reason: "",
+            drift: None,
             engine_ns: 0.0,
             wall_ns: 0.0,
             held_by_kernel: false,
@@ -445,7 +448,7 @@ impl<'a> PointRunner<'a> {
         let wall_budget_ns = if simulated { f64::INFINITY } else { self.options.wall_limit.as_secs_f64() * 1e9 };
         let report_every_ns = sim_wall_cap(self.options).as_secs_f64() * 1e9;
         let mut next_report_ns = report_every_ns;
-        let mut times: Vec<f64> = Vec::new();
+        let (mut starts, mut times): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
         let stopped = loop {
             if cancel.load(Ordering::SeqCst) {
                 self.stop_reason = "interrupted";
@@ -468,7 +471,10 @@ impl<'a> PointRunner<'a> {
                     self.stop_reason = "error";
                     break Some(self.stopped_by(error));
                 }
-                Ok(Some(sample)) => times.push(sample.time_ns()),
+                Ok(Some(sample)) => {
+                    starts.push(sample.start_ns);
+                    times.push(sample.time_ns());
+                }
                 Ok(None) => {}
             }
             self.engine_ns = self.engine.now_ns() - engine0;
@@ -477,9 +483,19 @@ impl<'a> PointRunner<'a> {
                 self.stop_reason = "max_samples";
                 break None;
             }
-            if self.options.stop.judges_at(times.len()) && self.options.stop.is_stable(&times, self.engine_ns) {
-                self.stop_reason = "stable";
-                break None;
+            if self.options.stop.judges_at(times.len()) {
+                match self.options.stop.judge(&starts, &times, self.engine_ns) {
+                    Verdict::Continue => {}
+                    Verdict::Stable => {
+                        self.stop_reason = "stable";
+                        break None;
+                    }
+                    Verdict::Drifting(drift) => {
+                        self.stop_reason = "drifting";
+                        self.drift = Some(drift);
+                        break None;
+                    }
+                }
             }
             if self.engine_ns >= budget_ns {
                 self.stop_reason = "duration";
@@ -663,6 +679,7 @@ impl<'a> PointRunner<'a> {
                 samples: self.samples.len(),
                 engine_ns: self.engine_ns,
                 wall_ns: self.wall_ns,
+                drift: self.drift.zip(summary.as_ref()).map(|(d, s)| PointDrift::of(d, s.sustained_mbps)),
             },
             samples: self.samples,
             summary,

@@ -268,16 +268,39 @@ pub struct Summary {
 /// How the repetition at one point ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Convergence {
-    /// True when the median became stable (its CoV fell below the target).
+    /// True when the median became stable (its interval fell within the target).
     pub converged: bool,
-    /// `stable`, `duration` (engine clock), `wall_limit` (host clock), `max_samples`,
-    /// `interrupted` or `error`.
+    /// `stable`, `drifting` (the rate moved with time beyond its noise: see `drift`),
+    /// `duration` (engine clock), `wall_limit` (host clock), `max_samples`, `interrupted` or
+    /// `error`.
     pub stop_reason: String,
     pub samples: usize,
     /// Time spent at this point on the engine's clock (virtual for simulated engines), in ns.
     pub engine_ns: f64,
     /// Time spent at this point on the host clock, in ns.
     pub wall_ns: f64,
+    /// How the rate drifted, when the point stopped for it (`stop_reason` `drifting`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<PointDrift>,
+}
+
+/// A point's drift: the slope of its rate against time (least squares over its samples).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PointDrift {
+    /// Change of the rate per second of elapsed time, in MB/s per s (10^6 B/s per s).
+    #[serde(rename = "MBps_per_s")]
+    pub mbps_per_s: f64,
+    /// The same as a percentage of the point's sustained rate, per second.
+    pub percent_per_s: f64,
+    /// The slope in standard errors of the fit (at least 5 in magnitude for a drift).
+    pub sigmas: f64,
+}
+
+impl PointDrift {
+    /// The fitted drift, scaled by the point's mean (sustained) rate.
+    pub fn of(drift: crate::bench::stats::Drift, sustained_mbps: f64) -> PointDrift {
+        PointDrift { mbps_per_s: drift.fraction_per_s * sustained_mbps, percent_per_s: drift.fraction_per_s * 100.0, sigmas: drift.sigmas }
+    }
 }
 
 /// The model's ceiling for one point ([`crate::model::Ceiling`] with how much of it the point

@@ -1,6 +1,6 @@
 //! Distributions of transfer times: min/median/p99/max, coefficient of variation, a
-//! distribution-free confidence interval of the median, and the stopping rule "the median is
-//! stable".
+//! distribution-free confidence interval of the median, and the stopping rule: "the median is
+//! stable", or "the rate drifts" (a slope of rate against time beyond the noise).
 //!
 //! Transfer times are not normal (a few stalls make a long tail, timers quantise), so the
 //! interval comes from order statistics: with n samples, the k-th smallest and k-th largest
@@ -109,12 +109,15 @@ pub fn percentile(sorted: &[f64], pct: f64) -> f64 {
 /// When to stop repeating a transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StopRule {
-    /// Stop when the median's 95 % interval is within ± this fraction of it (0.01 = ± 1 %).
+    /// Stop when the median's 95 % interval is within ± this fraction of it (0.01 = ± 1 %);
+    /// 0: never stop early (the point runs its whole budget, as a fixed-time peer does).
     pub ci_target: f64,
-    /// Never judge stability on fewer samples than this.
+    /// Never judge stability on fewer samples than this — unless they are large
+    /// ([`LARGE_SAMPLE_NS`]): then [`MIN_SAMPLES_FOR_INTERVAL`].
     pub min_samples: usize,
     /// Nor before this much time at the point, in ns on the engine's clock: a burst of quick
-    /// transfers says nothing about the stalls that come every few milliseconds.
+    /// transfers says nothing about the stalls that come every few milliseconds. Points whose
+    /// samples are large ([`LARGE_SAMPLE_NS`]) need [`STALL_SPAN_NS`] at most.
     pub min_time_ns: f64,
     /// Never keep more samples than this (bounds memory and the size of the results file).
     pub max_samples: usize,
@@ -126,10 +129,70 @@ impl Default for StopRule {
     }
 }
 
+/// A sample this long (median transfer time) is large: the periodic stalls the minimum time
+/// waits for land inside samples, so a count of them, not a time, makes the median — the
+/// fewest with an interval ([`MIN_SAMPLES_FOR_INTERVAL`]), over at least [`STALL_SPAN_NS`].
+pub const LARGE_SAMPLE_NS: f64 = 500e3;
+
+/// The longest period of the host's regular stalls (a 250 Hz timer tick): the time a point of
+/// large samples must still cover, so at least one such stall had its chance.
+pub const STALL_SPAN_NS: f64 = 4e6;
+
+/// A slope is a drift when it is this many standard errors from zero: far beyond what noise
+/// gives (5σ is already one in 1.7 million), and known to ± 10 % (two standard errors) when
+/// reported.
+pub const DRIFT_SIGMAS: f64 = 20.0;
+
 /// Stability is judged again after this fraction more samples (at least one): judging sorts
 /// every sample, which between transfers would grow with the run (about 60 µs at 2000 samples
 /// on a 2.6 GHz core); this way it costs a few hundred ns per transfer.
 const JUDGE_EVERY_FRACTION: usize = 20;
+
+/// What the samples so far say.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verdict {
+    /// Not yet known: keep measuring.
+    Continue,
+    /// The median's interval is within the target.
+    Stable,
+    /// The rate moves with time beyond its noise: no median will settle, stop and say so.
+    Drifting(Drift),
+}
+
+/// A least-squares slope of rate (1 / sample time) against the samples' start times.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// Change of the rate per second of elapsed time, as a fraction of the mean rate
+    /// (0.02 = +2 % per second; negative: slowing down).
+    pub fraction_per_s: f64,
+    /// The slope in standard errors (|t| ≥ [`DRIFT_SIGMAS`] for a drift).
+    pub sigmas: f64,
+}
+
+impl Drift {
+    /// Fit rate against time over `(start_ns, time_ns)` samples; `None` below 3 samples or
+    /// when they all start at once.
+    pub fn fit(starts_ns: &[f64], times_ns: &[f64]) -> Option<Drift> {
+        let n = starts_ns.len().min(times_ns.len());
+        if n < 3 {
+            return None;
+        }
+        let xs: Vec<f64> = starts_ns[..n].iter().map(|s| s / 1e9).collect();
+        let ys: Vec<f64> = times_ns[..n].iter().map(|t| 1.0 / t).collect();
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / n as f64;
+        let (x_mean, y_mean) = (mean(&xs), mean(&ys));
+        let sxx: f64 = xs.iter().map(|x| (x - x_mean).powi(2)).sum();
+        let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - x_mean) * (y - y_mean)).sum();
+        if sxx <= 0.0 || y_mean <= 0.0 {
+            return None;
+        }
+        let slope = sxy / sxx;
+        let residual: f64 = xs.iter().zip(&ys).map(|(x, y)| (y - y_mean - slope * (x - x_mean)).powi(2)).sum();
+        let standard_error = (residual / (n - 2) as f64 / sxx).sqrt();
+        let sigmas = if standard_error > 0.0 { slope / standard_error } else { f64::INFINITY.copysign(slope) };
+        Some(Drift { fraction_per_s: slope / y_mean, sigmas })
+    }
+}
 
 impl StopRule {
     /// Whether stability is judged after `count` samples: after every sample below 40, then after
@@ -140,9 +203,45 @@ impl StopRule {
 
     /// True once `values`, gathered over `elapsed_ns`, give a stable median.
     pub fn is_stable(&self, values: &[f64], elapsed_ns: f64) -> bool {
-        values.len() >= self.min_samples.max(MIN_SAMPLES_FOR_INTERVAL)
-            && elapsed_ns >= self.min_time_ns
-            && Stats::of(values).and_then(|s| s.ci_half_width()).is_some_and(|w| w <= self.ci_target)
+        self.ci_target > 0.0 && self.enough(values, elapsed_ns) && self.within_target(values)
+    }
+
+    fn within_target(&self, values: &[f64]) -> bool {
+        Stats::of(values).and_then(|s| s.ci_half_width()).is_some_and(|w| w <= self.ci_target)
+    }
+
+    /// Judge samples given as start times and durations (ns, engine clock) after `elapsed_ns`:
+    /// drifting (a slope beyond [`DRIFT_SIGMAS`] that moved the rate by more than the target
+    /// over the time measured: its median says when it was taken, not what the device does),
+    /// stable, or neither yet. With `ci_target` 0 it never stops.
+    pub fn judge(&self, starts_ns: &[f64], times_ns: &[f64], elapsed_ns: f64) -> Verdict {
+        if self.ci_target <= 0.0 || !self.enough(times_ns, elapsed_ns) {
+            return Verdict::Continue;
+        }
+        let span_s = match (starts_ns.first(), starts_ns.last()) {
+            (Some(first), Some(last)) => (last - first) / 1e9,
+            _ => 0.0,
+        };
+        match Drift::fit(starts_ns, times_ns) {
+            Some(drift) if drift.sigmas.abs() >= DRIFT_SIGMAS && drift.fraction_per_s.abs() * span_s > self.ci_target => Verdict::Drifting(drift),
+            _ if self.within_target(times_ns) => Verdict::Stable,
+            _ => Verdict::Continue,
+        }
+    }
+
+    /// Enough samples, over enough time, to judge: `min_samples` over the minimum time, or for
+    /// large samples the fewest with an interval over the host's stall period.
+    fn enough(&self, values: &[f64], elapsed_ns: f64) -> bool {
+        if values.len() < MIN_SAMPLES_FOR_INTERVAL {
+            return false;
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        if percentile(&sorted, 50.0) >= LARGE_SAMPLE_NS {
+            elapsed_ns >= self.min_time_ns.min(STALL_SPAN_NS)
+        } else {
+            values.len() >= self.min_samples && elapsed_ns >= self.min_time_ns
+        }
     }
 }
 
@@ -195,5 +294,92 @@ mod tests {
         one_in_five = (0..40).map(|i| if i % 5 == 4 { 3.0 } else { 1.0 }).collect();
         assert!(rule.is_stable(&one_in_five, 5000.0), "the median is 1.0 with room to spare");
         assert!(Stats::of(&one_in_five).unwrap().cov > 0.5, "while the spread stays wide");
+    }
+
+    /// Uniform noise in [−1, 1] from a fixed seed (xorshift64).
+    fn noise(seed: u64) -> impl FnMut() -> f64 {
+        let mut x = seed.max(1);
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        }
+    }
+
+    /// Transfers of `bytes` back to back at `rate(t)` bytes/s (t in s) with a relative `jitter`,
+    /// judged as `dma` judges them until a verdict or `budget_s`: (verdict, elapsed s, times).
+    fn run_until_verdict(rule: &StopRule, bytes: f64, rate: impl Fn(f64) -> f64, jitter: f64, seed: u64, budget_s: f64) -> (Verdict, f64, Vec<f64>) {
+        let mut next = noise(seed);
+        let (mut starts, mut times, mut now_ns) = (Vec::new(), Vec::new(), 0.0);
+        while now_ns < budget_s * 1e9 {
+            let time_ns = bytes / (rate(now_ns / 1e9) * (1.0 + jitter * next())) * 1e9;
+            starts.push(now_ns);
+            times.push(time_ns);
+            now_ns += time_ns;
+            if rule.judges_at(times.len()) {
+                let verdict = rule.judge(&starts, &times, now_ns);
+                if verdict != Verdict::Continue {
+                    return (verdict, now_ns / 1e9, times);
+                }
+            }
+        }
+        (Verdict::Continue, now_ns / 1e9, times)
+    }
+
+    /// `dma`'s rule for a 10 s budget: a tenth of it before a small-sample point may stop.
+    fn ten_second_rule() -> StopRule {
+        StopRule { min_time_ns: 1e9, ..StopRule::default() }
+    }
+
+    #[test]
+    fn steady_large_transfers_stop_early_with_the_right_median() {
+        let mib = 1024.0 * 1024.0;
+        for (bytes, rate) in [(64.0 * mib, 1.7e9), (512.0 * mib, 1.7e9), (4.0 * mib, 7.2e9)] {
+            let (verdict, elapsed_s, times) = run_until_verdict(&ten_second_rule(), bytes, |_| rate, 0.005, 7, 10.0);
+            assert_eq!(verdict, Verdict::Stable, "{bytes} B");
+            assert!(elapsed_s <= 3.0, "{bytes} B: stable only after {elapsed_s} s");
+            let median_rate = bytes / Stats::of(&times).unwrap().median * 1e9;
+            assert!((median_rate / rate - 1.0).abs() < 0.01, "{bytes} B: median {median_rate} for {rate}");
+        }
+        // Small samples (65 µs) still wait for the minimum time.
+        let (verdict, elapsed_s, _) = run_until_verdict(&ten_second_rule(), 65536.0, |_| 1e9, 0.005, 7, 10.0);
+        assert_eq!(verdict, Verdict::Stable);
+        assert!(elapsed_s >= 1.0, "64 KiB samples stopped after {elapsed_s} s");
+    }
+
+    #[test]
+    fn a_drifting_rate_is_called_drifting_with_its_slope() {
+        let bytes = 64.0 * 1024.0 * 1024.0;
+        // Noise wide enough that the median is not pinned before the drift is known.
+        for (seed, per_s, jitter) in [(3, 0.05, 0.05), (4, -0.05, 0.05), (5, 0.2, 0.02)] {
+            let rate = |t: f64| 1.5e9 * (1.0 + per_s * t);
+            let (verdict, elapsed_s, _) = run_until_verdict(&ten_second_rule(), bytes, rate, jitter, seed, 10.0);
+            let Verdict::Drifting(drift) = verdict else { panic!("{per_s}/s: {verdict:?} after {elapsed_s} s") };
+            assert!(elapsed_s < 10.0);
+            // The slope in bytes/s per s, against the mean rate over the time measured.
+            let mean_rate = (0..100).map(|i| rate(elapsed_s * i as f64 / 100.0)).sum::<f64>() / 100.0;
+            let fitted = drift.fraction_per_s * mean_rate;
+            let truth = 1.5e9 * per_s;
+            assert!((fitted / truth - 1.0).abs() < 0.10, "{per_s}/s: fitted {fitted} B/s², truth {truth}");
+        }
+    }
+
+    #[test]
+    fn a_noisy_steady_rate_is_not_called_drifting() {
+        let bytes = 64.0 * 1024.0 * 1024.0;
+        for seed in 1..=20 {
+            let (verdict, _, times) = run_until_verdict(&ten_second_rule(), bytes, |_| 1.7e9, 0.15, seed, 10.0);
+            assert!(!matches!(verdict, Verdict::Drifting(_)), "seed {seed}: {verdict:?} after {} samples", times.len());
+        }
+    }
+
+    #[test]
+    fn a_zero_target_never_stops_early() {
+        let rule = StopRule { ci_target: 0.0, ..ten_second_rule() };
+        let (verdict, elapsed_s, _) = run_until_verdict(&rule, 1e6, |_| 1e9, 0.0, 1, 2.0);
+        assert_eq!(verdict, Verdict::Continue);
+        assert!(elapsed_s >= 2.0);
+        assert!(!rule.is_stable(&[1.0; 100], 1e12));
     }
 }

@@ -43,7 +43,8 @@ pub struct DmaArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Stop repeating once the median's 95 % confidence interval is within ± this many percent
-    /// of it (after at least 10 transfers and a tenth of --duration).
+    /// of it (after at least 10 transfers and a tenth of --duration), or once the rate drifts;
+    /// 0: never stop early, run the whole --duration (up to 100,000 samples).
     #[arg(long, default_value_t = 1.0, alias = "cov-target")]
     pub ci_target: f64,
     /// Count stalls longer than this: `50us`.
@@ -201,12 +202,16 @@ impl EngineArgs {
 
 /// Percent on the command line, fraction in the options.
 pub fn ci_fraction(percent: f64) -> Result<f64, InvalidInput> {
-    if percent > 0.0 && percent <= 100.0 {
+    if (0.0..=100.0).contains(&percent) {
         Ok(percent / 100.0)
     } else {
-        Err(InvalidInput::new(format!("invalid --ci-target {percent}: give a percentage above 0 and at most 100")))
+        Err(InvalidInput::new(format!("invalid --ci-target {percent}: give a percentage from 0 (never stop early) to 100")))
     }
 }
+
+/// The sample cap with `--ci-target 0`: 50× the usual, so the budget, not the cap, ends a
+/// point of 1 MiB block transfers (~1,000 a second here); bounds the results file (~10 MB).
+const WHOLE_BUDGET_MAX_SAMPLES: usize = 100_000;
 
 /// Defaults of `--sizes` and `--duration`.
 const SIZES: &str = "1MiB";
@@ -227,6 +232,10 @@ pub fn run(args: DmaArgs) -> anyhow::Result<i32> {
     let sizes = units::parse_size_list(args.sizes.as_deref().unwrap_or(SIZES))?;
     let mut options = DmaOptions::new(vec![args.dir], sizes);
     options.stop = StopRule { ci_target: ci_fraction(args.ci_target)?, ..StopRule::default() };
+    if options.stop.ci_target == 0.0 {
+        // The whole budget, as asked: the usual cap would end a fast point early.
+        options.stop.max_samples = WHOLE_BUDGET_MAX_SAMPLES;
+    }
     set_duration(&mut options, args.duration.unwrap_or(DURATION));
     options.stall_threshold_ns = args.stall_threshold.as_secs_f64() * 1e9;
     options.deadline = args.deadline;
@@ -280,7 +289,9 @@ mod tests {
 
     #[test]
     fn ci_targets_are_percentages() {
-        assert!(ci_fraction(0.0).is_err());
+        assert!(ci_fraction(-1.0).is_err());
+        assert!(ci_fraction(100.5).is_err());
+        assert_eq!(ci_fraction(0.0).unwrap(), 0.0);
         assert_eq!(ci_fraction(1.0).unwrap(), 0.01);
     }
 }

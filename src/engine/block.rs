@@ -12,7 +12,8 @@
 //! 2 × `queue_depth` aligned bounce slots, cut from one buffer (reads are copied out after the
 //! ring is refilled). Bounce copies overlap the I/Os in flight except the first (h2d) or the
 //! last (d2h), which fall inside the measured time. Each I/O is issued as soon as it is queued,
-//! as fio does.
+//! as fio does. Once nothing is left to queue, one wait takes every I/O still in flight (fio's
+//! `iodepth_batch_complete_min`), not a wake-up per completion.
 //!
 //! Stuck I/O: a transfer whose deadline passes (or that a signal ends) cancels what it has in
 //! flight and gives the kernel [`CANCEL_GRACE`] to hand it back. Block I/O the kernel has
@@ -497,7 +498,11 @@ impl BlockEngine {
             } else {
                 format!("I/O of {} still in flight", self.info.target)
             };
-            if let Err(error) = self.wait_one(deadline, state.not_before, &what) {
+            // Nothing left to queue: every completion before the last would wake us for nothing
+            // (under CPU contention each wake-up costs a scheduling delay), so wait for them all,
+            // as fio does with `iodepth_batch_complete_min` = the queue depth.
+            let wanted = if state.queue.is_empty() { state.in_flight.len().max(1) } else { 1 };
+            if let Err(error) = self.wait_for(wanted, deadline, state.not_before, &what) {
                 return Err(self.abandon(ops, &state.in_flight, error));
             }
             let completions: Vec<(u64, i32)> = {
@@ -654,9 +659,10 @@ impl BlockEngine {
         self.busy_slots.iter().position(|busy| !busy).expect("a free slot per I/O in flight") as u16
     }
 
-    /// Submit what is queued and wait for at least one completion, bounded by the deadline;
-    /// also returns at `wake_at` (an I/O refused with EAGAIN is due again).
-    fn wait_one(&mut self, deadline: &Deadline, wake_at: Option<Instant>, what: &str) -> Result<(), EngineError> {
+    /// Submit what is queued and wait for `wanted` completions (at least one), bounded by the
+    /// deadline; returns earlier with fewer when a wait slice ends with some, and at `wake_at`
+    /// (an I/O refused with EAGAIN is due again).
+    fn wait_for(&mut self, wanted: usize, deadline: &Deadline, wake_at: Option<Instant>, what: &str) -> Result<(), EngineError> {
         let Submitter::Uring(ring) = &mut self.submitter else { unreachable!() };
         loop {
             let mut left = deadline.slice().ok_or_else(|| deadline.timeout(what))?;
@@ -668,7 +674,7 @@ impl BlockEngine {
             }
             let ts = types::Timespec::from(left);
             let args = types::SubmitArgs::new().timespec(&ts);
-            match ring.submitter().submit_with_args(1, &args) {
+            match ring.submitter().submit_with_args(wanted.max(1), &args) {
                 Ok(_) => return Ok(()),
                 // A slice ended (or the deadline): look at completions, the deadline and the signal flag.
                 Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
@@ -754,7 +760,7 @@ impl BlockEngine {
                 }
             }
             if self.busy_slots.iter().any(|b| *b) {
-                self.wait_one(deadline, None, "").map_err(|_| deadline.timeout("I/Os of an earlier timed-out transfer are still in flight"))?;
+                self.wait_for(1, deadline, None, "").map_err(|_| deadline.timeout("I/Os of an earlier timed-out transfer are still in flight"))?;
             }
         }
         Ok(())

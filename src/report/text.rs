@@ -51,10 +51,14 @@ pub fn conditions(results: &Results) -> String {
     }
     let _ = writeln!(out, "host:        {} ({}), pcieperf {}, started {}", c.host, c.kernel, c.tool_version, c.start_time_utc);
     let _ = writeln!(out, "host clock:  {clock}; engine clock: {}", if c.simulated { format!("virtual ({})", results.label()) } else { "the engine's host clock".into() });
+    let until = if c.ci_target > 0.0 {
+        format!("until the median's 95 % interval is within ± {} % (at least 10 samples and a tenth of the budget, or 4 ms when transfers take 0.5 ms or more), the rate drifts (a slope beyond 5 standard errors), or", c.ci_target * 100.0)
+    } else {
+        "for the whole budget (--ci-target 0):".into()
+    };
     let _ = writeln!(
         out,
-        "procedure:   warm-up, repeat until the median's 95 % interval is within ± {} % (at least 10 samples and a tenth of the budget) or {} s (engine clock) / {} s (host clock) per point; deadline {} s per transfer; seed {}",
-        c.ci_target * 100.0,
+        "procedure:   warm-up, repeat {until} {} s (engine clock) / {} s (host clock) per point; deadline {} s per transfer; seed {}",
         c.duration_s,
         c.wall_limit_s,
         c.deadline_s,
@@ -108,7 +112,10 @@ pub fn points_table(results: &Results, width: Option<usize>) -> String {
             c.and_then(|c| c.percent_reached).map_or_else(dash, |v| format!("{v:.1}")),
             c.map_or_else(dash, |c| limit_name(c.limit)),
             p.samples.len().to_string(),
-            p.convergence.stop_reason.clone(),
+            match &p.convergence.drift {
+                Some(d) => format!("{} {:+.1} %/s", p.convergence.stop_reason, d.percent_per_s),
+                None => p.convergence.stop_reason.clone(),
+            },
             format!("{}/{}", format_ns(p.convergence.engine_ns), format_ns(p.convergence.wall_ns)),
             format!("{}{stall_source}", p.stalls.over_threshold),
             format_ns(p.stalls.max_stall_ns),
