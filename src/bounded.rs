@@ -1,5 +1,7 @@
 //! Bounded input: read a file or standard input with a size limit that fits its format, so
-//! `report /dev/zero` ends at once with a message instead of eating the machine's memory.
+//! `inspect -F /dev/zero` ends at once with a message instead of eating the machine's memory;
+//! or stream it ([`stream`]) to a parser that bounds memory by what it keeps (results
+//! documents: `report/saved.rs`).
 //!
 //! Only regular files and standard input (`-`) are read: a device node or a FIFO given as a file
 //! is refused. Standard input may be a pipe; one that stays silent for [`SILENT_PIPE`] ends the
@@ -24,8 +26,6 @@ pub struct Limit {
     pub what: &'static str,
 }
 
-/// Results documents: a full sweep with every sample is a few MB; 256 MB is far beyond any run.
-pub const RESULTS: Limit = Limit { bytes: 256 << 20, what: "results document" };
 /// `lspci -xxxx` dumps: 4 KiB of config space (about 13 KB of hex) per function.
 pub const DUMP: Limit = Limit { bytes: 64 << 20, what: "dump" };
 /// pci.ids: about 1.5 MB today.
@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let started = Instant::now();
         for (path, kind) in [(fifo.as_path(), "a FIFO"), (Path::new("/dev/zero"), "a device node"), (dir.path(), "a directory")] {
-            let error = read_to_string(path, RESULTS).unwrap_err().0;
+            let error = read_to_string(path, DUMP).unwrap_err().0;
             assert!(error.contains(kind), "{error}");
         }
         assert!(started.elapsed() < Duration::from_secs(2), "nothing waited on the FIFO");
