@@ -1,5 +1,7 @@
 //! Bounded input: read a file or standard input with a size limit that fits its format, so
-//! `report /dev/zero` ends at once with a message instead of eating the machine's memory.
+//! `inspect -F /dev/zero` ends at once with a message instead of eating the machine's memory;
+//! or stream it ([`stream`]) to a parser that bounds memory by what it keeps (results
+//! documents: `report/saved.rs`).
 //!
 //! Only regular files and standard input (`-`) are read: a device node or a FIFO given as a file
 //! is refused. Standard input may be a pipe; one that stays silent for [`SILENT_PIPE`] ends the
@@ -24,8 +26,6 @@ pub struct Limit {
     pub what: &'static str,
 }
 
-/// Results documents: a full sweep with every sample is a few MB; 256 MB is far beyond any run.
-pub const RESULTS: Limit = Limit { bytes: 256 << 20, what: "results document" };
 /// `lspci -xxxx` dumps: 4 KiB of config space (about 13 KB of hex) per function.
 pub const DUMP: Limit = Limit { bytes: 64 << 20, what: "dump" };
 /// pci.ids: about 1.5 MB today.
@@ -101,45 +101,85 @@ fn read_file(path: &Path, limit: Limit) -> Result<Vec<u8>, InvalidInput> {
 /// Standard input in pieces, each waited for with poll() in short slices: a pipe that stays
 /// silent for `silent`, or a signal, ends the read.
 fn read_stdin(limit: Limit, silent: Duration) -> Result<Vec<u8>, InvalidInput> {
-    let stdin = std::io::stdin();
-    let mut handle = stdin.lock();
-    let fd = std::io::stdin().as_raw_fd();
     let mut bytes = Vec::new();
-    let mut piece = vec![0u8; 64 * 1024];
-    let mut last = Instant::now();
-    loop {
-        if crate::cancel::requested() {
-            return Err(InvalidInput::new("interrupted while reading standard input"));
-        }
-        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        let ms = crate::cancel::POLL_SLICE.as_millis() as i32;
-        // SAFETY: one valid pollfd.
-        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if ready == 0 {
-            if last.elapsed() >= silent {
-                return Err(InvalidInput::new(format!(
-                    "standard input sent nothing for {} s: give the data on standard input or name a file",
-                    silent.as_secs_f64()
-                )));
+    let mut stdin = Stdin { limit, silent, read_bytes: 0 };
+    stdin.read_to_end(&mut bytes).map_err(into_invalid)?;
+    Ok(bytes)
+}
+
+/// The message an [`InvalidInput`] carried through `std::io::Error`.
+pub fn into_invalid(e: std::io::Error) -> InvalidInput {
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<InvalidInput>()) {
+        Some(invalid) => invalid.clone(),
+        None => InvalidInput::new(format!("cannot read: {e}")),
+    }
+}
+
+/// A reader for `path` (`-`: standard input) that a streaming parser consumes piece by piece.
+/// A regular file — given by name or as standard input — is read whatever its size: the caller
+/// bounds memory by what it keeps, not by what it reads. Standard input that is not a file (a
+/// pipe, a terminal) has no size to check, so it keeps `pipe_limit` and the silent-pipe
+/// timeout; its errors are [`InvalidInput`]s inside `std::io::Error` ([`into_invalid`]).
+pub fn stream(path: &Path, pipe_limit: Limit) -> Result<Box<dyn Read>, InvalidInput> {
+    if path != Path::new("-") {
+        check_file(path, Limit { bytes: u64::MAX, ..pipe_limit })?;
+        let file = std::fs::File::open(path).map_err(|e| InvalidInput::new(format!("cannot read {} {}: {e}", pipe_limit.what, path.display())))?;
+        return Ok(Box::new(file));
+    }
+    // SAFETY: fstat on standard input's descriptor into a zeroed stat.
+    let stdin_is_file = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        libc::fstat(std::io::stdin().as_raw_fd(), &mut stat) == 0 && (stat.st_mode & libc::S_IFMT) == libc::S_IFREG
+    };
+    if stdin_is_file {
+        return Ok(Box::new(std::io::stdin()));
+    }
+    Ok(Box::new(Stdin { limit: pipe_limit, silent: SILENT_PIPE, read_bytes: 0 }))
+}
+
+/// Standard input within a limit, each piece waited for with poll() in short slices.
+struct Stdin {
+    limit: Limit,
+    silent: Duration,
+    read_bytes: u64,
+}
+
+impl Read for Stdin {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let fail = |message: String| Err(std::io::Error::other(InvalidInput::new(message)));
+        let fd = std::io::stdin().as_raw_fd();
+        let started = Instant::now();
+        loop {
+            if crate::cancel::requested() {
+                return fail("interrupted while reading standard input".into());
             }
-            continue;
+            let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            let ms = crate::cancel::POLL_SLICE.as_millis() as i32;
+            // SAFETY: one valid pollfd.
+            let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if ready == 0 {
+                if started.elapsed() >= self.silent {
+                    return fail(format!(
+                        "standard input sent nothing for {} s: give the data on standard input or name a file",
+                        self.silent.as_secs_f64()
+                    ));
+                }
+                continue;
+            }
+            if ready < 0 {
+                continue; // EINTR: look at the signal flag again
+            }
+            let n = match std::io::stdin().lock().read(buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return fail(format!("cannot read standard input: {e}")),
+            };
+            self.read_bytes += n as u64;
+            if self.read_bytes > self.limit.bytes {
+                return Err(std::io::Error::other(too_large("standard input", self.limit)));
+            }
+            return Ok(n);
         }
-        if ready < 0 {
-            continue; // EINTR: look at the signal flag again
-        }
-        let n = match handle.read(&mut piece) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(InvalidInput::new(format!("cannot read standard input: {e}"))),
-        };
-        if n == 0 {
-            return Ok(bytes);
-        }
-        bytes.extend_from_slice(&piece[..n]);
-        if bytes.len() as u64 > limit.bytes {
-            return Err(too_large("standard input", limit));
-        }
-        last = Instant::now();
     }
 }
 
@@ -187,7 +227,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let started = Instant::now();
         for (path, kind) in [(fifo.as_path(), "a FIFO"), (Path::new("/dev/zero"), "a device node"), (dir.path(), "a directory")] {
-            let error = read_to_string(path, RESULTS).unwrap_err().0;
+            let error = read_to_string(path, DUMP).unwrap_err().0;
             assert!(error.contains(kind), "{error}");
         }
         assert!(started.elapsed() < Duration::from_secs(2), "nothing waited on the FIFO");

@@ -29,7 +29,7 @@ fn sample_run(simulated: bool, rate_mbps: f64) -> Results {
 #[test]
 fn the_json_document_round_trips_and_carries_its_conditions() {
     let r = sample_run(true, 1000.0);
-    let text = json::to_string(&r).unwrap();
+    let text = json::to_string(&r);
     assert_eq!(json::from_str(&text).unwrap(), r);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["schema"], SCHEMA);
@@ -103,7 +103,7 @@ fn the_document_is_written_atomically_and_other_schemas_are_refused() {
     assert_eq!(json::read(&path).unwrap(), r);
     // Only the file itself is left: the temporary file was renamed over it.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-    let other = json::to_string(&r).unwrap().replace(SCHEMA, "pcieperf.results/99");
+    let other = json::to_string(&r).replace(SCHEMA, "pcieperf.results/99");
     assert!(json::from_str(&other).unwrap_err().0.contains("unsupported results schema"));
     assert!(json::from_str("[1, 2").is_err());
     assert!(json::write(&dir.path().join("missing-dir/run.json"), &r).is_err());
@@ -264,7 +264,7 @@ fn the_main_job_measures_three_modes_over_a_sweep_and_names_limits() {
 #[test]
 fn a_document_of_the_previous_version_is_read_as_this_one() {
     let r = sample_run(true, 1000.0);
-    let text = json::to_string(&r).unwrap();
+    let text = json::to_string(&r);
     let mut old = text.replace(SCHEMA, PREVIOUS_SCHEMA);
     let mut spellings: Vec<(String, String)> =
         [("3dw", "Dw3"), ("4dw", "Dw4"), ("wire_accurate", "WireAccurate"), ("byte_exact", "ByteExact")].map(|(a, b)| (a.into(), b.into())).to_vec();
@@ -283,7 +283,7 @@ fn the_view_table_renders_what_each_module_renders_and_refuses_what_a_document_l
     let r = sample_run(true, 1000.0);
     let written = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     let options = ViewOptions { written, ..ViewOptions::default() };
-    let document = view::read(&json::to_string(&r).unwrap()).unwrap();
+    let document = view::read(&json::to_string(&r)).unwrap();
     assert_eq!(document.kind(), "results");
     assert_eq!(view::render(&document, Format::Text, &options).unwrap(), text::render(&r));
     assert_eq!(view::render(&document, Format::Csv, &options).unwrap(), csv::render(&r));

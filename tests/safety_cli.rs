@@ -427,9 +427,10 @@ fn endless_and_special_inputs_end_at_once_with_a_message() {
 
 /// Standard input that never ends: the size limit is named, and memory stays bounded (the
 /// process runs under a 1 GiB address-space limit where prlimit exists).
+/// A pipe has no size to check: an endless one (a valid document's opening, then padding the
+/// reader skips without keeping it) ends at the pipe limit with its name, in bounded memory.
 #[test]
 fn endless_standard_input_hits_the_named_limit_in_bounded_memory() {
-    let zero = std::fs::File::open("/dev/zero").unwrap();
     let prlimit = Path::new("/usr/bin/prlimit").exists();
     let mut command = if prlimit {
         let mut c = Process::new("/usr/bin/prlimit");
@@ -439,52 +440,64 @@ fn endless_standard_input_hits_the_named_limit_in_bounded_memory() {
         eprintln!("prlimit missing: memory is not capped, only the limit message is checked");
         Process::new(binary())
     };
-    let output = command.args(["report", "-"]).stdin(zero).output().unwrap();
+    let mut child = command.args(["report", "-"]).stdin(Stdio::piped()).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        let padding = "0, ".repeat(64 * 1024);
+        let _ = stdin.write_all(b"{\"schema\": \"pcieperf.results/3\", \"padding\": [");
+        // Until the reader gives up and closes the pipe.
+        while stdin.write_all(padding.as_bytes()).is_ok() {}
+    });
+    let output = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("limit of a results document"), "{stderr}");
+    assert!(stderr.contains("limit of a results document read from a pipe"), "{stderr}");
 }
 
-/// A results document just under the reader's 256 MiB limit: a sim run's first sample repeated
-/// 1.39 million times (255 MB). Returns the path.
-fn document_near_the_limit(dir: &Path) -> PathBuf {
+/// A results document over the 256 MiB that once was the reader's limit (`dma` wrote 364 MB
+/// files that `report` then refused): a sim run's first sample repeated 1.8 million times
+/// (300 MB). Returns the path.
+fn document_over_the_old_limit(dir: &Path) -> PathBuf {
     let small = dir.join("small.json");
     pcieperf().args(["dma", "--target", "sim", "--sizes", "64KiB", "--duration", "20ms", "--out"]).arg(&small).assert().success();
     let text = std::fs::read_to_string(&small).unwrap();
     let doc: Value = serde_json::from_str(&text).unwrap();
     let sample = serde_json::to_string_pretty(&doc["points"][0]["samples"][0]).unwrap() + ",\n";
     let (head, tail) = text.split_once("\"samples\": [").unwrap();
-    let mut big = Vec::with_capacity(256 << 20);
+    let mut big = Vec::with_capacity(300 << 20);
     big.extend_from_slice(head.as_bytes());
     big.extend_from_slice(b"\"samples\": [");
-    let copies = (255_000_000 - text.len()) / sample.len();
+    let copies = (300_000_000 - text.len()) / sample.len();
     for _ in 0..copies {
         big.extend_from_slice(sample.as_bytes());
     }
     big.extend_from_slice(tail.as_bytes());
-    assert!(big.len() < 256 << 20 && big.len() > 250_000_000, "{} bytes", big.len());
+    assert!(big.len() > 256 << 20, "{} bytes", big.len());
     let path = dir.join("big.json");
     std::fs::write(&path, big).unwrap();
     path
 }
 
-/// `report` reads a document just under its limit in bounded memory (a typed parse, no JSON
-/// tree: 2.1 GB before, about 0.36 GB now) and, when even that is more than the process may
-/// have, says so and exits 1 instead of aborting.
+/// `report` streams a document larger than the old 256 MiB limit into its typed values, within
+/// an address space of 1.5× the file (program, stacks and allocator arenas included), and when
+/// even that is more than the process may have, says so and exits 1 instead of aborting.
 #[test]
-fn a_document_near_the_limit_is_read_in_bounded_memory_and_exhaustion_is_a_message() {
+fn a_document_over_the_old_limit_is_read_in_less_than_its_size_and_exhaustion_is_a_message() {
     if !Path::new("/usr/bin/prlimit").exists() {
         eprintln!("skipped: prlimit (util-linux) is missing, memory cannot be capped");
         return;
     }
     let _timing = timing();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let big = document_near_the_limit(dir.path());
+    let big = document_over_the_old_limit(dir.path());
+    let file_bytes = std::fs::metadata(&big).unwrap().len();
     let capped = |bytes: u64| Process::new("/usr/bin/prlimit").arg(format!("--as={bytes}")).arg(binary()).arg("report").arg(&big).output().unwrap();
-    let fits = capped(1 << 30);
+    let fits = capped(file_bytes * 3 / 2);
     assert_eq!(fits.status.code(), Some(0), "{}", String::from_utf8_lossy(&fits.stderr));
     assert!(String::from_utf8_lossy(&fits.stdout).contains("64KiB"));
-    let starved = capped(300 << 20);
+    let starved = capped(file_bytes / 4);
     let stderr = String::from_utf8_lossy(&starved.stderr);
     assert_eq!(starved.status.code(), Some(1), "exit 1, not SIGABRT: {stderr}");
     assert!(stderr.starts_with("pcieperf: out of memory: an allocation of") && stderr.lines().count() == 1, "{stderr}");

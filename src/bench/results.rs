@@ -210,6 +210,7 @@ pub struct Point {
     pub bytes_per_step: u64,
     /// Steps run before measuring (verified, not timed).
     pub warmup: usize,
+    #[serde(deserialize_with = "without_slack")]
     pub samples: Vec<Sample>,
     pub summary: Option<Summary>,
     pub convergence: Convergence,
@@ -223,6 +224,14 @@ pub struct Point {
     /// For `both`: each direction on its own and their sum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directions: Option<DirectionRates>,
+}
+
+/// A vector read without the spare capacity its growth left: a run's samples are most of the
+/// memory a saved document takes when read back.
+fn without_slack<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<Vec<T>, D::Error> {
+    let mut items = Vec::<T>::deserialize(deserializer)?;
+    items.shrink_to_fit();
+    Ok(items)
 }
 
 /// Distribution of one point's samples.

@@ -6,7 +6,8 @@ use clap::Args;
 
 use crate::error::invalid;
 use crate::report::view::{self, Document, Format, ViewOptions};
-use crate::report::{json, output};
+use crate::report::output;
+use crate::report::saved::{self, Accept};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -39,12 +40,12 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let outputs: Vec<&Path> = [args.html.as_deref(), args.metrics.as_deref()].into_iter().flatten().collect();
     output::check_all(&outputs, &args.files)?;
-    // Bounded like every input: a device node or a FIFO is refused, not read forever. Each text
-    // is dropped once parsed: memory holds one text and the typed documents.
+    // Streamed: memory holds the typed documents, never a file's text. A device node or a FIFO
+    // is refused, not read forever; a pipe on standard input has a size limit.
     let documents = args
         .files
         .iter()
-        .map(|f| anyhow::Context::with_context(json::read_text(f).and_then(|text| view::read(&text)), || f.display().to_string()))
+        .map(|f| anyhow::Context::with_context(saved::read_file(f, Accept::Saved), || f.display().to_string()))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
     if let [a, b] = documents.as_slice() {

@@ -261,7 +261,7 @@ mod tests {
         let mut options = crate::bench::dma::DmaOptions::new(vec![crate::bench::results::Mode::D2h], vec![4096]);
         options.duration = Duration::from_millis(5);
         let results = crate::bench::dma::measure(engine.as_mut(), &options, &std::sync::atomic::AtomicBool::new(false), &mut crate::bench::dma::Quiet).unwrap();
-        std::fs::write(path, crate::report::json::to_string(&results).unwrap()).unwrap();
+        std::fs::write(path, crate::report::json::to_string(&results)).unwrap();
     }
 
     #[test]

@@ -3,21 +3,10 @@
 
 use std::fmt::Write;
 
-use crate::bench::pio::{Case, PioRun, TestResult, PREVIOUS_SCHEMA, SCHEMA};
-use crate::error::InvalidInput;
+use crate::bench::pio::{Case, PioRun, TestResult};
 use crate::report::plot::escape;
 use crate::table::{Align, Table};
 use crate::units::format_ns;
-
-/// Parse a pio document (this version's or the previous one's), refusing other schemas.
-pub fn from_str(text: &str) -> Result<PioRun, InvalidInput> {
-    if !matches!(super::json::schema_of(text)?.as_deref(), Some(SCHEMA | PREVIOUS_SCHEMA)) {
-        return Err(InvalidInput::new(format!("not a {SCHEMA} document")));
-    }
-    let mut run: PioRun = super::json::typed(text, SCHEMA)?;
-    run.schema = SCHEMA.into();
-    Ok(run)
-}
 
 fn sim(run: &PioRun) -> &'static str {
     if run.simulated { " (simulated)" } else { "" }

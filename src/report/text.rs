@@ -427,7 +427,7 @@ mod residual_tests {
         let line = super::headline(&results);
         assert!(!line.contains("% of") && line.contains("not compared with the model (emulated device"), "{line}");
         assert!(!line.contains("f 0."), "no fraction of the link either: {line}");
-        let json: serde_json::Value = serde_json::from_str(&crate::report::json::to_string(&results).unwrap()).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&crate::report::json::to_string(&results)).unwrap();
         for point in json["points"].as_array().unwrap() {
             assert!(point["ceiling"]["percent_reached"].is_null(), "{}", point["ceiling"]);
         }

@@ -147,7 +147,7 @@ pub static VIEWS: &[View] = &[
     view!("pio", Csv, Pio(r), _o => pio::csv(r)),
     view!("pio", Html, Pio(r), _o => pio::html(r)),
     view!("results", Text, Run(r), o => text::render_within(r, o.width)),
-    view!(try "results", Json, Run(r), _o => json::to_string(r)),
+    view!("results", Json, Run(r), _o => json::to_string(r)),
     view!("results", Csv, Run(r), _o => csv::render(r)),
     view!("results", Html, Run(r), _o => html::render(r)),
     view!("results", Metrics, Run(r), o => metrics::render(r, o.written)),
@@ -269,22 +269,11 @@ pub fn compare(a: &Document, b: &Document, format: Format, names: (&str, &str)) 
     }
 }
 
-/// Readers of saved documents, by the `<kind>` of their schema `pcieperf.<kind>/<major>`.
-static READERS: &[(&str, fn(&str) -> Result<Document, InvalidInput>)] = &[
-    ("pio", |text| pio::from_str(text).map(Pio)),
-    ("results", |text| json::from_str(text).map(Run)),
-    ("crosscheck", |text| json::typed(text, crate::bench::crosscheck::SCHEMA).map(Check)),
-];
-
-/// A saved document, by the schema it names; a text naming no schema pcieperf reads is refused
-/// as a results document would be (the message says which schema is expected).
+/// A saved document (results, pio, crosscheck), by the schema it names; a text naming no schema
+/// pcieperf reads is refused as a results document would be (the message says which schema is
+/// expected).
 pub fn read(text: &str) -> Result<Document, InvalidInput> {
-    let schema = json::schema_of(text)?;
-    let kind = schema.as_deref().and_then(|s| s.strip_prefix("pcieperf.")).and_then(|s| s.split_once('/')).map(|(kind, _)| kind);
-    match READERS.iter().find(|(name, _)| Some(*name) == kind) {
-        Some((_, reader)) => reader(text),
-        None => json::from_str(text).map(Run),
-    }
+    super::saved::from_reader(text.as_bytes(), super::saved::Accept::Saved)
 }
 
 /// Print the document in `format` on standard output.
