@@ -106,6 +106,7 @@ mod tests {
             after: Some(sample(200.0, 2.5)),
             ceiling_from: CeilingFrom::During,
         });
+        c.numa = None; // the NUMA line has its own tests (tests/numa_placement.rs)
         c
     }
 
