@@ -146,6 +146,27 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     Ok(if args.strict && warned { 1 } else { 0 })
 }
 
+/// The module aliases when the view shows `Kernel modules:` (`-k`, `-v`, as lspci) of sysfs
+/// devices (a dump has no modalias). With `-k`, a file that cannot be read is said once, as
+/// lspci says it ("Unable to load libkmod resources").
+fn module_aliases(options: &InspectOptions, detail: Detail) -> Option<pci::modules::Aliases> {
+    if !matches!(options.source, Source::Sysfs(_)) || !(detail.kernel || detail.verbose > 0) {
+        return None;
+    }
+    let loaded = pci::modules::default_dir()
+        .ok_or_else(|| "the running kernel's release is unknown (/proc/sys/kernel/osrelease)".to_string())
+        .and_then(|dir| pci::modules::Aliases::load(&dir));
+    match loaded {
+        Ok(aliases) => Some(aliases),
+        Err(why) => {
+            if detail.kernel {
+                super::note(format!("kernel modules not shown: {why}"));
+            }
+            None
+        }
+    }
+}
+
 /// The `-v`/`-x`/`-m`/`-k` views, each device printed as soon as it is inspected: memory stays
 /// that of the machine's registers, not of every report and the whole text.
 fn stream(options: &InspectOptions, detail: Detail, from_dump: bool, strict: bool) -> anyhow::Result<i32> {
@@ -153,6 +174,7 @@ fn stream(options: &InspectOptions, detail: Detail, from_dump: bool, strict: boo
     inspector.notes().iter().for_each(super::note);
     let mut paths = if detail.path > 0 { pci::lspci_paths(options)? } else { Default::default() };
     let style = detail.style(inspector.domains());
+    let aliases = module_aliases(options, detail);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let (mut shown, mut warned, mut partly) = (0usize, false, PartlyDecoded::default());
     for mut device in inspector.reports() {
@@ -162,6 +184,9 @@ fn stream(options: &InspectOptions, detail: Detail, from_dump: bool, strict: boo
             return Ok(130);
         }
         device.lspci_path = paths.remove(&device.bdf).unwrap_or_default();
+        if let (Some(aliases), Some(modalias)) = (&aliases, &device.modalias) {
+            device.kernel_modules = aliases.modules_for(modalias);
+        }
         out.write_all(crate::report::inspect::device_text(&device, style, detail).as_bytes())?;
         (shown, warned) = (shown + 1, warned || !device.warnings.is_empty());
         partly.add(&device);

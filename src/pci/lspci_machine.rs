@@ -40,6 +40,8 @@ pub struct MachineFacts<'a> {
     pub slot: String,
     pub subsystem: Option<(u16, u16)>,
     pub driver: Option<&'a str>,
+    /// Kernel modules that can drive it, shown with `-k` as `Module:` lines.
+    pub modules: &'a [String],
     pub numa_node: Option<i32>,
 }
 
@@ -76,6 +78,9 @@ pub fn block(id: &Identity, facts: &MachineFacts, naming: Naming, level: u8, ker
     out += &format!("ProgIf:\t{:02x}\n", names.prog_if);
     if let Some(driver) = facts.driver.filter(|_| kernel) {
         out += &format!("Driver:\t{driver}\n");
+    }
+    for module in facts.modules.iter().filter(|_| kernel) {
+        out += &format!("Module:\t{module}\n");
     }
     if let Some(node) = facts.numa_node.filter(|n| *n >= 0) {
         out += &format!("NUMANode:\t{node}\n");

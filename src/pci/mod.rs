@@ -21,6 +21,7 @@ pub mod ids;
 pub mod lspci;
 pub mod lspci_header;
 pub mod lspci_machine;
+pub mod modules;
 pub mod report;
 pub mod sysfs;
 pub mod topology;

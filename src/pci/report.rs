@@ -127,6 +127,11 @@ pub struct DeviceReport {
     pub bridge_buses: Option<(u8, u8, u8)>,
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
+    /// sysfs `modalias`, and the modules it resolves to (filled by the views that show them).
+    #[serde(skip)]
+    pub modalias: Option<String>,
+    #[serde(skip)]
+    pub kernel_modules: Vec<String>,
     pub pcie: Option<PcieCap>,
     pub msi: Option<super::caps::msi::Msi>,
     pub msix: Option<super::caps::msix::MsiX>,
@@ -329,6 +334,8 @@ pub fn build(machine: &Machine, device: &Device, upstream: &[&Device], names: &P
         bridge_buses: device.config.bridge_buses(),
         numa_node: attributes.and_then(|a| a.numa_node),
         driver: attributes.and_then(|a| a.driver.clone()),
+        modalias: attributes.and_then(|a| a.modalias.clone()),
+        kernel_modules: Vec::new(),
         pcie: device.pcie.clone(),
         msi: device.msi.clone(),
         msix: device.msix.clone(),
@@ -440,6 +447,7 @@ fn lspci_verbose_lines(report: &DeviceReport, id: &Identity<'_>, style: Style) -
     if let Some(driver) = &report.driver {
         lines.push(format!("Kernel driver in use: {driver}"));
     }
+    lines.extend(super::modules::line(&report.kernel_modules));
     lines
 }
 

@@ -46,6 +46,8 @@ pub struct Attributes {
     pub aer: Option<AerCounters>,
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
+    /// `modalias` (`pci:v…d…sv…sd…bc…sc…i…`), what `Kernel modules:` is looked up by.
+    pub modalias: Option<String>,
     /// Sizes of BARs 0–5 from `resource` (0 = unused).
     pub bar_sizes_bytes: Vec<u64>,
 }
@@ -217,6 +219,7 @@ fn read_attributes(dir: &Path, notes: &mut Vec<String>) -> Attributes {
     let correctable = text("aer_dev_correctable");
     let nonfatal = text("aer_dev_nonfatal");
     let fatal = text("aer_dev_fatal");
+    let modalias = text("modalias");
     let bar_sizes_bytes = text("resource").map(|t| parse_resources(&t)).unwrap_or_default();
     let aer = (correctable.is_some() || nonfatal.is_some() || fatal.is_some()).then(|| AerCounters {
         correctable: parse_counters(correctable.as_deref().unwrap_or("")),
@@ -232,6 +235,7 @@ fn read_attributes(dir: &Path, notes: &mut Vec<String>) -> Attributes {
         aer,
         numa_node,
         driver,
+        modalias,
         bar_sizes_bytes,
     }
 }

@@ -80,6 +80,9 @@ fn lspci_style(device: &DeviceReport, style: Style, detail: Detail) -> String {
         if let Some(driver) = device.driver.as_ref().filter(|_| detail.kernel) {
             out += &format!("\tKernel driver in use: {driver}\n");
         }
+        if let Some(line) = crate::pci::modules::line(&device.kernel_modules).filter(|_| detail.kernel) {
+            out += &format!("\t{line}\n");
+        }
     }
     if hex > 0 {
         out += &lspci::hex_dump(&device.config, hex);
@@ -97,6 +100,7 @@ fn machine_readable(device: &DeviceReport, style: Style, detail: Detail) -> Stri
         slot: device.slot_name(style.slots, true),
         subsystem: device.subsystem_vendor_id.zip(device.subsystem_id),
         driver: device.driver.as_deref(),
+        modules: &device.kernel_modules,
         numa_node: device.numa_node,
     };
     let id = device.identity();
