@@ -398,15 +398,22 @@ fn vvv_is_lspci_line_for_line() {
     check("-vvv");
 }
 
+/// lspci's bus-centric view (-b: addresses and IRQ from the card's registers) is what pcieperf
+/// always prints.
+#[test]
+fn vvb_is_lspci_line_for_line() {
+    check("-vvb");
+}
+
 #[test]
 fn the_comparison_sees_a_changed_line() {
     let (same, theirs, ours) = unmatched(&["a", "b", "c"], &["a", "x", "c", "d"]);
     assert_eq!((same, theirs, ours), (2, vec!["b"], vec!["x", "d"]));
 }
 
-/// A live `-x`/`-xxx` shows as many bytes as lspci's, also of functions without a capability
-/// list (lspci reads 256 bytes for `-xxx` whatever the header says). Not yet `-xxxx`: lspci
-/// reads 4096 bytes of every function there, pcieperf only of PCI Express and PCI-X ones.
+/// A live `-x`/`-xxx`/`-xxxx` shows as many bytes as lspci's, also of functions without a
+/// capability list (lspci reads 256 bytes for `-xxx` whatever the header says, and for `-xxxx`
+/// as many as the kernel gives).
 #[test]
 fn live_hex_dumps_are_lspci_byte_for_byte() {
     let Some(live) = live_dump() else {
@@ -414,7 +421,7 @@ fn live_hex_dumps_are_lspci_byte_for_byte() {
         return;
     };
     assert!(live.contains("\n40:"));
-    for level in ["-x", "-xxx", "-k"] {
+    for level in ["-x", "-xxx", "-xxxx", "-k"] {
         let output = Command::new("lspci").args(["-O", "hwdb.disable=1", level]).output().unwrap().stdout;
         // `Kernel modules:` lines included: pcieperf reads modules.alias as libkmod does.
         let theirs = String::from_utf8_lossy(&output).into_owned();

@@ -73,6 +73,10 @@ pub struct InspectArgs {
     /// The kernel driver in use (from sysfs), as lspci -k.
     #[arg(short = 'k')]
     pub kernel: bool,
+    /// Bus-centric view, as lspci -b: addresses and IRQ as the card sees them (its registers).
+    /// pcieperf always prints these; the flag is accepted so lspci's command lines work as is.
+    #[arg(short = 'b')]
+    pub bus_centric: bool,
     /// The bus tree as lspci -t draws it (-tv with names; -n/-nn as lspci).
     #[arg(short = 't', conflicts_with_all = ["hex", "json", "metrics"])]
     pub tree: bool,

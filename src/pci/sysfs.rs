@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use crate::error::InvalidInput;
 
-use super::caps;
 use super::address::Bdf;
 use super::config::ConfigSpace;
 
@@ -148,23 +147,13 @@ fn read_more(file: &std::fs::File, bytes: &mut Vec<u8>, len: usize) -> std::io::
     Ok(())
 }
 
-/// Read what decoding and `-xxx` can use, as lspci does: every config read of a real (or
-/// virtual) device is a bus transaction, and the 4096-byte extended space is read only for PCI
-/// Express and PCI-X functions, where it exists.
+/// The whole configuration space the kernel gives, as lspci reads it for `-xxxx`: 64 bytes to
+/// an ordinary user, 256 for a conventional function, 4096 for PCI Express and PCI-X (the
+/// sysfs file's size says which; reading past it returns nothing).
 pub fn read_config(path: &Path) -> std::io::Result<Vec<u8>> {
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::with_capacity(4096);
-    read_more(&file, &mut bytes, 64)?;
-    if bytes.len() < 64 {
-        return Ok(bytes);
-    }
-    // The rest of the 256-byte space also without a capability list: `-xxx` shows it, as lspci's
-    // does (one more read of a function that has no capabilities to walk).
-    read_more(&file, &mut bytes, 192)?;
-    let walk = super::walk::standard(&ConfigSpace::new(bytes.clone()));
-    if bytes.len() == 256 && (walk.find(caps::regs::PCI_CAP_ID_EXP).is_some() || walk.find(caps::regs::PCI_CAP_ID_PCIX).is_some()) {
-        read_more(&file, &mut bytes, 4096 - 256)?;
-    }
+    read_more(&file, &mut bytes, 4096)?;
     Ok(bytes)
 }
 
