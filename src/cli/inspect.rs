@@ -74,7 +74,7 @@ pub struct InspectArgs {
     #[arg(short = 'k')]
     pub kernel: bool,
     /// Bus-centric view, as lspci -b: addresses and IRQ as the card sees them (its registers).
-    /// pcieperf always prints these; the flag is accepted so lspci's command lines work as is.
+    /// Without it, sizes from the kernel's resources are added to the registers' addresses.
     #[arg(short = 'b')]
     pub bus_centric: bool,
     /// The bus tree as lspci -t draws it (-tv with names; -n/-nn as lspci).
@@ -111,6 +111,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
             path: args.path,
             domains: args.domains,
             kernel: args.kernel,
+            bus_centric: args.bus_centric,
         }, ..ViewOptions::default() };
     if args.tree {
         let (tree, notes) = pci::tree(&options, args.verbose > 0, Naming::from_count(args.numeric))?;

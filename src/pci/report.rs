@@ -406,6 +406,8 @@ pub struct Style {
     pub naming: Naming,
     /// How slots are named: domains (auto-detected as lspci does, or `-D`), `-P`/`-PP` paths.
     pub slots: super::lspci_machine::SlotNaming,
+    /// `-b`: regions as the card's registers hold them, without the kernel's sizes (as lspci -b).
+    pub bus_centric: bool,
 }
 
 impl DeviceReport {
@@ -439,7 +441,8 @@ fn lspci_verbose_lines(report: &DeviceReport, id: &Identity<'_>, style: Style) -
     if let (Some(v), Some(d)) = (report.subsystem_vendor_id, report.subsystem_id) {
         lines.push(lspci::subsystem_line(id, (v, d), style.naming));
     }
-    let sizes: Vec<Option<u64>> = (0..6).map(|i| report.bars.iter().find(|b| b.index == i).and_then(|b| b.size_bytes)).collect();
+    let size = |i| report.bars.iter().find(|b| b.index == i).and_then(|b| b.size_bytes).filter(|_| !style.bus_centric);
+    let sizes: Vec<Option<u64>> = (0..6).map(size).collect();
     lines.extend(super::lspci_header::lines(&report.config, style.verbose, super::lspci_header::HeaderFacts { bar_sizes_bytes: &sizes, numa_node: report.numa_node.filter(|n| *n >= 0) }));
     for section in &report.capability_sections {
         lines.extend(capability_lines(section, style));

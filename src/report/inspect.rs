@@ -25,6 +25,8 @@ pub struct Detail {
     pub domains: bool,
     /// `-k`: the kernel driver in use (also in the `-vmm` view).
     pub kernel: bool,
+    /// `-b`: lspci's bus-centric view (no sizes from the kernel's resources).
+    pub bus_centric: bool,
 }
 
 impl Detail {
@@ -37,7 +39,7 @@ impl Detail {
     /// How lspci's lines look with these flags; `domains`: some device has a non-zero domain.
     pub fn style(&self, domains: bool) -> Style {
         let slots = SlotNaming { domains: domains || self.domains, domains_requested: self.domains, path: self.path };
-        Style { verbose: self.verbose, naming: Naming::from_count(self.numeric), slots }
+        Style { verbose: self.verbose, naming: Naming::from_count(self.numeric), slots, bus_centric: self.bus_centric }
     }
 }
 
