@@ -74,8 +74,8 @@ fn warn(kind: WarningKind, message: String) -> Warning {
 pub struct Context<'a> {
     /// The device at the other end of this device's upstream link (its parent port), if known.
     pub link_partner: Option<&'a Device>,
-    /// Devices on the path to the root, excluding the device itself.
-    pub upstream: &'a [&'a Device],
+    /// The smallest MaxPayload supported by the device and every port on its path to the root.
+    pub path_max_payload_supported_bytes: Option<u32>,
 }
 
 fn max_speed(device: &Device) -> Option<f64> {
@@ -168,13 +168,7 @@ fn link_checks(device: &Device, context: &Context, warnings: &mut Vec<Warning>) 
 
 fn payload_checks(device: &Device, context: &Context, warnings: &mut Vec<Warning>) {
     let Some(regs) = device.pcie.as_ref().and_then(|p| p.device.as_ref()) else { return };
-    let path_supported = context
-        .upstream
-        .iter()
-        .filter_map(|d| d.pcie.as_ref()?.device.as_ref().map(|r| r.max_payload_supported_bytes))
-        .chain(std::iter::once(regs.max_payload_supported_bytes))
-        .min()
-        .unwrap_or(regs.max_payload_supported_bytes);
+    let path_supported = context.path_max_payload_supported_bytes.unwrap_or(regs.max_payload_supported_bytes);
     if regs.max_payload_bytes > 4096 {
         warnings.push(warn(WarningKind::MaxPayloadReserved, format!("DevCtl MaxPayload field holds a reserved value ({} bytes)", regs.max_payload_bytes)));
     } else if regs.max_payload_bytes < path_supported.min(4096) {

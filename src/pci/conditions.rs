@@ -17,6 +17,7 @@ use crate::model::{Conditions, Generation, Link, LinkParams};
 
 use super::address::Bdf;
 use super::device::Device;
+use super::path_summary::PathSummary;
 use super::topology::{self, Bandwidth, Hop};
 use super::{Machine, Source};
 
@@ -27,13 +28,13 @@ pub fn hop(device: &Device) -> Hop {
 }
 
 /// The path's bandwidth as the kernel computes it; `None` for a device without a link.
-pub fn bandwidth(device: &Device, upstream: &[&Device]) -> Option<Bandwidth> {
+pub fn bandwidth(device: &Device, path: &PathSummary) -> Option<Bandwidth> {
     if !device.has_link() {
         return None;
     }
     let (speed, width, _) = device.link_capable();
-    let hops: Vec<Hop> = std::iter::once(device).chain(upstream.iter().copied()).map(hop).collect();
-    Some(topology::bandwidth(&hops, speed, width))
+    let (mbits, limiting) = path.narrowest_from(hop(device));
+    Some(topology::limited_by(Some((mbits, &limiting)), speed, width))
 }
 
 fn link(speed_gts: Option<f64>, width: Option<u8>) -> Option<Link> {
@@ -42,7 +43,7 @@ fn link(speed_gts: Option<f64>, width: Option<u8>) -> Option<Link> {
 
 /// The conditions of `device` given its upstream path and the path's bandwidth; `None` when no
 /// link is known. `origin` says where the bytes came from ("sysfs", "lspci dump").
-pub fn from_path(device: &Device, upstream: &[&Device], bandwidth: &Bandwidth, origin: &str) -> Option<Conditions> {
+pub fn from_path(device: &Device, path: &PathSummary, bandwidth: &Bandwidth, origin: &str) -> Option<Conditions> {
     let capable = link(bandwidth.capable_speed_gts, bandwidth.capable_width);
     let trained = link(bandwidth.limiting_speed_gts, bandwidth.limiting_width).or(capable)?;
     let mut assumed = vec![
@@ -52,10 +53,7 @@ pub fn from_path(device: &Device, upstream: &[&Device], bandwidth: &Bandwidth, o
     let mut params = LinkParams::typical(trained);
     match device.pcie.as_ref().and_then(|p| p.device.as_ref()) {
         Some(regs) => {
-            params.mps_bytes = std::iter::once(regs.max_payload_bytes)
-                .chain(upstream.iter().filter_map(|d| d.pcie.as_ref()?.device.as_ref().map(|r| r.max_payload_bytes)))
-                .min()
-                .map_or(params.mps_bytes, u64::from);
+            params.mps_bytes = u64::from(path.max_payload_bytes(regs.max_payload_bytes));
             params.mrrs_bytes = u64::from(regs.max_read_request_bytes);
             let ten_bit = device.pcie.as_ref().and_then(|p| p.device2.as_ref()).is_some_and(|d| d.ten_bit_tag_requester_enabled);
             params.tags = if ten_bit { 768 } else if regs.extended_tag_enabled { 256 } else { 32 };
@@ -65,7 +63,7 @@ pub fn from_path(device: &Device, upstream: &[&Device], bandwidth: &Bandwidth, o
             params.mps_bytes, params.mrrs_bytes, params.tags
         )),
     }
-    match upstream.last().and_then(|d| d.pcie.as_ref()?.link.as_ref()?.rcb_bytes) {
+    match path.root.and_then(|d| d.pcie.as_ref()?.link.as_ref()?.rcb_bytes) {
         Some(rcb) => params.rcb_bytes = u64::from(rcb),
         None => assumed.push(format!("read completion boundary {} bytes (the root port's was not readable)", params.rcb_bytes)),
     }
@@ -84,8 +82,9 @@ pub fn from_path(device: &Device, upstream: &[&Device], bandwidth: &Bandwidth, o
 pub fn of(machine: &Machine, bdf: &Bdf) -> Option<Conditions> {
     let device = machine.devices.get(bdf)?;
     let upstream = machine.upstream(bdf);
+    let path = PathSummary::of(&upstream);
     let origin = if machine.live { "sysfs" } else { "lspci dump" };
-    from_path(device, &upstream, &bandwidth(device, &upstream)?, origin)
+    from_path(device, &path, &bandwidth(device, &path)?, origin)
 }
 
 /// The conditions of `bdf` on the live machine (or a sysfs tree): why not, when they cannot be

@@ -11,6 +11,7 @@ pub mod conditions;
 pub mod config;
 pub mod nodes;
 pub mod path_state;
+pub mod path_summary;
 pub mod device;
 pub mod dump;
 pub mod emulated;
@@ -229,9 +230,11 @@ impl Inspector {
         let parents = self.machine.parents();
         let mut ceilings = report::Ceilings::default();
         let mut upstream: Vec<&Device> = Vec::new();
+        let mut path = path_summary::PathSummary::default();
         self.machine.devices.values().filter(|d| self.options.selects(d)).map(move |device| {
             // Functions in address order share their parent with the one before (a bus's
-            // functions are consecutive): its path is walked once, not once a function.
+            // functions are consecutive): its path is walked and summarised once, not once a
+            // function, and each function's analysis reads the summary.
             let parent = parents.get(&device.bdf).map(|p| p.bdf);
             if parent != upstream.first().map(|p| p.bdf) {
                 upstream.clear();
@@ -240,8 +243,9 @@ impl Inspector {
                     upstream.push(parent);
                     at = parent.bdf;
                 }
+                path = path_summary::PathSummary::of(&upstream);
             }
-            report::build(&self.machine, device, &upstream, &self.names, &mut ceilings)
+            report::build(&self.machine, device, &path, &self.names, &mut ceilings)
         })
     }
 

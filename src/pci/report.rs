@@ -2,6 +2,8 @@
 //! JSON form is versioned (`SCHEMA`, `pcieperf.<kind>/<major>` as every pcieperf document) and
 //! documented in docs/inspect.md.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::model::{self, Conditions, Mode};
@@ -18,6 +20,7 @@ use super::device::{CapListing, Device};
 use super::ids::PciIds;
 use super::sysfs::AerCounters;
 use super::conditions;
+use super::path_summary::PathSummary;
 use super::walk;
 use super::topology::{Bandwidth, Hop};
 use super::Machine;
@@ -112,8 +115,8 @@ pub struct DeviceReport {
     pub target_speed_gts: Option<f64>,
     pub aspm: Option<&'static str>,
     pub aer: AerReport,
-    /// Upstream devices, nearest first, with their links.
-    pub path: Vec<Hop>,
+    /// Upstream devices, nearest first, with their links (shared by the functions of a bus).
+    pub path: Arc<[Hop]>,
     pub bandwidth: Option<Bandwidth>,
     pub ceiling: Option<DeviceCeiling>,
     pub warnings: Vec<Warning>,
@@ -276,24 +279,18 @@ impl Ceilings {
     }
 }
 
-/// Build the report for `device` of `machine`, whose upstream bridges (nearest first) are
-/// `upstream`.
-pub fn build(machine: &Machine, device: &Device, upstream: &[&Device], names: &PciIds, ceilings: &mut Ceilings) -> DeviceReport {
+/// Build the report for `device` of `machine`, whose path to the root is summarised in `path`.
+pub fn build(machine: &Machine, device: &Device, path: &PathSummary, names: &PciIds, ceilings: &mut Ceilings) -> DeviceReport {
     let bdf = &device.bdf;
-    let partner = upstream.first().copied().filter(|p| analysis::is_port(p) || p.pcie.is_none());
-    let warnings = analysis::analyse(device, &Context { link_partner: partner, upstream });
     let regs = device.pcie.as_ref().and_then(|p| p.device.as_ref());
+    let path_supported = regs.map(|r| path.max_payload_supported_bytes(r.max_payload_supported_bytes));
+    let partner = path.nearest.filter(|p| analysis::is_port(p) || p.pcie.is_none());
+    let warnings = analysis::analyse(device, &Context { link_partner: partner, path_max_payload_supported_bytes: path_supported });
     let (speed, width, status_source) = device.link_status();
     let (cap_speed, cap_width, cap_source) = device.link_capable();
-    let bandwidth = conditions::bandwidth(device, upstream);
+    let bandwidth = conditions::bandwidth(device, path);
     let origin = if machine.live { "sysfs" } else { "lspci dump" };
-    let ceiling = bandwidth.as_ref().and_then(|bw| conditions::from_path(device, upstream, bw, origin)).map(|c| ceilings.of(&c));
-    let path_supported = regs.map(|r| {
-        upstream
-            .iter()
-            .filter_map(|d| d.pcie.as_ref()?.device.as_ref().map(|r| r.max_payload_supported_bytes))
-            .fold(r.max_payload_supported_bytes, u32::min)
-    });
+    let ceiling = bandwidth.as_ref().and_then(|bw| conditions::from_path(device, path, bw, origin)).map(|c| ceilings.of(&c));
     let (vendor_id, device_id) = (device.config.vendor_id(), device.config.device_id());
     let class_code = device.config.class_code();
     let subsystem = lspci::subsystem_ids(&device.config, device.subsystem_capability());
@@ -322,7 +319,7 @@ pub fn build(machine: &Machine, device: &Device, upstream: &[&Device], names: &P
         target_speed_gts: device.pcie.as_ref().and_then(|p| p.link2.as_ref()).and_then(|l| l.target_speed_gts),
         aspm: device.pcie.as_ref().and_then(|p| p.link.as_ref()).map(|l| l.aspm_control),
         aer: AerReport { status: device.aer.clone(), counters: attributes.and_then(|a| a.aer.clone()) },
-        path: upstream.iter().map(|d| conditions::hop(d)).collect(),
+        path: path.hops.clone(),
         bandwidth,
         ceiling,
         warnings,

@@ -55,19 +55,31 @@ pub struct Bandwidth {
     pub message: String,
 }
 
-/// `hops[0]` is the device, then each upstream bridge. A hop whose link is unknown counts as
-/// 0 Mb/s, as the kernel reads zeros from a missing register; ties go to the upstream hop,
-/// because the kernel compares with `<=`.
+/// The kernel's rate of one hop in Mb/s: 0 when its link is unknown, as the kernel reads zeros
+/// from a missing register.
+pub fn hop_mbits(hop: &Hop) -> u32 {
+    u32::from(hop.width.unwrap_or(0)) * kernel_lane_mbits(hop.speed_gts)
+}
+
+/// The hop that limits `hops` (the device first, then each upstream bridge) and its rate, as
+/// the kernel's loop finds it: a hop replaces the one so far when its rate is lower or equal
+/// (ties go upstream) or when the one so far reads 0 Mb/s.
+pub fn narrowest(hops: &[Hop]) -> Option<(u32, &Hop)> {
+    hops.iter().fold(None, |so_far, hop| match so_far {
+        Some((available, _)) if available != 0 && hop_mbits(hop) > available => so_far,
+        _ => Some((hop_mbits(hop), hop)),
+    })
+}
+
+/// `hops[0]` is the device, then each upstream bridge; ties go to the upstream hop, because the
+/// kernel compares with `<=`.
 pub fn bandwidth(hops: &[Hop], capable_speed_gts: Option<f64>, capable_width: Option<u8>) -> Bandwidth {
-    let mut available = 0u32;
-    let mut limiting: Option<&Hop> = None;
-    for hop in hops {
-        let next = u32::from(hop.width.unwrap_or(0)) * kernel_lane_mbits(hop.speed_gts);
-        if available == 0 || next <= available {
-            available = next;
-            limiting = Some(hop);
-        }
-    }
+    limited_by(narrowest(hops), capable_speed_gts, capable_width)
+}
+
+/// The bandwidth of a path whose narrowest hop (with its rate) is `narrowest`.
+pub fn limited_by(narrowest: Option<(u32, &Hop)>, capable_speed_gts: Option<f64>, capable_width: Option<u8>) -> Bandwidth {
+    let (available, limiting) = narrowest.map_or((0, None), |(mbits, hop)| (mbits, Some(hop)));
     let capable = if capable_width.is_some() && kernel_lane_mbits(capable_speed_gts) > 0 {
         u32::from(capable_width.unwrap_or(0)) * kernel_lane_mbits(capable_speed_gts)
     } else {
