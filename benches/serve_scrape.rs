@@ -11,8 +11,8 @@
 //! Goal: p99 ≤ 100 ms, and RSS and the thread count flat (/proc/PID/status before and after).
 //!
 //! And a scrape's cost against the history in `--results DIR`: 1, 300 and 3,000 stored runs,
-//! the first scrape (every file parsed) and the next ones (an index: a stat per file, a parse
-//! only for a changed file), 200 scrapes each, wall and CPU time. Goal: p99 ≤ 10 ms with 1 run,
+//! the first scrape (every file parsed) and the next ones (an index kept by an inotify watch:
+//! only a changed file is stat'ed and parsed), 200 scrapes each, wall and CPU time. Goal: p99 ≤ 10 ms with 1 run,
 //! ≤ 50 ms with 3,000.
 //!
 //! Run with `cargo bench --bench serve_scrape` (under `cargo test` it runs once, as a smoke

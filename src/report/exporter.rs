@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::pci::{self, InspectOptions, Source};
 
+use super::dir_watch::{Changes, DirWatch};
 use super::metrics::{self, Family, Kind, Sample};
 
 /// Where a scrape reads from.
@@ -31,8 +33,7 @@ pub struct Unreadable {
 }
 
 /// What one results file gave when it was last read, and the file's identity then: a file is
-/// parsed again only when its size, modification time or inode changed, so a scrape costs the
-/// same with 1 or 3,000 stored runs (a directory listing and a stat per file).
+/// parsed again only when its size, modification time or inode changed.
 #[derive(Debug, Clone)]
 struct Indexed {
     identity: (u64, u64, SystemTime),
@@ -40,53 +41,120 @@ struct Indexed {
     read: Result<(String, Vec<Family>), String>,
 }
 
-/// The results directory as last read: one entry per `*.json` file.
+/// The whole directory is listed and every file stat'ed at least this often, even with a
+/// watch: inotify does not see changes made by another host on a network filesystem, nor to
+/// the target of a symbolic link.
+pub const FULL_SCAN_EVERY: Duration = Duration::from_secs(60);
+
+/// The results directory as last read: one entry per `*.json` file. Between full scans it
+/// follows the directory through an inotify watch, so a scrape stats only the files that
+/// changed and costs the same with 1 or 3,000 stored runs.
 #[derive(Debug, Default)]
 pub struct ResultsIndex {
-    /// By path; hashed, as comparing paths component by component is the scrape's cost at
-    /// thousands of runs.
-    files: HashMap<PathBuf, Indexed>,
+    /// By file name.
+    files: HashMap<OsString, Indexed>,
+    watch: Option<DirWatch>,
+    last_full_scan: Option<Instant>,
+    /// The newest readable file per target and the unreadable files, by name; `None` after a
+    /// change, so a scrape with nothing changed does not walk the index either.
+    answer: Option<(Vec<OsString>, Vec<OsString>)>,
     /// Files parsed so far (what the index saves shows in tests).
     pub parses: u64,
+    /// Files stat'ed so far (what the watch saves shows in tests).
+    pub stats: u64,
 }
 
 impl ResultsIndex {
     /// Bring the index up to date with `dir`: new and changed files read, vanished ones dropped.
     fn refresh(&mut self, dir: &Path) {
-        let mut seen = HashSet::new();
-        let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
-        for path in entries.map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")) {
-            let Ok(meta) = std::fs::metadata(&path) else { continue };
-            let identity = (meta.ino(), meta.len(), meta.modified().unwrap_or(SystemTime::UNIX_EPOCH));
-            seen.insert(path.clone());
-            if self.files.get(&path).is_some_and(|f| f.identity == identity) {
-                continue;
+        let scan_due = self.last_full_scan.is_none_or(|at| at.elapsed() >= FULL_SCAN_EVERY);
+        match self.watch.as_mut().map(DirWatch::changes) {
+            Some(Changes::Names(names)) if !scan_due => {
+                for name in names {
+                    self.update(dir, name);
+                }
             }
-            self.parses += 1;
-            let read = super::json::read(&path)
-                .map(|results| (results.conditions.target.clone(), metrics::run_families(&results, identity.2)))
-                .map_err(|e| format!("{e:#}"));
-            self.files.insert(path, Indexed { identity, read });
+            // No watch yet, a lost one, or a full scan due: a fresh watch first, so that what
+            // changes while the directory is listed is seen on the next scrape.
+            _ => {
+                self.watch = DirWatch::new(dir);
+                self.full_scan(dir);
+            }
         }
-        self.files.retain(|path, _| seen.contains(path));
+    }
+
+    fn full_scan(&mut self, dir: &Path) {
+        let mut seen = HashSet::new();
+        for name in std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.file_name()) {
+            if is_results_name(&name) {
+                seen.insert(name.clone());
+                self.update(dir, name);
+            }
+        }
+        let before = self.files.len();
+        self.files.retain(|name, _| seen.contains(name));
+        if self.files.len() != before {
+            self.answer = None;
+        }
+        self.last_full_scan = Some(Instant::now());
+    }
+
+    /// Read the file `name` again if it is new or changed; forget it if it is gone.
+    fn update(&mut self, dir: &Path, name: OsString) {
+        if !is_results_name(&name) {
+            return;
+        }
+        self.stats += 1;
+        let path = dir.join(&name);
+        let Ok(meta) = std::fs::metadata(&path) else {
+            if self.files.remove(&name).is_some() {
+                self.answer = None;
+            }
+            return;
+        };
+        let identity = (meta.ino(), meta.len(), meta.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+        if self.files.get(&name).is_some_and(|f| f.identity == identity) {
+            return;
+        }
+        self.parses += 1;
+        let read = super::json::read(&path)
+            .map(|results| (results.conditions.target.clone(), metrics::run_families(&results, identity.2)))
+            .map_err(|e| format!("{e:#}"));
+        self.files.insert(name, Indexed { identity, read });
+        self.answer = None;
     }
 
     /// The families of the newest readable run per target, and the files that are not runs.
-    fn newest(&self) -> (Vec<&[Family]>, Vec<Unreadable>) {
-        let mut newest: BTreeMap<&str, (SystemTime, &[Family])> = BTreeMap::new();
-        let mut unreadable = Vec::new();
-        for (path, file) in &self.files {
-            match &file.read {
-                Ok((target, families)) => {
-                    if newest.get(target.as_str()).is_none_or(|(seen, _)| *seen < file.identity.2) {
-                        newest.insert(target, (file.identity.2, families));
+    fn newest(&mut self, dir: &Path) -> (Vec<&[Family]>, Vec<Unreadable>) {
+        let files = &self.files;
+        let (newest, unreadable) = self.answer.get_or_insert_with(|| {
+            let mut newest: BTreeMap<&str, (SystemTime, &OsString)> = BTreeMap::new();
+            let mut unreadable = Vec::new();
+            for (name, file) in files {
+                match &file.read {
+                    Ok((target, _)) => {
+                        if newest.get(target.as_str()).is_none_or(|(seen, _)| *seen < file.identity.2) {
+                            newest.insert(target, (file.identity.2, name));
+                        }
                     }
+                    Err(_) => unreadable.push(name.clone()),
                 }
-                Err(reason) => unreadable.push(Unreadable { path: path.clone(), reason: reason.clone() }),
             }
-        }
-        (newest.into_values().map(|(_, families)| families).collect(), unreadable)
+            unreadable.sort();
+            (newest.into_values().map(|(_, name)| name.clone()).collect(), unreadable)
+        });
+        let runs = newest.iter().filter_map(|name| files[name].read.as_ref().ok()).map(|(_, families)| families.as_slice()).collect();
+        let unreadable = unreadable
+            .iter()
+            .filter_map(|name| Some(Unreadable { path: dir.join(name), reason: files[name].read.as_ref().err()?.clone() }))
+            .collect();
+        (runs, unreadable)
     }
+}
+
+/// Results documents are the directory's `*.json` files.
+fn is_results_name(name: &OsStr) -> bool {
+    Path::new(name).extension().is_some_and(|x| x == "json")
 }
 
 /// One scrape read: its families, and the results files it could not read.
@@ -105,7 +173,7 @@ pub fn read(sources: &Sources, index: &mut ResultsIndex) -> anyhow::Result<Scrap
     if let Some(dir) = &sources.results_dir {
         index.refresh(dir);
         let runs;
-        (runs, unreadable) = index.newest();
+        (runs, unreadable) = index.newest(dir);
         // Families of several runs merge by name: one HELP/TYPE, the samples of every target.
         for run in runs {
             for family in run {
@@ -275,17 +343,67 @@ mod tests {
             index.refresh(dir.path());
         }
         assert_eq!(index.parses, 3, "three files, each parsed once over five scrapes");
-        let (runs, unreadable) = index.newest();
+        let (runs, unreadable) = index.newest(dir.path());
         assert_eq!((runs.len(), unreadable.len()), (2, 1));
         // A rewritten file is read again; a removed one leaves the answer.
         write_run(&dir.path().join("a.json"), "sim:gen4x16");
         std::fs::remove_file(dir.path().join("broken.json")).unwrap();
         index.refresh(dir.path());
         assert_eq!(index.parses, 4);
-        let (runs, unreadable) = index.newest();
+        let (runs, unreadable) = index.newest(dir.path());
         assert_eq!((runs.len(), unreadable.len()), (2, 0));
         let targets: BTreeSet<String> = runs.iter().flat_map(|families| families[0].samples[0].labels.iter().filter(|(k, _)| *k == "target").map(|(_, v)| v.clone())).collect();
         assert_eq!(targets, BTreeSet::from(["sim:gen3x8".to_string(), "sim:gen4x16".to_string()]));
+    }
+
+    fn targets(index: &mut ResultsIndex, dir: &Path) -> BTreeSet<String> {
+        let (runs, _) = index.newest(dir);
+        runs.iter().flat_map(|families| families[0].samples[0].labels.iter().filter(|(k, _)| *k == "target").map(|(_, v)| v.clone())).collect()
+    }
+
+    #[test]
+    fn with_a_watch_a_scrape_stats_only_the_files_that_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        write_run(&dir.path().join("a.json"), "sim:doc001");
+        for i in 0..20 {
+            std::fs::copy(dir.path().join("a.json"), dir.path().join(format!("run{i}.json"))).unwrap();
+        }
+        let mut index = ResultsIndex::default();
+        index.refresh(dir.path());
+        if index.watch.is_none() {
+            println!("skipped: inotify is unavailable here");
+            return;
+        }
+        assert_eq!((index.stats, index.parses), (21, 21));
+        for _ in 0..5 {
+            index.refresh(dir.path());
+        }
+        assert_eq!(index.stats, 21, "nothing changed: no file stat'ed");
+        // Rewritten in place (the directory does not change), written atomically, removed.
+        write_run(&dir.path().join("a.json"), "sim:gen4x16");
+        write_run(&dir.path().join("b.tmp"), "sim:gen3x8");
+        std::fs::rename(dir.path().join("b.tmp"), dir.path().join("b.json")).unwrap();
+        for i in 0..20 {
+            std::fs::remove_file(dir.path().join(format!("run{i}.json"))).unwrap();
+        }
+        index.refresh(dir.path());
+        assert_eq!((index.stats, index.parses), (21 + 22, 21 + 2), "the changed files only, each once");
+        assert_eq!(targets(&mut index, dir.path()), BTreeSet::from(["sim:gen3x8".to_string(), "sim:gen4x16".to_string()]));
+    }
+
+    #[test]
+    fn without_a_watch_every_scrape_scans_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        write_run(&dir.path().join("a.json"), "sim:doc001");
+        let mut index = ResultsIndex::default();
+        index.refresh(dir.path());
+        // As when inotify is unavailable, or another host wrote the file on a network filesystem.
+        std::fs::write(dir.path().join("a.json"), "{").unwrap();
+        index.watch = None;
+        index.refresh(dir.path());
+        let (runs, unreadable) = index.newest(dir.path());
+        assert_eq!((runs.len(), unreadable.len()), (0, 1));
+        assert_eq!(index.parses, 2);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod crosscheck;
 pub mod csv;
 pub mod demo;
+pub mod dir_watch;
 pub mod exporter;
 pub mod html;
 pub mod http;
