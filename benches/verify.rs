@@ -16,42 +16,14 @@
 mod common;
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{full, header, repeats, spread, Ratio, Row};
+use common::{compare_rate, full, header, repeats};
 
 use pcieperf::bench::verify::{Check, Verifier, VerifyKind};
 use pcieperf::engine::pattern::{crc32, Pattern};
 use pcieperf::engine::sim::SimEngine;
 use pcieperf::engine::{AlignedBuf, DataModel, OpenOptions};
-
-/// The fastest single call of `work`, in ns, over about `budget_ns` of calls.
-fn fastest_ns(work: &mut dyn FnMut(), budget_ns: f64) -> f64 {
-    let start = Instant::now();
-    let mut fastest = f64::INFINITY;
-    while start.elapsed().as_nanos() as f64 <= budget_ns {
-        let call = Instant::now();
-        work();
-        fastest = fastest.min(call.elapsed().as_nanos().max(1) as f64);
-    }
-    fastest
-}
-
-/// `ours` against `peer` (each one unit of work moving `bytes`), alternately for `repeats`
-/// rounds, each side's fastest call per round; figures in GB/s (10^9 B/s).
-fn compare_rate(what: &str, peer_name: &str, bytes: u64, repeats: usize, ours: &mut dyn FnMut(), peer: &mut dyn FnMut(), goal: &str) -> Row {
-    let budget_ns = if full() { 20e6 } else { 1e6 };
-    let (mut ours_ns, mut peer_ns, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..repeats {
-        let a = fastest_ns(ours, budget_ns);
-        let b = fastest_ns(peer, budget_ns);
-        ours_ns.push(a);
-        peer_ns.push(b);
-        ratios.push(b / a);
-    }
-    let gbps = |ns: Vec<f64>| bytes as f64 / spread(ns).0;
-    Row { what: what.into(), ours: format!("{:.2} GB/s", gbps(ours_ns)), peer: format!("{peer_name} {:.2} GB/s", gbps(peer_ns)), ratio: Ratio::Rate, ratios, goal: goal.into() }
-}
 
 fn main() {
     let sizes: &[usize] = if full() { &[64 << 10, 1 << 20, 16 << 20] } else { &[64 << 10] };

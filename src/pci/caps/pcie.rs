@@ -116,7 +116,7 @@ pub fn aspm_control(code: u16) -> &'static str {
     ["Disabled", "L0s Enabled", "L1 Enabled", "L0s L1 Enabled"][code as usize & 3]
 }
 
-fn completion_timeout_ranges(code: u32) -> &'static str {
+pub(super) fn completion_timeout_ranges(code: u32) -> &'static str {
     match code {
         0 => "Not Supported",
         1 => "Range A",
@@ -130,7 +130,7 @@ fn completion_timeout_ranges(code: u32) -> &'static str {
     }
 }
 
-fn completion_timeout_value(code: u16) -> &'static str {
+pub(super) fn completion_timeout_value(code: u16) -> &'static str {
     match code {
         0 => "50us to 50ms",
         1 => "50us to 100us",

@@ -252,38 +252,9 @@ fn root_lines(regs: &Regs, out: &mut Vec<String>) {
     out.push(format!("RootSta: PME ReqID {:04x}, PMEStatus{} PMEPending{}", sta & 0xffff, f(sta, 0x10000), f(sta, 0x20000)));
 }
 
-fn timeout_ranges(code: u32) -> &'static str {
-    match code {
-        0 => "Not Supported",
-        1 => "Range A",
-        2 => "Range B",
-        3 => "Range AB",
-        6 => "Range BC",
-        7 => "Range ABC",
-        14 => "Range BCD",
-        15 => "Range ABCD",
-        _ => "Unknown",
-    }
-}
-
-fn timeout_value(code: u32) -> &'static str {
-    match code {
-        0 => "50us to 50ms",
-        1 => "50us to 100us",
-        2 => "1ms to 10ms",
-        5 => "16ms to 55ms",
-        6 => "65ms to 210ms",
-        9 => "260ms to 900ms",
-        10 => "1s to 3.5s",
-        13 => "4s to 13s",
-        14 => "17s to 64s",
-        _ => "Unknown",
-    }
-}
-
 fn device2(regs: &Regs, kind: u8, has_memory_bar: bool, out: &mut Vec<String>) {
     let cap = regs.l(0x24);
-    out.push(format!("DevCap2: Completion Timeout: {}, TimeoutDis{} NROPrPrP{} LTR{}", timeout_ranges(cap & 0xf), f(cap, 0x10), f(cap, 0x400), f(cap, 0x800)));
+    out.push(format!("DevCap2: Completion Timeout: {}, TimeoutDis{} NROPrPrP{} LTR{}", super::pcie::completion_timeout_ranges(cap & 0xf), f(cap, 0x10), f(cap, 0x400), f(cap, 0x800)));
     let obff = ["Not Supported", "Via message", "Via WAKE#", "Via message/WAKE#"][field(cap, 0xc0000u32) as usize];
     let mut line = format!("\t 10BitTagComp{} 10BitTagReq{} OBFF {obff}, ExtFmt{} EETLPPrefix{}", f(cap, 0x10000), f(cap, 0x20000), f(cap, 0x100000), f(cap, 0x200000));
     if cap & 0x200000 != 0 {
@@ -322,7 +293,7 @@ fn device2(regs: &Regs, kind: u8, has_memory_bar: bool, out: &mut Vec<String>) {
     let obff = ["Disabled", "Via message A", "Via message B", "Via WAKE#"][field(ctl, 0x6000u16) as usize];
     let mut line = format!(
         "DevCtl2: Completion Timeout: {}, TimeoutDis{} LTR{} 10BitTagReq{} OBFF {obff},",
-        timeout_value(u32::from(ctl & 0xf)),
+        super::pcie::completion_timeout_value(ctl as u16 & 0xf),
         f(ctl, 0x10),
         f(ctl, 0x400),
         f(ctl, 0x1000)
