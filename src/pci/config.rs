@@ -74,6 +74,11 @@ impl ConfigSpace {
     }
 
     /// True when `len` bytes from `offset` are all available.
+    /// Up to `len` bytes from `offset`, as many as were read.
+    pub fn bytes_from(&self, offset: usize, len: usize) -> Vec<u8> {
+        self.bytes.get(offset..).map_or_else(Vec::new, |rest| rest[..rest.len().min(len)].to_vec())
+    }
+
     pub fn has(&self, offset: usize, len: usize) -> bool {
         offset.checked_add(len).is_some_and(|end| end <= self.bytes.len())
     }

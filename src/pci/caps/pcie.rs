@@ -248,9 +248,12 @@ pub struct PcieCap {
     /// `pcie_get_speed_cap()` reads it on every function).
     #[serde(skip)]
     pub lnkcap2: Option<u32>,
-    /// lspci's `-vv` lines of the capability's body ([`super::pcie_text`]).
+    /// The header's and the capability's own bytes (at most 0x40 each, as read) and lspci's
+    /// function-zero rule, from which its `-vv` lines are made when shown
+    /// ([`super::pcie_text`] also reads the header type and BARs): kept as bytes, not text,
+    /// because a machine holds every function's capability while it is inspected.
     #[serde(skip)]
-    pub details: Vec<String>,
+    text_source: (Vec<u8>, Vec<u8>, bool),
 }
 
 /// Decode the capability at `offset`. `function_zero` is device 0 function 0 (lspci's rule).
@@ -271,7 +274,7 @@ pub fn decode(config: &ConfigSpace, offset: usize, function_zero: bool) -> Optio
         device2: None,
         link2: None,
         lnkcap2: if version >= 2 { config.u32_at(offset + PCI_EXP_LNKCAP2) } else { None },
-        details: super::pcie_text::lines(config, offset, function_zero),
+        text_source: (config.bytes_from(0, 0x40.min(offset)), config.bytes_from(offset, 0x40), function_zero),
     };
     cap.device = device_regs(config, offset, port_type);
     if port_type.has_link() {
@@ -417,7 +420,12 @@ impl PcieCap {
 
     /// The heading and, as lspci's `-vv` prints them, every register's lines.
     pub fn describe(&self) -> Vec<String> {
-        std::iter::once(self.heading(2)).chain(self.details.iter().cloned()).collect()
+        let (header, bytes, function_zero) = &self.text_source;
+        let mut space = header.clone();
+        space.resize(self.offset, 0);
+        space.extend_from_slice(bytes);
+        let details = super::pcie_text::lines(&ConfigSpace::new(space), self.offset, *function_zero);
+        std::iter::once(self.heading(2)).chain(details).collect()
     }
 }
 
