@@ -315,18 +315,6 @@ fn device2(regs: &Regs, kind: u8, has_memory_bar: bool, out: &mut Vec<String>) {
     }
 }
 
-fn speeds_supported(vector: u32) -> &'static str {
-    match vector {
-        v if v & 0x60 != 0 => "RsvdP",
-        v if v & 0x10 != 0 => "2.5-32GT/s",
-        v if v & 0x08 != 0 => "2.5-16GT/s",
-        v if v & 0x04 != 0 => "2.5-8GT/s",
-        v if v & 0x02 != 0 => "2.5-5GT/s",
-        v if v & 0x01 != 0 => "2.5GT/s",
-        _ => "Unknown",
-    }
-}
-
 fn target_speed(code: u32) -> &'static str {
     match code {
         0 | 1 => "2.5GT/s",
@@ -389,7 +377,7 @@ fn link2(regs: &Regs, kind: u8, function_zero: bool, out: &mut Vec<String>) {
         if cap != 0 {
             out.push(format!(
                 "LnkCap2: Supported Link Speeds: {}, Crosslink{} Retimer{} 2Retimers{} DRS{}",
-                speeds_supported(field(cap, 0xfeu32)),
+                super::pcie::supported_speeds_label(cap),
                 f(cap, 0x100),
                 f(cap, 0x80_0000),
                 f(cap, 0x100_0000),
