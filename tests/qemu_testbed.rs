@@ -470,10 +470,9 @@ fn nvme_topology_dma_run_and_removal() {
     // and a fatal error's link reset stalls the emulated NVMe controller): the kernel counts
     // it, the run records the counter before and after, and names the change as a finding and
     // in the JSON. The run must still be measuring when the error arrives (1 s after it
-    // starts): it stops after 2000 samples, which 256 KiB reads reach in 1.4–1.8 s here, so
-    // it reads 1 MiB (about 2 ms each).
+    // starts): `--ci-target 0` never stops early, so it measures for its whole 8 s.
     guest
-        .start_background("aer", "pcieperf dma --target block:/dev/nvme0n1 --sizes 1MiB --duration 8s --cov-target 0.0001 --json")
+        .start_background("aer", "pcieperf dma --target block:/dev/nvme0n1 --sizes 1MiB --duration 8s --ci-target 0 --json")
         .unwrap();
     run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 1");
     guest.qmp.hmp("pcie_aer_inject_error rp0 0x4000").unwrap();
@@ -492,10 +491,10 @@ fn nvme_topology_dma_run_and_removal() {
     run(&mut guest, "for i in $(seq 100); do dmesg | grep -q 'AER: device recovery' && break; sleep 0.1; done");
 
     // The controller removed (device_del) in the middle of a measurement: a clear error naming
-    // the device, partial results written and marked incomplete, exit 1, no hang. 1 MiB reads,
-    // 1 s in, as above: the run must not have ended at its 2000 samples.
+    // the device, partial results written and marked incomplete, exit 1, no hang. 1 s in, and
+    // `--ci-target 0` so the run is still measuring then (a stable median would end it first).
     guest
-        .start_background("removal", "pcieperf dma --target block:/dev/nvme0n1 --dir d2h --sizes 1MiB --duration 60s --out /tmp/removal.json")
+        .start_background("removal", "pcieperf dma --target block:/dev/nvme0n1 --dir d2h --sizes 1MiB --duration 60s --ci-target 0 --out /tmp/removal.json")
         .unwrap();
     run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 1");
     guest.qmp.execute("device_del", serde_json::json!({ "id": "nvme0" })).unwrap();
@@ -520,7 +519,7 @@ fn nvme_topology_dma_run_and_removal() {
 fn nvme_frozen_by_a_failed_aer_recovery_still_ends_dma_at_its_deadline() {
     let Some(mut guest) = boot("nvme") else { return };
     guest
-        .start_background("frozen", "pcieperf dma --target block:/dev/nvme0n1 --sizes 1MiB --duration 60s --deadline 3s --out /tmp/frozen.json")
+        .start_background("frozen", "pcieperf dma --target block:/dev/nvme0n1 --sizes 1MiB --duration 60s --deadline 3s --ci-target 0 --out /tmp/frozen.json")
         .unwrap();
     run(&mut guest, "for i in $(seq 100); do pidof pcieperf >/dev/null && break; sleep 0.1; done; sleep 1");
     guest.qmp.hmp(&format!("pcie_aer_inject_error {} MALF_TLP", testbed::topology::root_port_id(0))).unwrap();
