@@ -1,14 +1,14 @@
-//! Credit holds on the simulated d2h push ring (issue 21): with the target's flow-control stall
-//! keys set, the ring's link withholds the host's UpdateFCs, the device's transmitter starves,
-//! and the report's `credits` bubbles add up to the starvation the link counted — over several
-//! seeds. The truth is the link's own starvation counter (`RingTruth::credit_starvation`),
-//! never the report's figures.
+//! Credit holds on the simulated rings (issue 21): with the target's flow-control stall keys
+//! set, the ring's link withholds the host's UpdateFCs, the device's transmitter starves, and
+//! the report's `credits` bubbles recover it — d2h push (they add up to the starvation the link
+//! counted), pull and h2d (the flags and "done" writes starve), both directions at once — over
+//! several seeds. The truth is the link's own starvation counter
+//! (`RingTruth::credit_starvation`), never the report's figures.
 
 use pcieperf::bench::stream::{self, StreamDocument, StreamOptions};
 use pcieperf::engine::ring::{Backpressure, RingPlan, StreamDirection, StreamStop, Transport, WaitCause};
 use pcieperf::engine::sim::ring::RingTruth;
 use pcieperf::engine::sim::{SimConfig, SimEngine};
-use pcieperf::engine::Engine;
 
 const SEEDS: [u64; 3] = [1, 7, 2026];
 /// Holds of 20–50 µs, 5000 per second: far longer than the credits the device holds cover.
@@ -106,13 +106,65 @@ fn lossy_ring_with_holds_counts_its_drops() {
     assert_eq!(point.dropped, truth.dropped);
 }
 
+/// Holds of 0.4–0.8 ms, 500 per second: pull and h2d send one small upstream write per
+/// message (a flag, a "done"), so only holds longer than the device's posted credits last at
+/// that pace make them starve.
+const LONG_HOLDS: &str = "doc003,stalls_per_s=500,stall_min_ns=400000,stall_max_ns=800000";
+
+fn pull_or_h2d(which: &str) -> RingPlan {
+    match which {
+        "pull" => RingPlan { transport: Transport::Pull, ..plan(16352, 1000, Backpressure::Lossless) },
+        _ => RingPlan { direction: StreamDirection::H2d, ..plan(16352, 2000, Backpressure::Lossless) },
+    }
+}
+
+/// Pull and h2d: with long holds the flags ("done" writes) starve, and the bubbles they cause are
+/// `credits`: as many as the link's starvations at most, their total at most the starvation
+/// plus a reaction and a write's flight each (a starvation starts before the bubble it causes,
+/// while the message before is still read or written). Without holds, none.
 #[test]
-fn holds_are_refused_off_the_d2h_push_ring() {
-    let mut engine = SimEngine::new("sim", SimConfig::parse(HOLDS).unwrap(), 1);
-    let ring = engine.streaming().unwrap();
-    ring.check(&plan(16352, 10, Backpressure::Lossless)).unwrap();
-    for refused in [RingPlan { transport: Transport::Pull, ..plan(16352, 10, Backpressure::Lossless) }, RingPlan { direction: StreamDirection::H2d, ..plan(16352, 10, Backpressure::Lossless) }] {
-        let error = ring.check(&refused).unwrap_err().to_string();
-        assert!(error.contains("d2h push ring only"), "{error}");
+fn pull_and_h2d_bubbles_recover_the_holds() {
+    for seed in SEEDS {
+        for which in ["pull", "h2d"] {
+            let (doc, truth) = run(LONG_HOLDS, seed, pull_or_h2d(which));
+            let starvation = truth.credit_starvation;
+            assert!(starvation.count > 0, "seed {seed} {which}: the holds must starve the device ({starvation:?})");
+            let (count, total_ns) = credit_bubbles(&doc);
+            assert!(count > 0, "seed {seed} {which}: credits bubbles appear");
+            assert!(count <= starvation.count, "seed {seed} {which}: {count} bubbles from {} starvations", starvation.count);
+            assert!(total_ns <= starvation.total_ns + count as f64 * 2_000.0, "seed {seed} {which}: credits bubbles {total_ns} ns, link starved {} ns", starvation.total_ns);
+            assert_eq!(doc.points[0].dropped, 0, "a lossless run never drops");
+            let (clean, clean_truth) = run("doc003", seed, pull_or_h2d(which));
+            assert_eq!((credit_bubbles(&clean).0, clean_truth.credit_starvation.count), (0, 0), "seed {seed} {which}: no holds, no credits");
+            assert!(doc.points[0].throughput.sustained_mbps < clean.points[0].throughput.sustained_mbps, "seed {seed} {which}: holds cost");
+        }
+    }
+}
+
+fn run_both(target: &str, seed: u64, plan: RingPlan) -> (StreamDocument, RingTruth) {
+    let mut engine = SimEngine::new(&format!("sim:{target}"), SimConfig::parse(target).unwrap(), seed);
+    let options = StreamOptions { message_sizes: vec![plan.message_bytes], plan, bubble_threshold_ns: 1_000.0, host_memory_bytes: None, seed };
+    let doc = stream::run_both(&mut engine, &options).unwrap();
+    let truth = engine.ring_truth().unwrap().clone();
+    (doc, truth)
+}
+
+/// Both directions at once: the d2h push device starves as alone (its credits bubbles within
+/// 3 % of the link's starvation), and the h2d ring's "done" writes wait behind it; without holds
+/// neither has a credits bubble.
+#[test]
+fn both_directions_recover_the_holds() {
+    for seed in SEEDS {
+        let (doc, truth) = run_both(HOLDS, seed, plan(16352, 1000, Backpressure::Lossless));
+        let starvation = truth.credit_starvation;
+        assert!(starvation.count > 10, "seed {seed}: {starvation:?}");
+        let (count, total_ns) = credit_bubbles(&doc);
+        assert!(count > 0 && count <= starvation.count, "seed {seed}: {count} d2h credits bubbles, {} starvations", starvation.count);
+        assert!(total_ns <= starvation.total_ns * 1.001, "seed {seed}: d2h credits bubbles {total_ns} ns, link starved {} ns", starvation.total_ns);
+        let h2d = StreamDocument { points: doc.both.as_ref().unwrap().h2d_points.clone(), ..doc.clone() };
+        assert!(credit_bubbles(&h2d).0 > 0, "seed {seed}: the h2d ring's done writes wait behind the starving device");
+        let (clean, clean_truth) = run_both("doc003", seed, plan(16352, 1000, Backpressure::Lossless));
+        let clean_h2d = StreamDocument { points: clean.both.as_ref().unwrap().h2d_points.clone(), ..clean.clone() };
+        assert_eq!((credit_bubbles(&clean).0, credit_bubbles(&clean_h2d).0, clean_truth.credit_starvation.count), (0, 0, 0), "seed {seed}");
     }
 }

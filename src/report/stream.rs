@@ -40,16 +40,19 @@ fn directed_points(doc: &StreamDocument) -> Vec<(StreamDirection, &Point)> {
 fn heading(doc: &StreamDocument) -> String {
     let plan = &doc.plan;
     let mut out = format!(
-        "pcieperf stream — {} ({})\n{}\nring: {} host buffers, {} device buffers of {} bytes; {}, {}, {}\n",
+        "pcieperf stream — {} ({})\n{}\nring: {} host buffers, {} device buffers of {} bytes; {}\n",
         doc.target,
         label(doc),
         doc.engine.description,
         plan.host_buffers,
         plan.device_buffers,
         plan.buffer_bytes,
-        if doc.both.is_some() { "both directions at once on one link (d2h, and h2d of the same shape)".to_string() } else { word(plan.direction) },
-        word(plan.transport),
-        word(plan.backpressure),
+        if doc.both.is_some() {
+            // The h2d ring beside the d2h one is push and lossless whatever the d2h ring's mode.
+            format!("both directions at once on one link (d2h {}, {}; h2d of the same shape, push, lossless)", word(plan.transport), word(plan.backpressure))
+        } else {
+            format!("{}, {}, {}", word(plan.direction), word(plan.transport), word(plan.backpressure))
+        },
     );
     if doc.simulated {
         out.push_str("SIMULATED: no hardware was involved; every time below is the simulator's virtual time.\n");
@@ -111,7 +114,7 @@ fn point_text(doc: &StreamDocument, direction: StreamDirection, p: &Point) -> St
         out.push_str(&table.render());
     }
     let ring = match (direction, doc.plan.transport) {
-        (_, Transport::Pull) => "ring (pull: the host holds one message at a time, from its last completion to its release; the verdict goes by the bubbles)",
+        (StreamDirection::D2h, Transport::Pull) => "ring (pull: the host holds one message at a time, from its last completion to its release; the verdict goes by the bubbles)",
         (StreamDirection::H2d, _) => "ring (the device's buffers: written, not yet consumed)",
         (StreamDirection::D2h, _) => "ring",
     };

@@ -17,14 +17,18 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamDirection, StreamEnd, StreamStop, Streaming, Transport, WaitCause};
+use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamDirection, StreamEnd, Streaming, Transport, WaitCause};
 use crate::engine::{EngineError, EngineInfo};
 use crate::error::InvalidInput;
 use crate::link::{self, transaction, Direction as LinkDirection, LinkSim, TlpKind};
 
 use super::rng::SimRng;
 
+pub(super) mod drive;
+pub(super) mod rules;
 mod steady;
+
+use rules::{HostConsumer, Limits};
 
 /// Bytes of the metadata each message carries (length, opcode, a 64-bit time: document 003).
 pub const METADATA_BYTES: u64 = 16;
@@ -142,7 +146,7 @@ struct Run<'a> {
     /// Messages committed to the ring (delivered, not dropped).
     committed: u64,
     /// When the host is free for the next buffer.
-    host_free_ns: f64,
+    host: HostConsumer,
     /// Release times of landed messages still counted in the ring (for occupancy), oldest first.
     held: VecDeque<f64>,
     /// Truth sweep: when the ring last became full, if it is.
@@ -153,19 +157,10 @@ struct Run<'a> {
     ff: steady::FastForward,
 }
 
-/// Credit holds are attributed on the d2h push ring only; elsewhere they would hide in other
-/// causes' bubbles.
-const HOLDS_D2H_PUSH_ONLY: &str = "credit holds (stalls_per_s, stall_min_ns, stall_max_ns on a sim target) are simulated on the d2h push ring only: drop them for --pull, --direction h2d or both";
-
 impl SimRing {
     /// The truth of the last stream (None before any).
     pub fn truth(&self) -> Option<&RingTruth> {
         self.truth.as_ref()
-    }
-
-    /// The ring's link withholds credits ([`RingBehaviour::credit_holds`] with a rate above 0).
-    fn holds_injected(&self) -> bool {
-        self.link.as_ref().is_ok_and(|link| link.inject.holds_per_s > 0.0)
     }
 }
 
@@ -181,9 +176,6 @@ impl Streaming for SimRing {
         if plan.device_buffers == 0 {
             return Err(InvalidInput::new("the simulated ring needs at least one device buffer").into());
         }
-        if self.holds_injected() && (plan.direction == StreamDirection::H2d || plan.transport == Transport::Pull) {
-            return Err(InvalidInput::new(HOLDS_D2H_PUSH_ONLY).into());
-        }
         Ok(())
     }
 
@@ -191,24 +183,21 @@ impl Streaming for SimRing {
         self.check(plan)?;
         let config = self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
         let mut rng = self.rng.fork(0x5712_EA);
-        if plan.direction == StreamDirection::H2d {
-            let h2d = super::ring_h2d::H2dRun::new(LinkSim::driven(config)?, config.mps_bytes, plan, &self.behaviour, sink);
-            let (end, truth) = h2d.run();
-            self.truth = Some(truth);
-            return end;
-        }
-        if plan.transport == Transport::Pull {
-            let pull = super::ring_pull::PullRun {
-                sim: LinkSim::driven(config)?,
-                mps_bytes: config.mps_bytes,
-                mrrs_bytes: config.mrrs_bytes,
-                rcb_bytes: config.rcb_bytes,
-                plan,
-                behaviour: &self.behaviour,
-                rng: &mut rng,
-                sink,
+        if plan.direction == StreamDirection::H2d || plan.transport == Transport::Pull {
+            // One side under the shared loop (`ring/drive.rs`), as beside the other direction.
+            let mut lanes = drive::Lanes::new(LinkSim::driven(config)?);
+            let (end, mut truth) = if plan.direction == StreamDirection::H2d {
+                let mut h2d = super::ring_h2d::H2dSide::new(config.mps_bytes, plan, &self.behaviour, sink);
+                let end = drive::drive(&mut lanes, &mut [&mut h2d]).map(|stopped| h2d.producer.end(stopped));
+                let span_ns = h2d.producer.last_release_ns - h2d.producer.first_start_ns.unwrap_or(0.0);
+                (end, RingTruth { span_ns, ..RingTruth::default() })
+            } else {
+                let mut pull = super::ring_pull::PullSide::new(config, plan, &self.behaviour, &mut rng, sink);
+                let stopped = drive::drive(&mut lanes, &mut [&mut pull]);
+                let end = stopped.map(|stopped| pull.end(stopped));
+                (end, std::mem::take(&mut pull.truth))
             };
-            let (end, truth) = pull.run();
+            truth.credit_starvation = lanes.sim.outcome().starvation[LinkDirection::Upstream.index()];
             self.truth = Some(truth);
             return end;
         }
@@ -227,7 +216,7 @@ impl Streaming for SimRing {
             doorbells_arrived: 0,
             last_doorbell_arrival_ns: 0.0,
             committed: 0,
-            host_free_ns: 0.0,
+            host: HostConsumer::default(),
             held: VecDeque::new(),
             full_since_ns: None,
             first_start_ns: None,
@@ -247,18 +236,15 @@ impl Streaming for SimRing {
 
     fn stream_both(&mut self, plan: &RingPlan, sinks: [&mut dyn MessageSink; 2]) -> Result<[StreamEnd; 2], EngineError> {
         let config = self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
-        if plan.transport == Transport::Pull || plan.backpressure == Backpressure::Lossy {
-            return Err(InvalidInput::new("--direction both: the simulated rings run both directions in lossless push only (h2d has neither pull nor lossy)").into());
-        }
-        if self.holds_injected() {
-            return Err(InvalidInput::new(HOLDS_D2H_PUSH_ONLY).into());
-        }
-        self.check(&RingPlan { direction: StreamDirection::H2d, ..plan.clone() })?;
+        // The d2h ring as asked (push or pull, lossless or lossy); the h2d ring beside it is
+        // push and lossless (a host producer waits).
+        self.check(&RingPlan { direction: StreamDirection::D2h, ..plan.clone() })?;
         let mut rng = self.rng.fork(0x5712_EA);
-        let both = super::ring_both::BothRun { sim: LinkSim::driven(config)?, mps_bytes: config.mps_bytes, plan, behaviour: &self.behaviour, rng: &mut rng, sinks };
-        // Only the single-direction streams keep a truth.
         self.truth = None;
-        both.run()
+        let (ends, truth) = super::ring_both::run(LinkSim::driven(config)?, config, plan, &self.behaviour, &mut rng, sinks)?;
+        // The truth of the d2h ring, with the shared link's upstream starvation.
+        self.truth = Some(truth);
+        Ok(ends)
     }
 }
 
@@ -267,12 +253,9 @@ impl Run<'_> {
     /// sink says stop. Returns why it stopped early, if it did.
     fn produce(&mut self) -> Result<Option<String>, EngineError> {
         let host_buffers = u64::from(self.plan.host_buffers);
-        let (limit_messages, limit_ns) = match self.plan.stop {
-            StreamStop::Messages(n) => (n, f64::INFINITY),
-            StreamStop::Duration(d) => (u64::MAX, d.as_secs_f64() * 1e9),
-        };
+        let limits = Limits::of(self.plan.stop);
         let mut at = steady::LoopState { sequence: 0, ready_ns: 0.0, last_done_ns: 0.0, period_ns: 0.0 };
-        while at.sequence < limit_messages && at.ready_ns < limit_ns {
+        while limits.open(at.sequence, at.ready_ns) {
             if at.sequence % CANCEL_EVERY == 0 && crate::cancel::requested() {
                 return Ok(Some("interrupted".into()));
             }
@@ -282,7 +265,7 @@ impl Run<'_> {
             if let Some(stopped) = self.fast_forward(&mut at)? {
                 return Ok(Some(stopped));
             }
-            if !(at.sequence < limit_messages && at.ready_ns < limit_ns) {
+            if !limits.open(at.sequence, at.ready_ns) {
                 break;
             }
             let (start_ns, cause) = match self.plan.backpressure {
@@ -300,8 +283,7 @@ impl Run<'_> {
                     if self.committed - self.doorbells_arrived >= host_buffers {
                         self.truth.dropped += 1;
                         at.sequence += 1;
-                        // The source does not wait: its next message comes a message time later.
-                        at.ready_ns += at.period_ns.max(1.0);
+                        at.ready_ns = rules::ready_after_drop(at.ready_ns, at.period_ns);
                         continue;
                     }
                     (at.ready_ns, self.idle_cause())
@@ -335,13 +317,9 @@ impl Run<'_> {
         self.run_until(queued_ns);
         let starved_before_ns = self.upstream_starvation().total_ns;
         let slot = self.committed % u64::from(self.plan.host_buffers);
-        let bytes = u64::from(self.plan.message_bytes);
-        let mut split = transaction::Splitter::new(DATA_BASE + slot * u64::from(self.plan.buffer_bytes), bytes, self.sim_mps());
-        while let Some((addr, len)) = split.next_piece() {
+        for (addr, len) in rules::d2h_push_pieces(self.plan, slot, self.mps_bytes) {
             self.queue_up(addr, len);
         }
-        self.queue_up(METADATA_BASE + slot * METADATA_BYTES, METADATA_BYTES);
-        self.queue_up(FLAG_BASE + slot * FLAG_BYTES, FLAG_BYTES);
         self.committed += 1;
         // The device is done when its flag write has left: step until nothing of it is queued.
         while self.sim.queued_tlps(LinkDirection::Upstream) > 0 {
@@ -352,8 +330,7 @@ impl Run<'_> {
         let done_ns = self.sim.last_tlp_end_ns(LinkDirection::Upstream);
         // Every TLP of the message has left, so any starvation during it has ended and is counted.
         let starved_ns = self.upstream_starvation().total_ns - starved_before_ns;
-        let wait_before_ns = idle_before_ns + starved_ns;
-        let wait_cause = if starved_ns > 0.0 && starved_ns >= idle_before_ns { WaitCause::Credits } else { idle_cause };
+        let (wait_before_ns, wait_cause) = rules::credit_bubble(idle_before_ns, idle_cause, 0.0, starved_ns);
         self.in_flight.push_back(InFlight {
             sequence,
             bytes: self.plan.message_bytes,
@@ -368,10 +345,6 @@ impl Run<'_> {
 
     fn upstream_starvation(&self) -> link::Starvation {
         self.sim.outcome().starvation[LinkDirection::Upstream.index()]
-    }
-
-    fn sim_mps(&self) -> u64 {
-        self.mps_bytes
     }
 
     fn queue_up(&mut self, addr: u64, len: u64) {
@@ -424,15 +397,11 @@ impl Run<'_> {
 
     /// The host sees the flag that landed at `landed_ns`, uses the buffer, rings its doorbell.
     fn host_takes(&mut self, message: InFlight, landed_ns: f64) {
-        let behaviour = self.behaviour;
-        let reaction_ns = behaviour.react_ns + behaviour.react_jitter_ns * self.rng.unit();
+        let reaction_ns = HostConsumer::react(self.behaviour, self.rng);
         if self.truth.reactions_ns.len() < REACTIONS_KEPT {
             self.truth.reactions_ns.push(reaction_ns);
         }
-        let seen_ns = (landed_ns + reaction_ns).max(self.host_free_ns);
-        let stall_ns = if behaviour.host_stall_every > 0 && (message.sequence + 1) % behaviour.host_stall_every == 0 { behaviour.host_stall_ns } else { 0.0 };
-        let released_ns = seen_ns + behaviour.host_use_ns + stall_ns;
-        self.host_free_ns = released_ns;
+        let (seen_ns, released_ns) = self.host.take(self.behaviour, message.sequence, landed_ns + reaction_ns);
         self.last_release_ns = released_ns;
         self.doorbells.push_back(released_ns);
         let occupancy = self.occupancy_after_landing(landed_ns, released_ns);
@@ -448,11 +417,7 @@ impl Run<'_> {
             wait_cause: message.wait_cause,
         };
         self.ff.note(&event);
-        if self.sink_error.is_none() {
-            if let Err(error) = self.sink.message(&event) {
-                self.sink_error = Some(error);
-            }
-        }
+        rules::deliver(self.sink, &mut self.sink_error, &event);
     }
 
     /// Count the ring's full buffers when a message lands (truth: landing in host memory, as

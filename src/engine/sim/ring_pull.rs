@@ -13,28 +13,28 @@
 //! free). With every device buffer full, lossless, it waits for a doorbell; lossy, it drops the
 //! message (counted) and makes the next one a period later. Every time here comes from TLPs
 //! crossing the link simulator; nothing is computed from a formula.
+//!
+//! One [`Side`] of the ring's event loop (`ring/drive.rs`): alone, or beside the h2d ring
+//! (`ring_both.rs`). With credit holds injected only the flags can starve (the host advertises
+//! infinite completion credits): a bubble during which the link counted mostly starvation is
+//! `credits`.
 
 use std::collections::VecDeque;
 
-use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamEnd, StreamStop, WaitCause};
+use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, WaitCause};
 use crate::engine::EngineError;
-use crate::link::{transaction, Direction as LinkDirection, LinkSim, TlpKind};
+use crate::link::{transaction, Direction as LinkDirection, TlpKind};
 
-use super::ring::{RingBehaviour, RingTruth, DOORBELL_BYTES, FLAG_BYTES, REACTIONS_KEPT};
+use super::ring::drive::{Lanes, Next, Side};
+use super::ring::rules::{self, upstream_starved_ns, HostConsumer, Limits, DEVICE_DATA_BASE};
+use super::ring::{RingBehaviour, RingTruth, DOORBELL_ADDR, DOORBELL_BYTES, FLAG_BASE, FLAG_BYTES, REACTIONS_KEPT};
 use super::rng::SimRng;
-
-/// The device's buffers in its BAR, the host's flag area, the doorbell register.
-const DEVICE_DATA_BASE: u64 = 1 << 32;
-const FLAG_BASE: u64 = 1 << 38;
-const DOORBELL_ADDR: u64 = 0x1000;
-/// Loop turns between two looks at the cancel flag.
-const CANCEL_EVERY: u64 = 4096;
 
 /// A message held in a device buffer, announced by its flag.
 struct Held {
     sequence: u64,
     slot: u64,
-    /// Upstream writes (flags) delivered once this one's flag has landed.
+    /// The number of its flag upstream.
     flag_index: u64,
     /// The source had to wait for a free device buffer before making it.
     waited_for_buffer: bool,
@@ -49,216 +49,273 @@ struct Reading {
     /// Pieces of the message not yet requested.
     next_addr: u64,
     end_addr: u64,
-    /// Downstream TLP index of the first request (its arrival starts the device's service).
+    /// Number of the first request downstream (its arrival starts the device's service).
     first_request_index: u64,
     device_start_ns: Option<f64>,
+    /// The upstream starvation counted when the device's service started.
+    starved_at_start_ns: f64,
     /// Upstream completions delivered once the request in flight is answered.
     completions_due: u64,
     wait_cause: WaitCause,
 }
 
-pub(super) struct PullRun<'a> {
-    pub sim: LinkSim,
-    pub mps_bytes: u64,
-    pub mrrs_bytes: u64,
-    pub rcb_bytes: u64,
-    pub plan: &'a RingPlan,
-    pub behaviour: &'a RingBehaviour,
-    pub rng: &'a mut SimRng,
-    pub sink: &'a mut dyn MessageSink,
+/// The pull ring: the device's source and buffers, the host reading.
+pub(super) struct PullSide<'a> {
+    mps_bytes: u64,
+    mrrs_bytes: u64,
+    rcb_bytes: u64,
+    plan: &'a RingPlan,
+    behaviour: &'a RingBehaviour,
+    rng: &'a mut SimRng,
+    sink: &'a mut dyn MessageSink,
+    pub truth: RingTruth,
+    limits: Limits,
+    stopped: bool,
+    /// The source: a message every `period_ns` (0: as soon as a buffer is free).
+    period_ns: f64,
+    lossy: bool,
+    numbered: u64,
+    source_next_ns: f64,
+    in_device: u64,
+    free_slots: VecDeque<u64>,
+    announced: VecDeque<Held>,
+    /// The host.
+    reading: Option<Reading>,
+    host: HostConsumer,
+    /// The reaction drawn for the next read, kept until it is issued.
+    reaction: Option<f64>,
+    completions_seen: u64,
+    /// Doorbells on their way down: (number, slot).
+    doorbells: VecDeque<(u64, u64)>,
+    last_done_ns: Option<f64>,
+    starved_at_done_ns: f64,
+    first_start_ns: Option<f64>,
+    last_release_ns: f64,
+    committed: u64,
+    sink_error: Option<EngineError>,
 }
 
-impl PullRun<'_> {
-    /// Run the stream to its stop; returns how it ended and the truth.
-    pub fn run(mut self) -> (Result<StreamEnd, EngineError>, RingTruth) {
-        let mut truth = RingTruth::default();
-        let device_buffers = u64::from(self.plan.device_buffers.max(1));
-        let (limit_messages, limit_ns) = match self.plan.stop {
-            StreamStop::Messages(n) => (n, f64::INFINITY),
-            StreamStop::Duration(d) => (u64::MAX, d.as_secs_f64() * 1e9),
-        };
-        let period_ns = if self.behaviour.source_mbps > 0.0 { f64::from(self.plan.message_bytes) * 1e3 / self.behaviour.source_mbps } else { 0.0 };
-        let lossy = self.plan.backpressure == Backpressure::Lossy && period_ns > 0.0;
-
-        // The source.
-        let mut numbered = 0u64;
-        let mut source_next_ns = 0.0f64;
-        let mut in_device = 0u64;
-        let mut flags_sent = 0u64;
-        let mut free_slots: VecDeque<u64> = (0..device_buffers).collect();
-        let mut announced: VecDeque<Held> = VecDeque::new();
-        // The host.
-        let mut reading: Option<Reading> = None;
-        let mut host_free_ns = 0.0f64;
-        let mut down_sent = 0u64;
-        let mut completions_seen = 0u64;
-        // Doorbells on their way down: (downstream index, slot).
-        let mut doorbells: VecDeque<(u64, u64)> = VecDeque::new();
-        let mut last_done_ns: Option<f64> = None;
-        let mut first_start_ns: Option<f64> = None;
-        let mut last_release_ns = 0.0f64;
-        let mut committed = 0u64;
-        let mut stopped_early = None;
-        let mut sink_error = None;
-        let mut turns = 0u64;
-        let mut reaction: Option<f64> = None;
-
-        loop {
-            turns += 1;
-            if turns % CANCEL_EVERY == 0 && crate::cancel::requested() {
-                stopped_early = Some("interrupted".to_string());
-                break;
-            }
-            if sink_error.is_some() {
-                break;
-            }
-            let now = self.sim.now_ns();
-            let source_open = numbered < limit_messages && source_next_ns < limit_ns;
-            // When the source acts next: it waits for a buffer unless it may drop.
-            let source_at = (source_open && (in_device < device_buffers || lossy)).then(|| source_next_ns.max(now));
-            // When the host issues its next read: its reaction after the later of the flag
-            // landing and the host being free.
-            let host_at = match (&reading, announced.front().and_then(|m| m.landed_ns)) {
-                (None, Some(landed_ns)) => {
-                    let reaction_ns = *reaction.get_or_insert_with(|| self.behaviour.react_ns + self.behaviour.react_jitter_ns * self.rng.unit());
-                    Some((host_free_ns.max(landed_ns) + reaction_ns).max(now))
-                }
-                _ => None,
-            };
-            let link_at = self.sim.next_event_ns();
-            let next = [source_at, host_at, link_at].into_iter().flatten().fold(f64::INFINITY, f64::min);
-            if !next.is_finite() {
-                break;
-            }
-            if source_at == Some(next) {
-                self.sim.run_until_ns(next);
-                if in_device >= device_buffers {
-                    truth.dropped += 1;
-                    truth.dropped_after_last += 1;
-                } else {
-                    truth.dropped_after_last = 0;
-                    let slot = free_slots.pop_front().expect("a free device buffer");
-                    in_device += 1;
-                    self.sim.send(LinkDirection::Upstream, transaction::tlp(TlpKind::MemWrite, FLAG_BASE + slot * FLAG_BYTES, FLAG_BYTES, 0));
-                    flags_sent += 1;
-                    announced.push_back(Held { sequence: numbered, slot, flag_index: flags_sent, waited_for_buffer: next > source_next_ns, produced_ns: next, landed_ns: None });
-                    committed += 1;
-                }
-                numbered += 1;
-                source_next_ns = if next > source_next_ns { next + period_ns } else { source_next_ns + period_ns };
-                continue;
-            }
-            if host_at == Some(next) {
-                self.sim.run_until_ns(next);
-                let reaction_ns = reaction.take().expect("drawn with host_at");
-                if truth.reactions_ns.len() < REACTIONS_KEPT {
-                    truth.reactions_ns.push(reaction_ns);
-                }
-                let message = announced.pop_front().expect("host_at needs a landed flag");
-                let addr = DEVICE_DATA_BASE + message.slot * u64::from(self.plan.buffer_bytes);
-                let wait_cause = match last_done_ns {
-                    Some(done) if message.produced_ns > done => {
-                        if message.waited_for_buffer { WaitCause::NoFreeBuffer } else { WaitCause::ProducerIdle }
-                    }
-                    _ => WaitCause::HostLate,
-                };
-                let mut read = Reading {
-                    message,
-                    next_addr: addr,
-                    end_addr: addr + u64::from(self.plan.message_bytes),
-                    first_request_index: down_sent + 1,
-                    device_start_ns: None,
-                    completions_due: completions_seen,
-                    wait_cause,
-                };
-                self.request(&mut read, &mut down_sent);
-                reading = Some(read);
-                continue;
-            }
-            // A link event.
-            self.sim.step_event();
-            self.on_arrivals(&mut doorbells, &mut free_slots, &mut in_device, &mut announced, reading.as_mut());
-            let answered = reading.as_ref().is_some_and(|r| self.sim.delivered_completions(LinkDirection::Upstream) >= r.completions_due);
-            if !answered {
-                continue;
-            }
-            completions_seen = self.sim.delivered_completions(LinkDirection::Upstream);
-            let mut read = reading.take().expect("checked");
-            if read.next_addr < read.end_addr {
-                self.request(&mut read, &mut down_sent);
-                reading = Some(read);
-                continue;
-            }
-            // The message is in: doorbell, use, next.
-            let seen_ns = self.sim.now_ns();
-            let device_done_ns = self.sim.last_tlp_end_ns(LinkDirection::Upstream).min(seen_ns);
-            let device_start_ns = read.device_start_ns.unwrap_or(seen_ns);
-            self.sim.send(LinkDirection::Downstream, transaction::tlp(TlpKind::MemWrite, DOORBELL_ADDR, DOORBELL_BYTES, 0));
-            down_sent += 1;
-            doorbells.push_back((down_sent, read.message.slot));
-            let stall_ns = if self.behaviour.host_stall_every > 0 && (read.message.sequence + 1) % self.behaviour.host_stall_every == 0 { self.behaviour.host_stall_ns } else { 0.0 };
-            let released_ns = seen_ns + self.behaviour.host_use_ns + stall_ns;
-            host_free_ns = released_ns;
-            last_release_ns = released_ns;
-            first_start_ns.get_or_insert(device_start_ns);
-            let wait_before_ns = match last_done_ns {
-                None => 0.0,
-                Some(done) => (device_start_ns - done).max(0.0),
-            };
-            last_done_ns = Some(device_done_ns);
-            let event = MessageEvent {
-                sequence: read.message.sequence,
-                bytes: self.plan.message_bytes,
-                device_start_ns: Some(device_start_ns),
-                device_done_ns: Some(device_done_ns),
-                host_seen_ns: seen_ns,
-                host_released_ns: released_ns,
-                // The host holds one message at a time: the one it just read.
-                ring_occupancy: 1,
-                wait_before_ns,
-                wait_cause: if wait_before_ns > 0.0 { read.wait_cause } else { WaitCause::None },
-            };
-            if let Err(error) = self.sink.message(&event) {
-                sink_error = Some(error);
-            }
+impl<'a> PullSide<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(link: &crate::link::SimConfig, plan: &'a RingPlan, behaviour: &'a RingBehaviour, rng: &'a mut SimRng, sink: &'a mut dyn MessageSink) -> Self {
+        let device_buffers = u64::from(plan.device_buffers.max(1));
+        let period_ns = if behaviour.source_mbps > 0.0 { f64::from(plan.message_bytes) * 1e3 / behaviour.source_mbps } else { 0.0 };
+        PullSide {
+            mps_bytes: link.mps_bytes,
+            mrrs_bytes: link.mrrs_bytes,
+            rcb_bytes: link.rcb_bytes,
+            plan,
+            behaviour,
+            rng,
+            sink,
+            truth: RingTruth::default(),
+            limits: Limits::of(plan.stop),
+            stopped: false,
+            period_ns,
+            lossy: plan.backpressure == Backpressure::Lossy && period_ns > 0.0,
+            numbered: 0,
+            source_next_ns: 0.0,
+            in_device: 0,
+            free_slots: (0..device_buffers).collect(),
+            announced: VecDeque::new(),
+            reading: None,
+            host: HostConsumer::default(),
+            reaction: None,
+            completions_seen: 0,
+            doorbells: VecDeque::new(),
+            last_done_ns: None,
+            starved_at_done_ns: 0.0,
+            first_start_ns: None,
+            last_release_ns: 0.0,
+            committed: 0,
+            sink_error: None,
         }
-        let start_ns = first_start_ns.unwrap_or(0.0);
-        truth.span_ns = last_release_ns - start_ns;
-        let end = match sink_error {
-            Some(error) => Err(error),
-            None => Ok(StreamEnd { produced: committed + truth.dropped, dropped_by_producer: Some(truth.dropped), start_ns, end_ns: last_release_ns, stopped_early, fast_forwarded: 0 }),
-        };
-        (end, truth)
     }
 
-    /// Issue the next read of at most MRRS (not crossing 4 KiB) and count its completions.
-    fn request(&mut self, read: &mut Reading, down_sent: &mut u64) {
+    fn device_buffers(&self) -> u64 {
+        u64::from(self.plan.device_buffers.max(1))
+    }
+
+    fn source_open(&self) -> bool {
+        !self.stopped && self.limits.open(self.numbered, self.source_next_ns)
+    }
+
+    /// When the source acts next: it waits for a buffer unless it may drop.
+    fn source_at(&self, now_ns: f64) -> Option<f64> {
+        (self.source_open() && (self.in_device < self.device_buffers() || self.lossy)).then(|| self.source_next_ns.max(now_ns))
+    }
+
+    /// When the host issues its next read: its reaction after the later of the flag landing and
+    /// the host being free.
+    fn host_at(&mut self, now_ns: f64) -> Option<f64> {
+        let landed_ns = self.announced.front().and_then(|m| m.landed_ns).filter(|_| self.reading.is_none())?;
+        let reaction_ns = *self.reaction.get_or_insert_with(|| HostConsumer::react(self.behaviour, self.rng));
+        Some((self.host.free_ns.max(landed_ns) + reaction_ns).max(now_ns))
+    }
+
+    /// The source makes a message at `at_ns`: into a free device buffer with its flag, or
+    /// (lossy, none free) dropped.
+    fn make(&mut self, lanes: &mut Lanes, at_ns: f64) {
+        if self.in_device >= self.device_buffers() {
+            self.truth.dropped += 1;
+            self.truth.dropped_after_last += 1;
+        } else {
+            self.truth.dropped_after_last = 0;
+            let slot = self.free_slots.pop_front().expect("a free device buffer");
+            self.in_device += 1;
+            let flag_index = lanes.send(LinkDirection::Upstream, TlpKind::MemWrite, FLAG_BASE + slot * FLAG_BYTES, FLAG_BYTES);
+            self.announced.push_back(Held { sequence: self.numbered, slot, flag_index, waited_for_buffer: at_ns > self.source_next_ns, produced_ns: at_ns, landed_ns: None });
+            self.committed += 1;
+        }
+        self.numbered += 1;
+        self.source_next_ns = if at_ns > self.source_next_ns { at_ns } else { self.source_next_ns } + self.period_ns;
+    }
+
+    /// The host starts reading the first announced message.
+    fn read(&mut self, lanes: &mut Lanes) {
+        let reaction_ns = self.reaction.take().expect("drawn with host_at");
+        if self.truth.reactions_ns.len() < REACTIONS_KEPT {
+            self.truth.reactions_ns.push(reaction_ns);
+        }
+        let message = self.announced.pop_front().expect("host_at needs a landed flag");
+        let addr = DEVICE_DATA_BASE + message.slot * u64::from(self.plan.buffer_bytes);
+        let wait_cause = match self.last_done_ns {
+            Some(done) if message.produced_ns > done => {
+                if message.waited_for_buffer { WaitCause::NoFreeBuffer } else { WaitCause::ProducerIdle }
+            }
+            _ => WaitCause::HostLate,
+        };
+        let mut read = Reading {
+            message,
+            next_addr: addr,
+            end_addr: addr + u64::from(self.plan.message_bytes),
+            first_request_index: 0,
+            device_start_ns: None,
+            starved_at_start_ns: 0.0,
+            completions_due: self.completions_seen,
+            wait_cause,
+        };
+        read.first_request_index = self.request(lanes, &mut read);
+        self.reading = Some(read);
+    }
+
+    /// Issue the next read of at most MRRS (not crossing 4 KiB) and count its completions;
+    /// returns its number downstream.
+    fn request(&mut self, lanes: &mut Lanes, read: &mut Reading) -> u64 {
         let mut split = transaction::Splitter::new(read.next_addr, read.end_addr - read.next_addr, self.mrrs_bytes);
         let (addr, len) = split.next_piece().expect("bytes left to read");
         read.next_addr = addr + len;
         read.completions_due += transaction::completions(addr, len, self.mps_bytes, self.rcb_bytes).count() as u64;
-        self.sim.send(LinkDirection::Downstream, transaction::tlp(TlpKind::MemRead, addr, len, 0));
-        *down_sent += 1;
+        lanes.send(LinkDirection::Downstream, TlpKind::MemRead, addr, len)
     }
 
-    /// Doorbells that reached the device free their buffers; the first request's arrival starts
-    /// the device's service of the message being read.
-    fn on_arrivals(&mut self, doorbells: &mut VecDeque<(u64, u64)>, free_slots: &mut VecDeque<u64>, in_device: &mut u64, announced: &mut VecDeque<Held>, reading: Option<&mut Reading>) {
-        let now = self.sim.now_ns();
-        let flags = self.sim.delivered_tlps(LinkDirection::Upstream) - self.sim.delivered_completions(LinkDirection::Upstream);
-        for message in announced.iter_mut().filter(|m| m.landed_ns.is_none() && m.flag_index <= flags) {
+    /// The last completion is in: doorbell, the event, the host's use.
+    fn complete(&mut self, lanes: &mut Lanes, read: Reading) {
+        let seen_ns = lanes.sim.now_ns();
+        let device_done_ns = lanes.sim.last_tlp_end_ns(LinkDirection::Upstream).min(seen_ns);
+        // Starvation while it was read (its completions behind a starving flag) moves its start
+        // later; starvation that ended in the bubble before it (its own flag) is the bubble's.
+        let starved_now_ns = upstream_starved_ns(&lanes.sim);
+        let read_start_ns = read.device_start_ns.unwrap_or(seen_ns);
+        let during_ns = (starved_now_ns - read.starved_at_start_ns).min(device_done_ns - read_start_ns).max(0.0);
+        let device_start_ns = read_start_ns + during_ns;
+        let number = lanes.send(LinkDirection::Downstream, TlpKind::MemWrite, DOORBELL_ADDR, DOORBELL_BYTES);
+        self.doorbells.push_back((number, read.message.slot));
+        let (_, released_ns) = self.host.take(self.behaviour, read.message.sequence, seen_ns);
+        self.last_release_ns = released_ns;
+        self.first_start_ns.get_or_insert(device_start_ns);
+        let idle_ns = self.last_done_ns.map_or(0.0, |done| (read_start_ns - done).max(0.0));
+        let (wait_before_ns, cause) = rules::credit_bubble(idle_ns, read.wait_cause, read.starved_at_start_ns - self.starved_at_done_ns, during_ns);
+        let wait_cause = if wait_before_ns > 0.0 { cause } else { WaitCause::None };
+        self.last_done_ns = Some(device_done_ns);
+        self.starved_at_done_ns = starved_now_ns;
+        let event = MessageEvent {
+            sequence: read.message.sequence,
+            bytes: self.plan.message_bytes,
+            device_start_ns: Some(device_start_ns),
+            device_done_ns: Some(device_done_ns),
+            host_seen_ns: seen_ns,
+            host_released_ns: released_ns,
+            // The host holds one message at a time: the one it just read.
+            ring_occupancy: 1,
+            wait_before_ns,
+            wait_cause,
+        };
+        rules::deliver(self.sink, &mut self.sink_error, &event);
+    }
+
+    /// How the stream ended and the truth.
+    pub fn end(&mut self, stopped_early: Option<String>) -> crate::engine::ring::StreamEnd {
+        let start_ns = self.first_start_ns.unwrap_or(0.0);
+        self.truth.span_ns = self.last_release_ns - start_ns;
+        crate::engine::ring::StreamEnd {
+            produced: self.committed + self.truth.dropped,
+            dropped_by_producer: Some(self.truth.dropped),
+            start_ns,
+            end_ns: self.last_release_ns,
+            stopped_early,
+            fast_forwarded: 0,
+        }
+    }
+}
+
+impl Side for PullSide<'_> {
+    fn next(&mut self, now_ns: f64) -> Option<Next> {
+        let source = self.source_at(now_ns).map(|at_ns| Next { at_ns, before_link: true, starts: true });
+        let host = self.host_at(now_ns).map(|at_ns| Next { at_ns, before_link: true, starts: false });
+        Next::first(source, host)
+    }
+
+    fn act(&mut self, lanes: &mut Lanes, at_ns: f64) {
+        // The source first at a tie, as `next` chose.
+        if self.source_at(at_ns) == Some(at_ns) {
+            self.make(lanes, at_ns);
+        } else {
+            self.read(lanes);
+        }
+    }
+
+    fn observe(&mut self, lanes: &mut Lanes) {
+        let now = lanes.sim.now_ns();
+        let flags = lanes.delivered(LinkDirection::Upstream);
+        for message in self.announced.iter_mut().filter(|m| m.landed_ns.is_none() && m.flag_index <= flags) {
             message.landed_ns = Some(now);
         }
-        let arrived = self.sim.delivered_tlps(LinkDirection::Downstream);
-        while doorbells.front().is_some_and(|(index, _)| *index <= arrived) {
-            let (_, slot) = doorbells.pop_front().expect("checked");
-            free_slots.push_back(slot);
-            *in_device -= 1;
+        let arrived = lanes.delivered(LinkDirection::Downstream);
+        while self.doorbells.front().is_some_and(|(index, _)| *index <= arrived) {
+            let (_, slot) = self.doorbells.pop_front().expect("checked");
+            self.free_slots.push_back(slot);
+            self.in_device -= 1;
         }
-        if let Some(read) = reading {
-            if read.device_start_ns.is_none() && read.first_request_index <= arrived {
-                read.device_start_ns = Some(now);
-            }
+        let starved_ns = upstream_starved_ns(&lanes.sim);
+        let Some(mut read) = self.reading.take() else { return };
+        if read.device_start_ns.is_none() && read.first_request_index <= arrived {
+            read.device_start_ns = Some(now);
+            read.starved_at_start_ns = starved_ns;
         }
+        let delivered = lanes.sim.delivered_completions(LinkDirection::Upstream);
+        if delivered < read.completions_due {
+            self.reading = Some(read);
+            return;
+        }
+        self.completions_seen = delivered;
+        if read.next_addr < read.end_addr {
+            self.request(lanes, &mut read);
+            self.reading = Some(read);
+        } else {
+            self.complete(lanes, read);
+        }
+    }
+
+    fn stop(&mut self) {
+        self.stopped = true;
+    }
+
+    fn unfinished(&self) -> bool {
+        self.source_open()
+    }
+
+    fn failed(&mut self) -> Option<EngineError> {
+        self.sink_error.take()
     }
 }

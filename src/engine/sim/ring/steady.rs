@@ -201,7 +201,7 @@ impl Run<'_> {
         key.extend([t(at.ready_ns), t(at.last_done_ns), ps(at.period_ns), (self.committed == 0) as u64, self.first_start_ns.is_some() as u64]);
         key.extend([self.sent_tlps - self.sim.delivered_tlps(LinkDirection::Upstream), self.committed - self.doorbells_arrived]);
         key.extend([self.doorbells_sent - self.doorbells_arrived, self.doorbells_arrived - self.sim.delivered_tlps(LinkDirection::Downstream)]);
-        key.extend([t(self.last_doorbell_arrival_ns), t(self.host_free_ns), t(self.last_release_ns)]);
+        key.extend([t(self.last_doorbell_arrival_ns), t(self.host.free_ns), t(self.last_release_ns)]);
         key.push(self.in_flight.len() as u64);
         for m in &self.in_flight {
             key.extend([at.sequence - m.sequence, self.sent_tlps - m.last_tlp, u64::from(m.bytes)]);
@@ -292,7 +292,7 @@ impl Run<'_> {
         self.doorbells_sent += (to.doorbells_sent - from.doorbells_sent) * periods;
         self.doorbells_arrived += (to.doorbells_arrived - from.doorbells_arrived) * periods;
         self.last_doorbell_arrival_ns += shift_ns;
-        self.host_free_ns += shift_ns;
+        self.host.free_ns += shift_ns;
         self.last_release_ns += shift_ns;
         for m in &mut self.in_flight {
             m.sequence += messages;
