@@ -41,10 +41,11 @@ impl Lanes {
         super::rules::delivered_writes(&self.sim, direction)
     }
 
-    /// TLPs put on `direction`'s lanes so far; the numbers hold where the far side sends no
-    /// completions that way (a push producer's direction).
+    /// TLPs put on `direction`'s lanes so far, replays not counted again; the numbers hold
+    /// where the far side sends no completions that way (a push producer's direction).
     pub fn left(&self, direction: LinkDirection) -> u64 {
-        self.sim.outcome().stats[direction.index()].tlps
+        let i = direction.index();
+        self.sim.outcome().stats[i].tlps - self.sim.outcome().replay[i].replayed
     }
 }
 
