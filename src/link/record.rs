@@ -117,7 +117,7 @@ impl LeftOut {
 }
 
 impl fmt::Display for LeftOut {
-    /// `12 periods of 20480.000 ns left out (fast-forward): downstream 0 TLPs, 0 B, …; upstream …`
+    /// `29 periods of 308798.242 ns left out (fast-forward): 0 TLPs, 0 B, … downstream; … upstream`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} periods of {:.3} ns left out (fast-forward)", self.periods, self.period_ns)?;
         for (direction, (separator, name)) in Direction::BOTH.into_iter().zip([(": ", "downstream"), ("; ", "upstream")]) {

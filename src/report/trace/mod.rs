@@ -2,7 +2,9 @@
 //! [`crate::link::simulate`] as an analyser shows it — text in document 000's layout ([`text`]),
 //! VCD for GTKWave ([`vcd`]) and pcapng for Wireshark with the dissector in
 //! `tools/wireshark/pcieperf.lua` ([`pcapng`]). Text and VCD share one symbol expansion
-//! ([`crate::link::symbols`]); all three take the wire bytes from [`crate::link::wire`].
+//! ([`crate::link::symbols`]); all three take the wire bytes from [`crate::link::wire`]. With the
+//! steady-state fast-forward, each stretch it left out ([`crate::link::LeftOut`]) is shown where
+//! it was left out: a marked text row, the VCD's `fast_forward` signal, a pcapng gap record.
 
 pub mod pcapng;
 pub mod text;
