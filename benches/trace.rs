@@ -26,9 +26,9 @@ fn main() {
         let record = trace::simulate_first(&config, Workload::DmaRead { addr: 0x1000_0000, bytes: 1 << 30 }, packets).expect("valid scenario");
         let first = &record[..packets as usize];
         let phy = Phy::new(config.link);
-        let rows = trace::rows(first, &phy, None).expect("within the limits");
-        let shown = Trace { config: &config, record: trace::within_rows(&record, &phy, rows), rows };
-        let all = Trace { config: &config, record: first, rows: 0 };
+        let rows = trace::rows(first, &[], &phy, None).expect("within the limits");
+        let shown = Trace { config: &config, record: trace::within_rows(&record, &phy, rows), rows, left_out: &[] };
+        let all = Trace { config: &config, record: first, rows: 0, left_out: &[] };
         measure(&format!("{link} DMA read, pcapng"), first.len(), || pcapng::render(&all).len());
         measure(&format!("{link} DMA read, text ({rows} rows)"), shown.record.len(), || text::render(&shown).len());
         measure(&format!("{link} DMA read, VCD ({rows} rows)"), shown.record.len(), || vcd::render(&shown).len());

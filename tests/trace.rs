@@ -19,7 +19,7 @@ fn pcieperf() -> Command {
 fn record_of(config: &SimConfig, workload: Workload, packets: u64) -> (Vec<Crossing>, u64) {
     let record = trace::simulate_first(config, workload, packets).unwrap();
     let first = &record[..record.len().min(packets as usize)];
-    let rows = trace::rows(first, &Phy::new(config.link), None).unwrap();
+    let rows = trace::rows(first, &[], &Phy::new(config.link), None).unwrap();
     let shown = trace::within_rows(&record, &Phy::new(config.link), rows).to_vec();
     (shown, rows)
 }
@@ -28,7 +28,7 @@ fn record_of(config: &SimConfig, workload: Workload, packets: u64) -> (Vec<Cross
 fn text_layout_of_example_1_matches_the_record() {
     let (config, workload) = scenarios::example_1();
     let (record, rows) = record_of(&config, workload, 1000);
-    let text = text::render(&Trace { config: &config, record: &record, rows });
+    let text = text::render(&Trace { config: &config, record: &record, rows, left_out: &[] });
     assert!(text.starts_with("# simulated link Gen1 x1;"), "labelled simulated: {}", text.lines().next().unwrap());
     let lines: Vec<&str> = text.lines().skip(2).collect();
     assert_eq!(lines.len() as u64, rows);
@@ -143,7 +143,7 @@ fn fs(ns: f64) -> u64 {
 
 fn vcd_round_trip(config: &SimConfig, workload: Workload, packets: u64) {
     let (record, rows) = record_of(config, workload, packets);
-    let trace = Trace { config, record: &record, rows };
+    let trace = Trace { config, record: &record, rows, left_out: &[] };
     let parsed = Vcd::parse(&vcd::render(&trace));
     // Decoded signals against the record.
     for crossing in &record {
@@ -250,7 +250,7 @@ fn pcapng_structure_and_wire_bytes() {
         let addr = if header == pcieperf::model::HeaderFormat::Dw4 { 0x1_0000_0010 } else { 0x1000_0010 };
         let record = trace::simulate_first(&config, Workload::DmaRead { addr, bytes: 256 * 1024 }, 1500).unwrap();
         let record = &record[..1500];
-        let bytes = pcapng::render(&Trace { config: &config, record, rows: 0 });
+        let bytes = pcapng::render(&Trace { config: &config, record, rows: 0, left_out: &[] });
         let (linktype, tsresol, packets) = read_pcapng(&bytes);
         assert_eq!((linktype, tsresol, packets.len()), (147, 9, record.len()));
         let eight_ten = link == "gen1x1";
@@ -328,7 +328,7 @@ fn tshark_decodes_every_packet_as_recorded() {
         let record = trace::simulate_first(&config, workload, packets).unwrap();
         let record = &record[..(packets as usize).min(record.len())];
         let path = dir.path().join("trace.pcapng");
-        std::fs::write(&path, pcapng::render(&Trace { config: &config, record, rows: 0 })).unwrap();
+        std::fs::write(&path, pcapng::render(&Trace { config: &config, record, rows: 0, left_out: &[] })).unwrap();
         let fields = [
             "pcieperf.dir", "pcieperf.kind", "pcieperf.start_ps", "pcieperf.name", "pcieperf.seq", "pcieperf.tlp.tag",
             "pcieperf.tlp.addr", "pcieperf.tlp.bytes", "pcieperf.cpl.lower_addr", "pcieperf.dllp.seq", "pcieperf.dllp.hdr_fc",

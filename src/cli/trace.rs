@@ -6,6 +6,7 @@ use clap::Args;
 
 use crate::bench::trace::{self as bench, Scenario};
 use crate::error::invalid;
+use crate::link::SteadyOptions;
 use crate::model::HeaderFormat;
 use crate::report::output;
 use crate::report::trace::{self, Format};
@@ -18,6 +19,7 @@ use crate::report::trace::{self, Format};
   pcieperf trace --scenario read --link gen3x4 --bytes 16KiB --format vcd --out read.vcd
   pcieperf trace --scenario write --target sim:gen5x16 --format pcapng --count 10000 --out w.pcapng
   tshark -X lua_script:tools/wireshark/pcieperf.lua -r w.pcapng -V
+  pcieperf trace --scenario write --link gen3x8 --bytes 64MiB --fast-forward --count 100000 --out w.txt
 
 Scenarios: write / read: a device DMA transfer of --bytes; doc000-example1: document 000 §3.5
 Example 1 (100 writes of 4 bytes); doc000-reads: §3.5's record of three reads; doc000-test3: §4.6,
@@ -64,6 +66,10 @@ pub struct TraceArgs {
     /// Symbol times to write instead: every packet that starts in them (text and VCD show each).
     #[arg(long)]
     pub symbols: Option<u64>,
+    /// Simulate the whole transfer with the steady-state fast-forward (as `sim` does) and mark
+    /// each stretch it left out where it left it out (write and read scenarios).
+    #[arg(long)]
+    pub fast_forward: bool,
     /// Output file, or - for standard output.
     #[arg(long, default_value = "-")]
     pub out: PathBuf,
@@ -90,7 +96,11 @@ pub fn run(args: TraceArgs) -> anyhow::Result<i32> {
         ecrc: args.ecrc,
         tags: args.tags,
     };
+    if args.fast_forward && !matches!(args.scenario, Scenario::Write | Scenario::Read) {
+        return invalid("--fast-forward goes with --scenario write or read (document 000's records are short and simulated whole)");
+    }
     let (config, workload) = bench::scenario(args.scenario, &dma)?;
-    output::write_bytes(&args.out, &trace::render(&config, workload, args.format, args.count, args.symbols)?)?;
+    let fast_forward = args.fast_forward.then(SteadyOptions::default);
+    output::write_bytes(&args.out, &trace::render(&config, workload, args.format, args.count, args.symbols, fast_forward.as_ref())?)?;
     Ok(0)
 }

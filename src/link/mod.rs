@@ -33,7 +33,7 @@ pub use config::{AckPolicy, ClassCredits, Credits, FcPolicy, Receiver, SimConfig
 pub use errors::{Corrupt, ErrorConfig};
 pub use inject::{Hold, Injection, Starvation};
 pub use packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind};
-pub use record::{dump, Crossing, DirectionStats};
+pub use record::{dump, Crossing, DirectionStats, LeftOut, LeftOutCounts};
 pub use replay::{ReplayConfig, ReplayStats};
 pub use sim::{LinkSim, Outcome};
 pub use steady::{fast_forward, simulate_steady, Steady, SteadyOptions};

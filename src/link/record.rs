@@ -71,6 +71,63 @@ impl DirectionStats {
     }
 }
 
+/// What one direction sent in time the fast-forward left out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeftOutCounts {
+    pub tlps: u64,
+    /// Payload bytes of writes and completions.
+    pub payload_bytes: u64,
+    pub acks: u64,
+    pub update_fcs: u64,
+    pub skps: u64,
+}
+
+impl LeftOutCounts {
+    /// What `after` counted beyond `before`.
+    pub fn between(before: &DirectionStats, after: &DirectionStats) -> Self {
+        LeftOutCounts {
+            tlps: after.tlps - before.tlps,
+            payload_bytes: after.payload_bytes - before.payload_bytes,
+            acks: after.acks - before.acks,
+            update_fcs: after.update_fcs - before.update_fcs,
+            skps: after.skps - before.skps,
+        }
+    }
+}
+
+/// One skip of the steady-state fast-forward, where the record has nothing: `periods`
+/// repetitions of `period_ns`, from `start_ns` (the simulated clock when it skipped) for
+/// `duration_ns`. Packets that follow start at `start_ns + duration_ns` or later (one put on the
+/// lanes at `start_ns` itself is the first of them); a packet already on the lanes at `start_ns`
+/// is recorded before the gap, its end inside it (the rest of it follows the gap).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeftOut {
+    pub start_ns: f64,
+    pub duration_ns: f64,
+    pub periods: u64,
+    pub period_ns: f64,
+    /// Per direction, indexed by [`Direction::index`].
+    pub counts: [LeftOutCounts; 2],
+}
+
+impl LeftOut {
+    pub fn end_ns(&self) -> f64 {
+        self.start_ns + self.duration_ns
+    }
+}
+
+impl fmt::Display for LeftOut {
+    /// `29 periods of 308798.242 ns left out (fast-forward): 0 TLPs, 0 B, … downstream; … upstream`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} periods of {:.3} ns left out (fast-forward)", self.periods, self.period_ns)?;
+        for (direction, (separator, name)) in Direction::BOTH.into_iter().zip([(": ", "downstream"), ("; ", "upstream")]) {
+            let c = &self.counts[direction.index()];
+            write!(f, "{separator}{} TLPs, {} B, {} Acks, {} UpdateFCs, {} SKPs {name}", c.tlps, c.payload_bytes, c.acks, c.update_fcs, c.skps)?;
+        }
+        Ok(())
+    }
+}
+
 /// Text dump of a record, one crossing per line.
 pub fn dump(record: &[Crossing]) -> String {
     let mut text = format!("{:>12} {:>12} {:<4} packet\n", "start_ns", "end_ns", "dir");

@@ -22,7 +22,7 @@ use super::replay::{ReplayBuffer, ReplayStats, ReplayTimer, RxSequence};
 use super::flow::{RxCredits, TxCredits};
 use super::packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind, SEQ_MODULO};
 use super::phy::Phy;
-use super::record::{Crossing, DirectionStats};
+use super::record::{Crossing, DirectionStats, LeftOut};
 use super::transaction;
 use crate::error::InvalidInput;
 
@@ -48,6 +48,9 @@ pub struct Outcome {
     pub starvation: [Starvation; 2],
     /// TLPs corrupted by the injected error process ([`crate::link::Injection`]), per direction.
     pub injected_errors: [u64; 2],
+    /// What the steady-state fast-forward left out of the record, one entry per skip, in time
+    /// order (only with `record`).
+    pub left_out: Vec<LeftOut>,
 }
 
 impl Outcome {
@@ -231,6 +234,7 @@ impl LinkSim {
                 arrived_ns: [0.0; 2],
                 starvation: Default::default(),
                 injected_errors: [0; 2],
+                left_out: Vec::new(),
             },
             delivered_tlps: [0; 2],
             delivered_completions: [0; 2],
@@ -287,6 +291,11 @@ impl LinkSim {
 
     pub(super) fn phy(&self) -> &Phy {
         &self.phy
+    }
+
+    /// Whether the packets that cross are recorded (`SimConfig::record`).
+    pub(super) fn keeps_record(&self) -> bool {
+        self.config.record
     }
 
     /// Move every pending time `ticks` later (the steady-state fast-forward leaves out whole

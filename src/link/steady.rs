@@ -11,15 +11,16 @@
 //! last completions, the final Acks) is never extrapolated. Every time comes from simulated
 //! packets; nothing here knows a throughput formula.
 //!
-//! What it cannot preserve: the record has a gap where periods were left out, and sequence
-//! numbers continue after the gap as if the left-out TLPs had not been sent (so Ack and, later,
-//! replay bookkeeping stay consistent). `tests/link_steady.rs` compares it with full
+//! What it cannot preserve: the record has a gap where periods were left out (marked by a
+//! [`LeftOut`] entry in `Outcome::left_out`: when, how long, what each direction sent in it), and
+//! sequence numbers continue after the gap as if the left-out TLPs had not been sent (so Ack and,
+//! later, replay bookkeeping stay consistent). `tests/link_steady.rs` compares it with full
 //! simulation over many configurations.
 
 use super::agents::Workload;
 use super::config::SimConfig;
 use super::packet::Direction;
-use super::record::DirectionStats;
+use super::record::{DirectionStats, LeftOut, LeftOutCounts};
 use super::sim::{LinkSim, Outcome};
 use crate::error::InvalidInput;
 
@@ -208,8 +209,9 @@ fn periods_to_skip(sim: &LinkSim, span: &Span) -> u64 {
     if periods == u64::MAX { 0 } else { periods }
 }
 
-/// Leave out `periods` repetitions of `span`.
+/// Leave out `periods` repetitions of `span` (and mark the gap in the record, if kept).
 fn skip(sim: &mut LinkSim, span: &Span, periods: u64) {
+    let (start_ns, before) = (sim.phy().ns(sim.now_ticks()), sim.outcome.stats);
     sim.advance_clock(span.ticks() * periods);
     if let Some(dma) = sim.dma.as_mut() {
         dma.skip([0, 1].map(|c| span.bytes(c) * periods));
@@ -226,5 +228,16 @@ fn skip(sim: &mut LinkSim, span: &Span, periods: u64) {
         stats.payload_bytes += (to.payload_bytes - from.payload_bytes) * periods;
         stats.last_tlp_end_ns += shift_ns;
         stats.last_end_ns += shift_ns;
+    }
+    if sim.keeps_record() {
+        // A packet put on the lanes at the moment of the skip is the first of the periods after
+        // it (its transmitter is busy until its end plus the gap): it is recorded there.
+        for crossing in sim.outcome.record.iter_mut().filter(|c| c.start_ns >= start_ns) {
+            crossing.start_ns += shift_ns;
+            crossing.end_ns += shift_ns;
+        }
+        let counts = [0, 1].map(|d| LeftOutCounts::between(&before[d], &sim.outcome.stats[d]));
+        let period_ns = sim.phy().ns(span.ticks());
+        sim.outcome.left_out.push(LeftOut { start_ns, duration_ns: shift_ns, periods, period_ns, counts });
     }
 }

@@ -7,12 +7,16 @@
 //! PAD to the block boundary). Lanes carry logical idle (00) between packets. At 128b/130b a
 //! 2-bit sync header starts every 16 symbol times: 10 for data blocks, 01 for the SKP block;
 //! the simulator charges those bits evenly, so they take no row of their own.
+//!
+//! Where the fast-forward left time out ([`LeftOut`]), the rows of the gap show nothing of
+//! their own: a packet on the lanes when the gap starts has its first symbols before the gap and
+//! the rest after it (the schedule repeats, so the left-out periods end as they began).
 
 use std::collections::VecDeque;
 
 use super::packet::{Direction, Packet};
 use super::phy::{Phy, BLOCK_SYMBOLS, EDS_BYTES};
-use super::record::Crossing;
+use super::record::{Crossing, LeftOut};
 use super::wire::{skp_block_lane, token, Encoder, Symbol};
 use crate::model::Encoding;
 
@@ -27,6 +31,21 @@ struct Placed {
     start: u64,
     end: u64,
     symbols: Vec<Symbol>,
+    /// A gap the packet straddles: (its first tick, its ticks). The packet's ticks from the
+    /// gap's start on show after the gap, and `end` includes the gap.
+    gap: Option<(u64, u64)>,
+}
+
+impl Placed {
+    /// Position of `tick` (before `end`) among the packet's symbols, or None before the packet
+    /// or inside the gap it straddles.
+    fn offset(&self, tick: u64) -> Option<usize> {
+        let tick = match self.gap {
+            Some((from, ticks)) if tick >= from => tick.checked_sub(ticks).filter(|&t| t >= from)?,
+            _ => tick,
+        };
+        tick.checked_sub(self.start).map(|at| at as usize)
+    }
 }
 
 /// What one symbol time shows in one direction.
@@ -42,6 +61,12 @@ pub struct RowSide {
     pub sync: Option<u8>,
 }
 
+/// The rows a gap of the fast-forward leaves out (possibly none): those wholly inside it (the
+/// row where it starts and the row where the simulation goes on are shown).
+pub fn gap_rows(gap: &LeftOut, phy: &Phy) -> std::ops::Range<u64> {
+    phy.ticks(gap.start_ns) / phy.width + 1..phy.ticks(gap.end_ns()) / phy.width
+}
+
 /// Walks a record symbol time by symbol time (rows 0, 1, 2, … in order).
 pub struct Timeline<'a> {
     record: &'a [Crossing],
@@ -52,11 +77,19 @@ pub struct Timeline<'a> {
     phy: Phy,
     queued: [VecDeque<Placed>; 2],
     current: [Option<Placed>; 2],
+    /// The fast-forward's gaps as (first tick, ticks), in time order.
+    gaps: Vec<(u64, u64)>,
 }
 
 impl<'a> Timeline<'a> {
     pub fn new(record: &'a [Crossing], phy: Phy, encoder: Encoder) -> Self {
-        Timeline { record, cursor: 0, encoder, phy, queued: Default::default(), current: Default::default() }
+        Timeline { record, cursor: 0, encoder, phy, queued: Default::default(), current: Default::default(), gaps: Vec::new() }
+    }
+
+    /// The same, for a record with the fast-forward's gaps `left_out`.
+    pub fn with_gaps(mut self, left_out: &[LeftOut]) -> Self {
+        self.gaps = left_out.iter().map(|gap| (self.phy.ticks(gap.start_ns), self.phy.ticks(gap.end_ns()) - self.phy.ticks(gap.start_ns))).collect();
+        self
     }
 
     /// Time of a row's start in ns.
@@ -99,7 +132,7 @@ impl<'a> Timeline<'a> {
         let block_ticks = BLOCK_SYMBOLS * self.phy.width;
         self.current[direction.index()]
             .as_ref()
-            .is_some_and(|p| self.record[p.index].packet == Packet::Skp && tick >= p.end - block_ticks && tick < p.end)
+            .is_some_and(|p| self.record[p.index].packet == Packet::Skp && tick < p.end && p.offset(tick).is_some_and(|at| at as u64 + block_ticks >= p.symbols.len() as u64))
     }
 
     fn symbol_at(&mut self, direction: Direction, tick: u64) -> Symbol {
@@ -107,7 +140,7 @@ impl<'a> Timeline<'a> {
         loop {
             if let Some(placed) = &self.current[i] {
                 if tick < placed.end {
-                    return if tick >= placed.start { placed.symbols[(tick - placed.start) as usize] } else { Symbol::IDLE };
+                    return placed.offset(tick).map_or(Symbol::IDLE, |at| placed.symbols[at]);
                 }
             }
             match self.next_placed(direction) {
@@ -128,7 +161,9 @@ impl<'a> Timeline<'a> {
             let crossing = self.record[index];
             let (start, end) = (self.tick(crossing.start_ns), self.tick(crossing.end_ns));
             let symbols = self.stripe(&crossing, start, end);
-            self.queued[crossing.direction.index()].push_back(Placed { index, start, end, symbols });
+            let gap = self.gaps.iter().copied().find(|&(from, _)| start < from && from < end);
+            let end = end + gap.map_or(0, |(_, ticks)| ticks);
+            self.queued[crossing.direction.index()].push_back(Placed { index, start, end, symbols, gap });
         }
         self.queued[direction.index()].pop_front()
     }

@@ -5,9 +5,9 @@
 
 local p = Proto("pcieperf", "PCIe link (pcieperf simulated trace)")
 
-local directions = { [0] = "downstream", [1] = "upstream" }
+local directions = { [0] = "downstream", [1] = "upstream", [2] = "both directions" }
 local encodings = { [0] = "8b/10b", [1] = "128b/130b" }
-local kinds = { [1] = "TLP", [2] = "DLLP", [3] = "SKP ordered set" }
+local kinds = { [1] = "TLP", [2] = "DLLP", [3] = "SKP ordered set", [5] = "time left out (fast-forward)" }
 local tlp_types = { [0x00] = "MRd", [0x20] = "MRd", [0x40] = "MWr", [0x60] = "MWr", [0x4A] = "CplD", [0x0A] = "Cpl" }
 local dllp_types = { [0x00] = "Ack", [0x10] = "Nak", [0x80] = "UpdateFC-P", [0x90] = "UpdateFC-NP", [0xA0] = "UpdateFC-Cpl",
   [0x40] = "InitFC1-P", [0x50] = "InitFC1-NP", [0x60] = "InitFC1-Cpl", [0xC0] = "InitFC2-P", [0xD0] = "InitFC2-NP", [0xE0] = "InitFC2-Cpl" }
@@ -52,6 +52,20 @@ f.fc_vc = ProtoField.uint8("pcieperf.dllp.vc", "VC")
 f.hdr_fc = ProtoField.uint16("pcieperf.dllp.hdr_fc", "HdrFC")
 f.data_fc = ProtoField.uint16("pcieperf.dllp.data_fc", "DataFC")
 f.dllp_crc = ProtoField.uint16("pcieperf.dllp.crc", "DLLP CRC16", base.HEX)
+-- A gap the steady-state fast-forward left out (kind 5).
+f.gap_duration_ps = ProtoField.uint64("pcieperf.gap.duration_ps", "Time left out (ps)")
+f.gap_periods = ProtoField.uint64("pcieperf.gap.periods", "Periods left out")
+f.gap_period_ps = ProtoField.uint64("pcieperf.gap.period_ps", "Period (ps)")
+f.gap_tlps_down = ProtoField.uint64("pcieperf.gap.down.tlps", "Downstream TLPs left out")
+f.gap_bytes_down = ProtoField.uint64("pcieperf.gap.down.bytes", "Downstream payload bytes left out")
+f.gap_acks_down = ProtoField.uint64("pcieperf.gap.down.acks", "Downstream Acks left out")
+f.gap_fcs_down = ProtoField.uint64("pcieperf.gap.down.update_fcs", "Downstream UpdateFCs left out")
+f.gap_skps_down = ProtoField.uint64("pcieperf.gap.down.skps", "Downstream SKP ordered sets left out")
+f.gap_tlps_up = ProtoField.uint64("pcieperf.gap.up.tlps", "Upstream TLPs left out")
+f.gap_bytes_up = ProtoField.uint64("pcieperf.gap.up.bytes", "Upstream payload bytes left out")
+f.gap_acks_up = ProtoField.uint64("pcieperf.gap.up.acks", "Upstream Acks left out")
+f.gap_fcs_up = ProtoField.uint64("pcieperf.gap.up.update_fcs", "Upstream UpdateFCs left out")
+f.gap_skps_up = ProtoField.uint64("pcieperf.gap.up.skps", "Upstream SKP ordered sets left out")
 
 local HEADER = 20
 
@@ -198,6 +212,22 @@ function p.dissector(tvb, pinfo, root)
     tree:add(f.framing, w(0, start))
     info = dissect_dllp(w(start, 6), tree)
     if encoding == 0 then tree:add(f.framing, w(7, 1)) end
+  elseif kind == 5 then
+    local gap = tree:add(p, w, "Fast-forward: time left out (the record has nothing here)")
+    gap:add(f.gap_duration_ps, w(0, 8))
+    gap:add(f.gap_periods, w(8, 8))
+    gap:add(f.gap_period_ps, w(16, 8))
+    local fields = { { f.gap_tlps_down, f.gap_bytes_down, f.gap_acks_down, f.gap_fcs_down, f.gap_skps_down },
+                     { f.gap_tlps_up, f.gap_bytes_up, f.gap_acks_up, f.gap_fcs_up, f.gap_skps_up } }
+    for d = 1, 2 do
+      for i = 1, 5 do
+        gap:add(fields[d][i], w(24 + (d - 1) * 40 + (i - 1) * 8, 8))
+      end
+    end
+    local function u64(at) return w(at, 8):uint64() end
+    tree:add(f.name, "fast-forward")
+    info = string.format("fast-forward: %s periods of %s ps left out (%s ps): %s TLPs, %s B downstream; %s TLPs, %s B upstream",
+      tostring(u64(8)), tostring(u64(16)), tostring(u64(0)), tostring(u64(24)), tostring(u64(32)), tostring(u64(64)), tostring(u64(72)))
   else
     tree:add(f.name, "SKP")
     tree:add(f.framing, w)

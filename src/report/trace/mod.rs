@@ -2,17 +2,19 @@
 //! [`crate::link::simulate`] as an analyser shows it — text in document 000's layout ([`text`]),
 //! VCD for GTKWave ([`vcd`]) and pcapng for Wireshark with the dissector in
 //! `tools/wireshark/pcieperf.lua` ([`pcapng`]). Text and VCD share one symbol expansion
-//! ([`crate::link::symbols`]); all three take the wire bytes from [`crate::link::wire`].
+//! ([`crate::link::symbols`]); all three take the wire bytes from [`crate::link::wire`]. With the
+//! steady-state fast-forward, each stretch it left out ([`crate::link::LeftOut`]) is shown where
+//! it was left out: a marked text row, the VCD's `fast_forward` signal, a pcapng gap record.
 
 pub mod pcapng;
 pub mod text;
 pub mod vcd;
 
 use crate::link::phy::Phy;
-use crate::link::symbols::Timeline;
+use crate::link::symbols::{gap_rows, Timeline};
 use crate::link::wire::Encoder;
 use crate::error::InvalidInput;
-use crate::link::{Crossing, Dllp, FcClass, Packet, SimConfig, Workload};
+use crate::link::{Crossing, Dllp, FcClass, LeftOut, Packet, SimConfig, SteadyOptions, Workload};
 
 /// The trace formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,24 +40,33 @@ impl crate::named::Named for Format {
 pub const DEFAULT_PACKETS: u64 = 200;
 
 /// The first `count` packets (or those starting in the first `symbols` symbol times) of
-/// `workload` on the link of `config`, simulated and written in `format`.
-pub fn render(config: &SimConfig, workload: Workload, format: Format, count: Option<u64>, symbols: Option<u64>) -> Result<Vec<u8>, InvalidInput> {
+/// `workload` on the link of `config`, simulated and written in `format`. With `fast_forward`,
+/// the whole transfer is simulated with the steady-state fast-forward, and the trace marks the
+/// time it left out where it left it out.
+pub fn render(config: &SimConfig, workload: Workload, format: Format, count: Option<u64>, symbols: Option<u64>, fast_forward: Option<&SteadyOptions>) -> Result<Vec<u8>, InvalidInput> {
     let phy = Phy::new(config.link);
     if let Some(symbols) = symbols {
-        rows(&[], &phy, Some(symbols))?;
+        rows(&[], &[], &phy, Some(symbols))?;
     }
     // Enough packets to fill the symbol times when only those are given (a packet is 4 ticks
     // or more).
     let from_symbols = symbols.map(|s| s.saturating_mul(phy.width) / 4 + 2).map(|p| p.min(MAX_PACKETS));
     let packets = count.or(from_symbols).unwrap_or(DEFAULT_PACKETS);
-    let record = simulate_first(config, workload, packets)?;
+    let (record, left_out) = match fast_forward {
+        Some(options) => simulate_fast_forward(config, workload, options)?,
+        None => (simulate_first(config, workload, packets)?, Vec::new()),
+    };
     let first = &record[..record.len().min(packets as usize)];
     if format == Format::Pcapng {
         let shown = symbols.map_or(first, |symbols| within_rows(first, &phy, symbols));
-        return Ok(pcapng::render(&Trace { config, record: shown, rows: 0 }));
+        let last_ns = shown.last().map_or(0.0, |c| c.start_ns);
+        let gaps = left_out.iter().take_while(|gap| gap.start_ns <= last_ns).count();
+        return Ok(pcapng::render(&Trace { config, record: shown, rows: 0, left_out: &left_out[..gaps] }));
     }
-    let rows = rows(first, &phy, symbols)?;
-    let trace = Trace { config, record: within_rows(&record, &phy, rows), rows };
+    let rows = rows(first, &left_out, &phy, symbols)?;
+    let end_ns = phy.ns(rows * phy.width);
+    let gaps = left_out.iter().take_while(|gap| gap.start_ns < end_ns).count();
+    let trace = Trace { config, record: within_rows(&record, &phy, rows), rows, left_out: &left_out[..gaps] };
     Ok(if format == Format::Vcd { vcd::render(&trace) } else { text::render(&trace) }.into_bytes())
 }
 
@@ -63,8 +74,10 @@ pub fn render(config: &SimConfig, workload: Workload, format: Format, count: Opt
 pub struct Trace<'a> {
     pub config: &'a SimConfig,
     pub record: &'a [Crossing],
-    /// Symbol times (rows) the text and VCD traces show.
+    /// Symbol times (rows) the text and VCD traces span (those inside a gap are not shown).
     pub rows: u64,
+    /// The time the fast-forward left out, in time order.
+    pub left_out: &'a [LeftOut],
 }
 
 impl Trace<'_> {
@@ -77,7 +90,12 @@ impl Trace<'_> {
     }
 
     pub fn timeline(&self) -> Timeline<'_> {
-        Timeline::new(self.record, self.phy(), self.encoder())
+        Timeline::new(self.record, self.phy(), self.encoder()).with_gaps(self.left_out)
+    }
+
+    /// The rows to show: 0..rows without those inside a gap, as ranges.
+    pub fn shown_rows(&self) -> Vec<std::ops::Range<u64>> {
+        shown_rows(self.rows, self.left_out, &self.phy())
     }
 }
 
@@ -173,6 +191,31 @@ pub fn simulate_first(config: &SimConfig, workload: Workload, packets: u64) -> R
     Ok(in_start_order(outcome.record))
 }
 
+/// The record of the whole transfer simulated with the fast-forward, in start order, and what
+/// the fast-forward left out.
+pub fn simulate_fast_forward(config: &SimConfig, workload: Workload, options: &SteadyOptions) -> Result<(Vec<Crossing>, Vec<LeftOut>), InvalidInput> {
+    if config.link.generation == crate::model::Generation::Gen6 {
+        return Err(InvalidInput::new("invalid trace link Gen6: flit mode has no trace yet; trace Gen1–Gen5 links"));
+    }
+    let mut config = config.clone();
+    config.record = true;
+    let outcome = crate::link::fast_forward(&config, &workload, options)?.outcome;
+    Ok((in_start_order(outcome.record), outcome.left_out))
+}
+
+/// `0..rows` without the rows the gaps of `left_out` leave out.
+fn shown_rows(rows: u64, left_out: &[LeftOut], phy: &Phy) -> Vec<std::ops::Range<u64>> {
+    let mut shown = Vec::new();
+    let mut from = 0;
+    for gap in left_out.iter().map(|gap| gap_rows(gap, phy)).filter(|gap| !gap.is_empty() && gap.start < rows) {
+        shown.push(from..gap.start);
+        from = gap.end.min(rows);
+    }
+    shown.push(from..rows);
+    shown.retain(|range| !range.is_empty());
+    shown
+}
+
 /// The packets a text or VCD trace of `rows` symbol times shows: all that start in them.
 pub fn within_rows<'a>(record: &'a [Crossing], phy: &Phy, rows: u64) -> &'a [Crossing] {
     let end_tick = rows * phy.width;
@@ -180,13 +223,15 @@ pub fn within_rows<'a>(record: &'a [Crossing], phy: &Phy, rows: u64) -> &'a [Cro
     &record[..shown]
 }
 
-/// Symbol times that show `record` whole, or `symbols` of them; refused beyond [`MAX_ROWS`].
-pub fn rows(record: &[Crossing], phy: &Phy, symbols: Option<u64>) -> Result<u64, InvalidInput> {
+/// Symbol times that span `record` whole, or `symbols` of them; refused where more than
+/// [`MAX_ROWS`] would show (rows inside the gaps of `left_out` are not shown).
+pub fn rows(record: &[Crossing], left_out: &[LeftOut], phy: &Phy, symbols: Option<u64>) -> Result<u64, InvalidInput> {
     let whole = record.iter().map(|c| phy.ticks(c.end_ns)).max().unwrap_or(0).div_ceil(phy.width);
     let rows = symbols.unwrap_or(whole);
-    if !(1..=MAX_ROWS).contains(&rows) {
+    let shown: u64 = shown_rows(rows, left_out, phy).iter().map(|range| range.end - range.start).sum();
+    if !(1..=MAX_ROWS).contains(&shown) {
         let hint = if symbols.is_none() { " (these packets span that many: pass --symbols or a smaller --count)" } else { "" };
-        return Err(InvalidInput::new(format!("invalid trace of {rows} symbol times: allowed 1 to {MAX_ROWS}{hint}")));
+        return Err(InvalidInput::new(format!("invalid trace of {shown} symbol times: allowed 1 to {MAX_ROWS}{hint}")));
     }
     Ok(rows)
 }

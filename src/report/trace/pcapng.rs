@@ -12,7 +12,7 @@
 //! | 3 | 1 | generation (1–5) |
 //! | 4 | 1 | width (lanes) |
 //! | 5 | 1 | encoding: 0 8b/10b, 1 128b/130b |
-//! | 6 | 1 | kind: 1 TLP, 2 DLLP, 3 SKP ordered set |
+//! | 6 | 1 | kind: 1 TLP, 2 DLLP, 3 SKP ordered set, 5 time the fast-forward left out |
 //! | 7 | 1 | reserved (0) |
 //! | 8 | 8 | start in picoseconds (rounded; the timestamp is the start in whole ns) |
 //! | 16 | 4 | duration on the lanes in picoseconds (rounded) |
@@ -21,10 +21,16 @@
 //! END; 128b/130b: the 4-byte STP token, header, data, ECRC, LCRC), a DLLP likewise (SDP … END,
 //! or the SDP token and six bytes), a SKP ordered set as lane 0 carries it (COM SKP SKP SKP, or
 //! the EDS token and the 16-symbol SKP block).
+//!
+//! A gap of the fast-forward (kind 5; direction 2, both; duration saturated at 2^32 − 1 ps) is
+//! followed, instead of wire bytes, by [`GAP_BYTES`] bytes: the gap's duration in ps (8 bytes),
+//! the periods left out (8), one period in ps (8), then for downstream and for upstream the TLPs,
+//! payload bytes, Acks, UpdateFCs and SKP ordered sets left out (8 each). Its block also carries
+//! the same in words as a comment (`opt_comment`).
 
 use super::Trace;
 use crate::link::packet::Direction;
-use crate::link::{Crossing, Packet};
+use crate::link::{Crossing, LeftOut, Packet};
 use crate::model::Encoding;
 
 /// LINKTYPE_USER0.
@@ -32,6 +38,10 @@ pub const LINKTYPE: u16 = 147;
 /// The header before each packet's wire bytes.
 pub const HEADER_BYTES: usize = 20;
 pub const VERSION: u8 = 1;
+/// The kind of a gap's record.
+pub const KIND_GAP: u8 = 5;
+/// The body of a gap's record after the header.
+pub const GAP_BYTES: usize = 24 + 2 * 40;
 
 const SECTION_HEADER: u32 = 0x0A0D_0D0A;
 const INTERFACE_DESCRIPTION: u32 = 1;
@@ -99,25 +109,63 @@ pub fn header(trace: &Trace, crossing: &Crossing) -> [u8; HEADER_BYTES] {
     bytes
 }
 
-/// The whole pcapng file: every packet of the trace's record.
+/// A gap's header and body.
+pub fn gap_record(trace: &Trace, gap: &LeftOut) -> Vec<u8> {
+    let link = trace.config.link;
+    let encoding = if trace.phy().encoding == Encoding::B8b10b { 0 } else { 1 };
+    let ps = |ns: f64| (ns * 1e3).round() as u64;
+    let mut bytes = vec![VERSION, HEADER_BYTES as u8, 2, link.generation as u8 + 1, link.width as u8, encoding, KIND_GAP, 0];
+    bytes.extend(ps(gap.start_ns).to_be_bytes());
+    bytes.extend((ps(gap.duration_ns).min(u32::MAX as u64) as u32).to_be_bytes());
+    for value in [ps(gap.duration_ns), gap.periods, ps(gap.period_ns)] {
+        bytes.extend(value.to_be_bytes());
+    }
+    for c in Direction::BOTH.map(|d| gap.counts[d.index()]) {
+        for value in [c.tlps, c.payload_bytes, c.acks, c.update_fcs, c.skps] {
+            bytes.extend(value.to_be_bytes());
+        }
+    }
+    bytes
+}
+
+/// One Enhanced Packet Block of `data` at `start_ns`, with a comment if given.
+fn packet_block(out: &mut Vec<u8>, epb: &mut Vec<u8>, start_ns: f64, data: &[u8], comment: Option<&str>) {
+    let timestamp_ns = start_ns.floor() as u64;
+    let length = data.len() as u32;
+    epb.clear();
+    epb.extend(0u32.to_le_bytes());
+    epb.extend(((timestamp_ns >> 32) as u32).to_le_bytes());
+    epb.extend((timestamp_ns as u32).to_le_bytes());
+    epb.extend(length.to_le_bytes());
+    epb.extend(length.to_le_bytes());
+    epb.extend(data);
+    epb.resize(epb.len().next_multiple_of(4), 0);
+    if let Some(comment) = comment {
+        option(epb, 1, comment.as_bytes());
+        end_of_options(epb);
+    }
+    block(out, ENHANCED_PACKET, epb);
+}
+
+/// The whole pcapng file: every packet of the trace's record, and its gaps where they start.
 pub fn render(trace: &Trace) -> Vec<u8> {
     let mut out = Vec::new();
     preamble(&mut out, trace);
     let mut encoder = trace.encoder();
     let mut epb = Vec::new();
+    let mut data = Vec::new();
+    let mut gaps = trace.left_out.iter().peekable();
     for crossing in trace.record {
-        let wire: Vec<u8> = encoder.framed(&crossing.packet, crossing.direction).iter().map(|s| s.byte).collect();
-        let timestamp_ns = crossing.start_ns.floor() as u64;
-        let length = (HEADER_BYTES + wire.len()) as u32;
-        epb.clear();
-        epb.extend(0u32.to_le_bytes());
-        epb.extend(((timestamp_ns >> 32) as u32).to_le_bytes());
-        epb.extend((timestamp_ns as u32).to_le_bytes());
-        epb.extend(length.to_le_bytes());
-        epb.extend(length.to_le_bytes());
-        epb.extend(header(trace, crossing));
-        epb.extend(&wire);
-        block(&mut out, ENHANCED_PACKET, &epb);
+        while let Some(gap) = gaps.next_if(|gap| gap.start_ns <= crossing.start_ns) {
+            packet_block(&mut out, &mut epb, gap.start_ns, &gap_record(trace, gap), Some(&format!("{gap}; {:.3} ns", gap.duration_ns)));
+        }
+        data.clear();
+        data.extend(header(trace, crossing));
+        data.extend(encoder.framed(&crossing.packet, crossing.direction).iter().map(|s| s.byte));
+        packet_block(&mut out, &mut epb, crossing.start_ns, &data, None);
+    }
+    for gap in gaps {
+        packet_block(&mut out, &mut epb, gap.start_ns, &gap_record(trace, gap), Some(&format!("{gap}; {:.3} ns", gap.duration_ns)));
     }
     out
 }

@@ -8,9 +8,10 @@ use std::collections::VecDeque;
 use std::fmt::Write;
 
 use super::{fields, Trace};
-use crate::link::symbols::RowSide;
+use crate::link::symbols::{gap_rows, RowSide, Timeline};
 use crate::link::wire::{k, Symbol};
-use crate::link::Direction;
+use crate::link::phy::Phy;
+use crate::link::{Direction, LeftOut};
 use crate::model::Encoding;
 
 /// Width of the decoded-fields column.
@@ -25,7 +26,31 @@ pub fn render(trace: &Trace) -> String {
     let _ = writeln!(out, "# simulated link {}; symbol time {:.4} ns; TX = downstream (host to device), RX = upstream", trace.config.link, phy.ns(phy.width));
     let _ = writeln!(out, "{:>6} {:>12}  {:<FIELDS_WIDTH$} {:<lanes_width$}| {:<lanes_width$} RX fields", "cycle", "ns", "TX fields", "TX", "RX");
     let mut pending: [VecDeque<String>; 2] = Default::default();
-    for row in 0..trace.rows {
+    let mut gaps = trace.left_out.iter().peekable();
+    for shown in trace.shown_rows() {
+        while let Some(gap) = gaps.next_if(|gap| phy.ticks(gap.start_ns) / phy.width < shown.start) {
+            out.push_str(&marker(gap, &phy));
+        }
+        render_rows(&mut out, trace, &mut timeline, &mut pending, shown, lanes_width);
+    }
+    for gap in gaps {
+        out.push_str(&marker(gap, &phy));
+    }
+    out
+}
+
+/// The row that stands for a gap of the fast-forward: `~~~~~~  START  ~~~ N periods of X ns
+/// left out (fast-forward): … downstream; … upstream; D ns, symbol times A–B not shown ~~~`.
+pub fn marker(gap: &LeftOut, phy: &Phy) -> String {
+    let hidden = gap_rows(gap, phy);
+    let rows = if hidden.is_empty() { String::new() } else { format!(", symbol times {}–{} not shown", hidden.start, hidden.end - 1) };
+    format!("{:>6} {:>12.3}  ~~~ {gap}; {:.3} ns{rows} ~~~\n", "~~~~~~", gap.start_ns, gap.duration_ns)
+}
+
+/// The rows `rows`, in order.
+fn render_rows(out: &mut String, trace: &Trace, timeline: &mut Timeline, pending: &mut [VecDeque<String>; 2], rows: std::ops::Range<u64>, lanes_width: usize) {
+    let phy = trace.phy();
+    for row in rows {
         let sides = Direction::BOTH.map(|d| timeline.row(row, d));
         let decoded: Vec<String> = Direction::BOTH
             .iter()
@@ -44,7 +69,6 @@ pub fn render(trace: &Trace) -> String {
             decoded[1]
         );
     }
-    out
 }
 
 /// Queue the fields of the packets starting in this row, one per row while the packet lasts

@@ -6,11 +6,16 @@
 //! idle — show it in GTKWave with Data Format → ASCII), `seq` (TLP or Ack sequence number),
 //! `tag`, `addr`, `len` (bytes), `hdr_fc` and `data_fc` (UpdateFC, as on the wire).
 //! Times are in femtoseconds (`$timescale 1 fs`), rounded.
+//!
+//! Where the fast-forward left time out, `pcie.fast_forward` is 1 over the gap, every lane is
+//! `x` (unknown: GTKWave draws it red), each direction's `left_out_tlps` and `left_out_bytes`
+//! hold what that direction sent in the gap (0 elsewhere), and a `$comment` at the gap's start
+//! says it in words.
 
 use std::fmt::Write;
 
 use super::{wire_credits, Trace};
-use crate::link::{Crossing, Direction, Dllp, FcClass, Packet};
+use crate::link::{Crossing, Direction, Dllp, FcClass, LeftOut, Packet};
 use crate::model::Encoding;
 
 /// The decoded-packet signals: (name, width in bits).
@@ -72,6 +77,8 @@ struct Ids {
     lanes: Vec<(String, String)>,
     sync: String,
     packet: Vec<String>,
+    /// `left_out_tlps`, `left_out_bytes`.
+    left_out: [String; 2],
 }
 
 fn declare(out: &mut String, trace: &Trace, next: &mut usize) -> [Ids; 2] {
@@ -94,25 +101,46 @@ fn declare(out: &mut String, trace: &Trace, next: &mut usize) -> [Ids; 2] {
         for ((name, bits), code) in PACKET_SIGNALS.iter().zip(&packet) {
             let _ = writeln!(out, "$var wire {bits} {code} {name} $end");
         }
+        let left_out = [take(), take()];
+        let _ = writeln!(out, "$var wire 64 {} left_out_tlps $end\n$var wire 64 {} left_out_bytes $end", left_out[0], left_out[1]);
         let _ = writeln!(out, "$upscope $end");
-        Ids { lanes, sync, packet }
+        Ids { lanes, sync, packet, left_out }
     })
 }
 
-/// When each packet's decoded signals change: (time fs, direction, the packet or None for
-/// idle), in time order.
-fn packet_changes(record: &[Crossing], until_fs: u64) -> Vec<(u64, Direction, Option<&Packet>)> {
+/// A change of the decoded signals.
+#[derive(Clone, Copy)]
+enum Change<'a> {
+    /// A packet starts in a direction, or (None) its lanes fall idle.
+    Packet(Direction, Option<&'a Packet>),
+    GapStarts(&'a LeftOut),
+    GapEnds,
+}
+
+/// When the decoded signals change, in time order (fs). A packet straddling a gap ends as long
+/// after its recorded end as the gap lasts (its last symbols show after the gap).
+fn changes<'a>(record: &'a [Crossing], left_out: &'a [LeftOut], until_fs: u64) -> Vec<(u64, Change<'a>)> {
     let mut changes = Vec::new();
+    for gap in left_out {
+        changes.push((fs(gap.start_ns), Change::GapStarts(gap)));
+        changes.push((fs(gap.end_ns()), Change::GapEnds));
+    }
+    let shown_end_fs = |c: &Crossing| {
+        let gap = left_out.iter().find(|gap| c.start_ns < gap.start_ns && gap.start_ns < c.end_ns);
+        fs(c.end_ns + gap.map_or(0.0, |gap| gap.duration_ns))
+    };
     for direction in Direction::BOTH {
         let mine: Vec<&Crossing> = record.iter().filter(|c| c.direction == direction && fs(c.start_ns) < until_fs).collect();
         for (i, crossing) in mine.iter().enumerate() {
-            changes.push((fs(crossing.start_ns), direction, Some(&crossing.packet)));
+            changes.push((fs(crossing.start_ns), Change::Packet(direction, Some(&crossing.packet))));
             let next_start = mine.get(i + 1).map(|c| fs(c.start_ns));
-            if next_start.is_none_or(|next| next > fs(crossing.end_ns)) && fs(crossing.end_ns) < until_fs {
-                changes.push((fs(crossing.end_ns), direction, None));
+            let end_fs = shown_end_fs(crossing);
+            if next_start.is_none_or(|next| next > end_fs) && end_fs < until_fs {
+                changes.push((end_fs, Change::Packet(direction, None)));
             }
         }
     }
+    changes.retain(|change| change.0 < until_fs);
     changes.sort_by_key(|change| change.0);
     changes
 }
@@ -123,11 +151,14 @@ pub fn render(trace: &Trace) -> String {
     let _ = writeln!(out, "$version pcieperf trace $end\n$comment {} simulated, {} symbol times $end", trace.config.link, trace.rows);
     let _ = writeln!(out, "$timescale 1 fs $end\n$scope module pcie $end");
     let mut next = 0;
+    let fast_forward = id(next);
+    next += 1;
+    let _ = writeln!(out, "$var wire 1 {fast_forward} fast_forward $end");
     let ids = declare(&mut out, trace, &mut next);
     let _ = writeln!(out, "$upscope $end\n$enddefinitions $end");
     let mut timeline = trace.timeline();
     let until_fs = fs(timeline.row_ns(trace.rows));
-    let changes = packet_changes(trace.record, until_fs);
+    let changes = changes(trace.record, trace.left_out, until_fs);
     let mut changes = changes.iter().peekable();
     let mut last_lanes: [Vec<Option<(u8, bool)>>; 2] = Default::default();
     let mut last_time = None;
@@ -137,16 +168,38 @@ pub fn render(trace: &Trace) -> String {
             last_time = Some(time);
         }
     };
-    for row in 0..trace.rows {
+    let apply = |out: &mut String, change: &Change, last_lanes: &mut [Vec<Option<(u8, bool)>>; 2]| match *change {
+        Change::Packet(direction, packet) => write_packet(out, &ids[direction.index()], packet),
+        Change::GapStarts(gap) => {
+            let _ = writeln!(out, "$comment {gap}; {:.3} ns $end\n1{fast_forward}", gap.duration_ns);
+            for (side, (ids, last)) in ids.iter().zip(last_lanes.iter_mut()).enumerate() {
+                let counts = &gap.counts[side];
+                let _ = writeln!(out, "b{:b} {}\nb{:b} {}", counts.tlps, ids.left_out[0], counts.payload_bytes, ids.left_out[1]);
+                for (byte_id, flag_id) in &ids.lanes {
+                    let _ = writeln!(out, "bxxxxxxxx {byte_id}\nx{flag_id}");
+                }
+                last.iter_mut().for_each(|lane| *lane = None);
+            }
+        }
+        Change::GapEnds => {
+            let _ = writeln!(out, "0{fast_forward}");
+            for ids in &ids {
+                let _ = writeln!(out, "b0 {}\nb0 {}", ids.left_out[0], ids.left_out[1]);
+            }
+        }
+    };
+    for row in trace.shown_rows().into_iter().flatten() {
         let row_fs = fs(timeline.row_ns(row));
-        while let Some((time, direction, packet)) = changes.next_if(|c| c.0 < row_fs) {
+        while let Some((time, change)) = changes.next_if(|c| c.0 < row_fs) {
             stamp(&mut out, *time);
-            write_packet(&mut out, &ids[direction.index()], *packet);
+            apply(&mut out, change, &mut last_lanes);
         }
         stamp(&mut out, row_fs);
         if row == 0 {
+            let _ = writeln!(out, "0{fast_forward}");
             for side in &ids {
                 write_packet(&mut out, side, None);
+                let _ = writeln!(out, "b0 {}\nb0 {}", side.left_out[0], side.left_out[1]);
             }
         }
         for direction in Direction::BOTH {
@@ -167,9 +220,9 @@ pub fn render(trace: &Trace) -> String {
             }
         }
     }
-    for (time, direction, packet) in changes {
+    for (time, change) in changes {
         stamp(&mut out, *time);
-        write_packet(&mut out, &ids[direction.index()], *packet);
+        apply(&mut out, change, &mut last_lanes);
     }
     stamp(&mut out, until_fs);
     out
