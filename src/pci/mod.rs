@@ -356,9 +356,10 @@ fn names_of(vendors: std::collections::BTreeSet<u16>, options: &InspectOptions) 
 }
 
 /// `-t`: the bus tree of the whole source as `lspci -t` draws it (`verbose`: with names, as
-/// `-tv`), devices outside `-s`/`-d` pruned as lspci prunes them; with the source's notes.
-/// Needs bus numbers and IDs only: nothing is decoded, names are loaded only for `-tv`.
-pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> anyhow::Result<(String, Vec<String>)> {
+/// `-tv`), devices outside `-s`/`-d` pruned as lspci prunes them, written to `out` as it is
+/// drawn; the source's notes. Needs bus numbers and IDs only: nothing is decoded, names are
+/// loaded only for `-tv`.
+pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming, out: &mut dyn std::io::Write) -> anyhow::Result<Vec<String>> {
     let read = Functions::read(&options.source)?;
     let named = verbose && naming.names;
     let vendors = if named { read.list.iter().filter_map(|f| f.config.vendor_id()).collect() } else { Default::default() };
@@ -369,8 +370,9 @@ pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> a
         }
         lspci::fit(names.named(config.vendor_id().unwrap_or(0xffff), config.device_id().unwrap_or(0xffff), naming), lspci::LONG_NAME_BYTES)
     });
-    let notes = read.notes.into_iter().chain(unread_ids_note(options, &names).filter(|_| named)).collect();
-    Ok((tree::render(&devices, verbose, options.selector.is_some() || options.ids.is_some()), notes))
+    drop(read.list);
+    tree::write(&devices, verbose, options.selector.is_some() || options.ids.is_some(), out)?;
+    Ok(read.notes.into_iter().chain(unread_ids_note(options, &names).filter(|_| named)).collect())
 }
 
 /// Every device of the source with the bridges above it as lspci places them (nearest first):
