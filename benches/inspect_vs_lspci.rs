@@ -1,6 +1,9 @@
 //! `pcieperf inspect` against `lspci` on the same work: both as processes on the same dump
 //! (`-F`), interleaved (ours, lspci, ours, lspci …), each repeat giving a time ratio and a
-//! peak-memory ratio (the child's `ru_maxrss` from `wait4`). Rows: median (min–max).
+//! peak-memory ratio (the child's `ru_maxrss` from `wait4`, each child started by a small
+//! spawner process so the bench's own memory is not counted: see `Spawner`). Rows: median
+//! (min–max). A last row per size runs ours on the deep dump against ours on the flat one: the
+//! cost of depth.
 //!
 //! Inputs, generated here: 250, 4096 and 65,536 devices with 256-byte configuration spaces
 //! (`-xxx`), in two shapes:
@@ -10,8 +13,9 @@
 //!   mean endpoint sits about half the chain deep.
 //!
 //! Same work: lspci looks up names missing from pci.ids in udev's hwdb (the generated device
-//! IDs mostly are); pcieperf has no hwdb. The goal rows run `lspci -O hwdb.disable=1`; one row
-//! per size keeps hwdb on for comparison, and each row says which. Both read the same pci.ids.
+//! IDs mostly are); pcieperf has no hwdb. Every goal row runs `lspci -O hwdb.disable=1` (also
+//! `-t` and `-n`, which print no names); one row per size keeps hwdb on for comparison, and each
+//! row says which. Both read the same pci.ids.
 //!
 //! Run with `cargo bench --bench inspect_vs_lspci` (under `cargo test` it runs once on the live
 //! machine and the 250-device dumps, as a smoke test); `INSPECT_DUMPS=DIR` keeps the dumps.
@@ -33,11 +37,67 @@ struct Cost {
     max_rss_kib: f64,
 }
 
-/// Run `command` to its end with output discarded; its time and `ru_maxrss` (KiB on Linux), or
-/// how it failed.
-fn cost(command: &mut Command) -> Result<Cost, String> {
+/// Runs commands for the bench from a small process of its own. A child's `ru_maxrss` is its
+/// high-water mark since the fork, before it executes the command: forked from the bench, which
+/// holds ~100 MiB after generating a 65,536-device dump, every child would read at least that.
+/// The spawner is this bench binary executed afresh (`--spawner`) before the bench allocates
+/// anything, so a child starts from the spawner's few MiB ([`Spawner::floor`] shows how many).
+struct Spawner {
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+/// Separates a command's words on the spawner's input (never in a path or flag used here).
+const WORD: char = '\u{1f}';
+
+impl Spawner {
+    fn start() -> Spawner {
+        let mut child = Command::new(std::env::current_exe().expect("the bench's own path")).arg("--spawner").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn the spawner");
+        Spawner { input: child.stdin.take().unwrap(), output: std::io::BufReader::new(child.stdout.take().unwrap()) }
+    }
+
+    /// Run `program args…` to its end with output discarded: its time and `ru_maxrss`, or how
+    /// it failed.
+    fn cost(&mut self, program: &str, args: &[&str]) -> Result<Cost, String> {
+        use std::io::{BufRead, Write};
+        let line: Vec<&str> = std::iter::once(program).chain(args.iter().copied()).collect();
+        writeln!(self.input, "{}", line.join(&WORD.to_string())).expect("write to the spawner");
+        let mut answer = String::new();
+        self.output.read_line(&mut answer).expect("read from the spawner");
+        let mut fields = answer.split_whitespace();
+        match (fields.next(), fields.next(), fields.next()) {
+            (Some("ok"), Some(seconds), Some(kib)) => Ok(Cost { seconds: seconds.parse().unwrap(), max_rss_kib: kib.parse().unwrap() }),
+            _ => Err(answer.trim().to_string()),
+        }
+    }
+
+    /// The peak RSS a child of the spawner reads when it does nothing (`true`): the floor under
+    /// every figure, and the check that the bench's own memory is not counted.
+    fn floor(&mut self) -> f64 {
+        self.cost("true", &[]).expect("true runs").max_rss_kib / 1024.0
+    }
+}
+
+/// The spawner's side: one command a line, answered `ok SECONDS MAXRSS_KIB` or why it failed.
+fn serve_spawner() {
+    use std::io::{BufRead, Write};
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.expect("read a command");
+        let words: Vec<&str> = line.split(WORD).collect();
+        let answer = match run(words[0], &words[1..]) {
+            Ok(cost) => format!("ok {} {}", cost.seconds, cost.max_rss_kib),
+            Err(why) => why,
+        };
+        writeln!(out, "{answer}").and_then(|_| out.flush()).expect("answer the bench");
+    }
+}
+
+/// Run `program args…` to its end with output discarded; its time and `ru_maxrss` (KiB on
+/// Linux) from `wait4`, or how it failed.
+fn run(program: &str, args: &[&str]) -> Result<Cost, String> {
     let start = Instant::now();
-    let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
+    let child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().map_err(|e| format!("cannot start: {e}"))?;
     let (mut status, mut usage) = (0i32, unsafe { std::mem::zeroed::<libc::rusage>() });
     // SAFETY: waits for our own child; status and usage are valid out-pointers.
     let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
@@ -49,20 +109,26 @@ fn cost(command: &mut Command) -> Result<Cost, String> {
     }
 }
 
-/// Time and memory of `ours` against `theirs`, interleaved, as two rows (one saying why, when
-/// lspci cannot do the work).
-fn compare(what: &str, repeats: usize, ours: &[&str], theirs: &[&str], goal_time: &str, goal_memory: &str) {
-    let bin = env!("CARGO_BIN_EXE_pcieperf");
+/// Time and memory of `pcieperf ours…` against `lspci theirs…`, interleaved, as two rows (one
+/// saying why, when lspci cannot do the work).
+fn compare(spawner: &mut Spawner, what: &str, repeats: usize, ours: &[&str], theirs: &[&str], goal_time: &str, goal_memory: &str) {
     // The peer's flags, without the `-F FILE` the dump rows end with.
     let peer = format!("lspci {}", theirs.iter().take_while(|a| **a != "-F").copied().collect::<Vec<_>>().join(" "));
+    compare_with(spawner, what, repeats, ours, (&peer, "lspci", theirs), goal_time, goal_memory);
+}
+
+/// [`compare`] against any program: `peer` is its label, program and arguments.
+fn compare_with(spawner: &mut Spawner, what: &str, repeats: usize, ours: &[&str], peer: (&str, &str, &[&str]), goal_time: &str, goal_memory: &str) {
+    let bin = env!("CARGO_BIN_EXE_pcieperf");
+    let (label, program, theirs) = peer;
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..repeats {
-        a.push(cost(Command::new(bin).args(ours)).unwrap_or_else(|e| panic!("pcieperf {ours:?}: {e}")));
-        match cost(Command::new("lspci").args(theirs)) {
+        a.push(spawner.cost(bin, ours).unwrap_or_else(|e| panic!("pcieperf {ours:?}: {e}")));
+        match spawner.cost(program, theirs) {
             Ok(c) => b.push(c),
             Err(why) => {
                 let ms = a[0].seconds * 1e3;
-                println!("| {what} | {ms:.1} ms, {:.1} MiB | {peer}: fails ({why}) | — | {goal_time} |", a[0].max_rss_kib / 1024.0);
+                println!("| {what} | {ms:.1} ms, {:.1} MiB | {label}: fails ({why}) | — | {goal_time} |", a[0].max_rss_kib / 1024.0);
                 return;
             }
         }
@@ -71,8 +137,8 @@ fn compare(what: &str, repeats: usize, ours: &[&str], theirs: &[&str], goal_time
     let ratios = |f: fn(&Cost) -> f64| a.iter().zip(&b).map(|(x, y)| f(x) / f(y)).collect::<Vec<f64>>();
     let (seconds, rss): (fn(&Cost) -> f64, fn(&Cost) -> f64) = (|c| c.seconds, |c| c.max_rss_kib);
     let mib = |kib: f64| format!("{:.1} MiB", kib / 1024.0);
-    Row { what: format!("{what}, time"), ours: format!("{:.1} ms", median(&a, seconds) * 1e3), peer: format!("{peer}: {:.1} ms", median(&b, seconds) * 1e3), ratio: Ratio::Time, ratios: ratios(seconds), goal: goal_time.into() }.print();
-    Row { what: format!("{what}, peak RSS"), ours: mib(median(&a, rss)), peer: format!("{peer}: {}", mib(median(&b, rss))), ratio: Ratio::Memory, ratios: ratios(rss), goal: goal_memory.into() }.print();
+    Row { what: format!("{what}, time"), ours: format!("{:.1} ms", median(&a, seconds) * 1e3), peer: format!("{label}: {:.1} ms", median(&b, seconds) * 1e3), ratio: Ratio::Time, ratios: ratios(seconds), goal: goal_time.into() }.print();
+    Row { what: format!("{what}, peak RSS"), ours: mib(median(&a, rss)), peer: format!("{label}: {}", mib(median(&b, rss))), ratio: Ratio::Memory, ratios: ratios(rss), goal: goal_memory.into() }.print();
 }
 
 fn slot(bus: usize, index: usize) -> Bdf {
@@ -139,33 +205,46 @@ fn write_dump(path: &Path, mut configs: Vec<(Bdf, Vec<u8>)>) -> Bdf {
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--spawner") {
+        return serve_spawner();
+    }
+    // First, while this process is small: see [`Spawner`].
+    let mut spawner = Spawner::start();
+    let spawner = &mut spawner;
     if Command::new("lspci").arg("--version").output().is_err() {
         eprintln!("lspci is required for this benchmark (Debian package pciutils)");
         std::process::exit(1);
     }
     let repeats = |n| if full() { n } else { 1 };
     header();
-    compare("inspect -vv, live machine (lspci hwdb on)", repeats(15), &["inspect", "-vv"], &["-vv"], "", "");
+    compare(spawner, "inspect -vv, live machine (lspci hwdb on)", repeats(15), &["inspect", "-vv"], &["-vv"], "", "");
 
     // INSPECT_DUMPS=DIR keeps the generated dumps there (for profiling either tool on them).
     let temporary = tempfile::tempdir().unwrap();
     let dir = std::env::var_os("INSPECT_DUMPS").map_or(temporary.path().to_path_buf(), std::path::PathBuf::from);
     let sizes: &[(usize, &str, usize)] = if full() { &[(250, "250", 15), (4096, "4096", 7), (65_536, "65,536", 3)] } else { &[(250, "250", 1)] };
+    let off = "hwdb.disable=1";
     for &(devices, label, n) in sizes {
+        let mut files = Vec::new();
         for (shape, configs) in [("flat", flat(devices)), ("deep", deep(devices))] {
             assert_eq!(configs.len(), devices);
             let path = dir.join(format!("{shape}-{devices}.dump"));
             let last = write_dump(&path, configs).to_string();
             let file = path.to_str().unwrap();
             let input = format!("{label} devices, {shape}");
-            let off = "hwdb.disable=1";
-            compare(&format!("inspect -vv, {input} (lspci hwdb off)"), repeats(n), &["inspect", "-vv", "-F", file], &["-O", off, "-vv", "-F", file], "≤ 1.0", "≤ 1.5");
+            compare(spawner, &format!("inspect -vv, {input} (lspci hwdb off)"), repeats(n), &["inspect", "-vv", "-F", file], &["-O", off, "-vv", "-F", file], "≤ 1.0", "≤ 1.5");
             if shape == "flat" {
-                compare(&format!("inspect -vv, {input} (lspci hwdb on)"), repeats(n), &["inspect", "-vv", "-F", file], &["-vv", "-F", file], "", "");
+                compare(spawner, &format!("inspect -vv, {input} (lspci hwdb on)"), repeats(n), &["inspect", "-vv", "-F", file], &["-vv", "-F", file], "", "");
             }
-            compare(&format!("inspect -t, {input} (no names)"), repeats(n), &["inspect", "-t", "-F", file], &["-t", "-F", file], "≤ 1.0", "≤ 1.5");
-            compare(&format!("inspect -vv -n, {input} (no names)"), repeats(n), &["inspect", "-vv", "-n", "-F", file], &["-vv", "-n", "-F", file], "≤ 1.0", "≤ 1.5");
-            compare(&format!("inspect -vv -s {last}, {input} (lspci hwdb off)"), repeats(n), &["inspect", "-vv", "-s", &last, "-F", file], &["-O", off, "-vv", "-s", &last, "-F", file], "≤ 1.0", "≤ 1.5");
+            compare(spawner, &format!("inspect -t, {input} (no names; lspci hwdb off)"), repeats(n), &["inspect", "-t", "-F", file], &["-O", off, "-t", "-F", file], "≤ 1.0", "≤ 1.5");
+            compare(spawner, &format!("inspect -vv -n, {input} (no names; lspci hwdb off)"), repeats(n), &["inspect", "-vv", "-n", "-F", file], &["-O", off, "-vv", "-n", "-F", file], "≤ 1.0", "≤ 1.5");
+            compare(spawner, &format!("inspect -vv -s {last}, {input} (lspci hwdb off)"), repeats(n), &["inspect", "-vv", "-s", &last, "-F", file], &["-O", off, "-vv", "-s", &last, "-F", file], "≤ 1.0", "≤ 1.5");
+            files.push(path);
         }
+        // Independent of depth: the deep dump against the flat one of the same size, both ours.
+        let (flat_file, deep_file) = (files[0].to_str().unwrap(), files[1].to_str().unwrap());
+        let peer = (&*format!("pcieperf inspect -vv, {label} devices flat"), env!("CARGO_BIN_EXE_pcieperf"), &["inspect", "-vv", "-F", flat_file][..]);
+        compare_with(spawner, &format!("inspect -vv, {label} devices, deep ÷ flat"), repeats(n), &["inspect", "-vv", "-F", deep_file], peer, "≈ 1.0", "≈ 1.0");
     }
+    println!("\nPeak RSS floor: `true` run the same way reads {:.1} MiB (the spawner's own, inherited at fork).", spawner.floor());
 }

@@ -114,9 +114,10 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
             bus_centric: args.bus_centric,
         }, ..ViewOptions::default() };
     if args.tree {
-        let (tree, notes) = pci::tree(&options, args.verbose > 0, Naming::from_count(args.numeric))?;
+        let mut out = std::io::stdout().lock();
+        let notes = pci::tree(&options, args.verbose > 0, Naming::from_count(args.numeric), &mut out)?;
+        out.flush()?;
         notes.iter().for_each(super::note);
-        view::print(&Document::Tree(tree), Format::Text, &view_options)?;
         return Ok(0);
     }
     if view_options.detail.per_device() && !args.json && args.metrics.is_none() {

@@ -179,61 +179,109 @@ impl Ignored {
 
 /// Parse a whole dump. Errors name the 1-based line; oddities lspci passes over are warnings.
 pub fn parse(text: &str) -> Result<Dump, InvalidInput> {
-    let mut dump = Dump::default();
-    let mut ignored = Ignored::default();
-    let mut long_lines = Vec::new();
-    let mut building = Building::new();
-    // Whether `building` holds a device (after its address line, before its end).
-    let mut open = false;
-    // Each address's first line: duplicates are found in constant time (dumps of 65,536 devices).
-    let mut first_line: std::collections::HashMap<Bdf, usize> = std::collections::HashMap::new();
-    let finish = |open: &mut bool, building: &mut Building, dump: &mut Dump| {
-        if std::mem::take(open) {
-            let device = building.finish(&mut dump.warnings);
-            dump.devices.push(device);
+    let mut devices = Vec::new();
+    let warnings = parse_each(text.as_bytes(), |device| devices.push(device))?;
+    Ok(Dump { devices, warnings })
+}
+
+/// Parse a dump from `input` line by line, handing each device to `each` as soon as it ends:
+/// memory is what `each` keeps, not the text (a 65,536-device dump is 55 MB of hex). Returns the
+/// warnings; errors as [`parse`].
+pub fn parse_each(mut input: impl std::io::BufRead, mut each: impl FnMut(DumpDevice)) -> Result<Vec<String>, InvalidInput> {
+    let mut parser = Parser::new();
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        if input.read_until(b'\n', &mut raw).map_err(crate::bounded::into_invalid)? == 0 {
+            break;
         }
-    };
-    for (index, raw) in text.split_inclusive('\n').enumerate() {
-        let number = index + 1;
+        // Device names in verbose text may be in any encoding; only addresses and rows matter.
+        // A newline never ends a multi-byte sequence, so line by line reads as the whole text.
+        if let Some(device) = parser.line(&String::from_utf8_lossy(&raw))? {
+            each(device);
+        }
+    }
+    Ok(parser.end(each))
+}
+
+/// The state of [`parse_each`] between lines.
+struct Parser {
+    warnings: Vec<String>,
+    ignored: Ignored,
+    long_lines: Vec<usize>,
+    building: Building,
+    /// Whether `building` holds a device (after its address line, before its end).
+    open: bool,
+    /// Lines read so far.
+    number: usize,
+    /// Each address's first line: duplicates are found in constant time (dumps of 65,536 devices).
+    first_line: std::collections::HashMap<Bdf, usize>,
+}
+
+impl Parser {
+    fn new() -> Self {
+        let (warnings, ignored, long_lines, first_line) = Default::default();
+        Parser { warnings, ignored, long_lines, building: Building::new(), open: false, number: 0, first_line }
+    }
+
+    /// The open device, if any, ended.
+    fn finish(&mut self) -> Option<DumpDevice> {
+        std::mem::take(&mut self.open).then(|| self.building.finish(&mut self.warnings))
+    }
+
+    /// Read one line (with its newline, if it has one); the device it ends, if any.
+    fn line(&mut self, raw: &str) -> Result<Option<DumpDevice>, InvalidInput> {
+        self.number += 1;
+        let number = self.number;
         if !raw.ends_with('\n') {
-            dump.warnings.push(format!("line {number}, the last, has no newline (lspci refuses such a dump: \"line too long or unterminated\")"));
+            self.warnings.push(format!("line {number}, the last, has no newline (lspci refuses such a dump: \"line too long or unterminated\")"));
         }
         let line = raw.strip_suffix('\n').unwrap_or(raw);
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line.len() > LSPCI_MAX_LINE && line.chars().count() > LSPCI_MAX_LINE {
-            long_lines.push(number);
+            self.long_lines.push(number);
         }
         if let Some(bdf) = device_line(line) {
-            finish(&mut open, &mut building, &mut dump);
+            let ended = self.finish();
             if bdf.device > 0x1f || bdf.function > 7 {
-                dump.warnings.push(format!("line {number}: device {bdf} is outside 00–1f.0–7; read as lspci reads it"));
+                self.warnings.push(format!("line {number}: device {bdf} is outside 00–1f.0–7; read as lspci reads it"));
             }
-            if let Some(first) = first_line.get(&bdf) {
-                dump.warnings.push(format!("line {number}: device {bdf} appears again (first at line {first}); lspci lists both, pcieperf keeps the first"));
+            if let Some(first) = self.first_line.get(&bdf) {
+                self.warnings.push(format!("line {number}: device {bdf} appears again (first at line {first}); lspci lists both, pcieperf keeps the first"));
             } else {
-                first_line.insert(bdf, number);
+                self.first_line.insert(bdf, number);
             }
-            building.start(bdf, number);
-            open = true;
-        } else if line.is_empty() {
-            finish(&mut open, &mut building, &mut dump);
-        } else if let Some((offset, rest)) = row(line) {
-            match open {
-                true => building.store_row(offset, rest, number)?,
-                false => ignored.add(number, line, "a row outside any device: after a blank line or before the first address"),
+            self.building.start(bdf, number);
+            self.open = true;
+            return Ok(ended);
+        }
+        if line.is_empty() {
+            return Ok(self.finish());
+        }
+        if let Some((offset, rest)) = row(line) {
+            match self.open {
+                true => self.building.store_row(offset, rest, number)?,
+                false => self.ignored.add(number, line, "a row outside any device: after a blank line or before the first address"),
             }
         } else if !line.starts_with(char::is_whitespace) {
             // Indented lines are lspci's verbose text, expected in `lspci -vvxxx` output.
             let why = if device_like(line) { "an address without the space lspci needs after it" } else { "neither a device address nor a row" };
-            ignored.add(number, line, why);
+            self.ignored.add(number, line, why);
         }
+        Ok(None)
     }
-    finish(&mut open, &mut building, &mut dump);
-    dump.warnings.extend(ignored.warning());
-    if !long_lines.is_empty() {
-        dump.warnings.push(format!("line(s) {long_lines:?} are longer than {LSPCI_MAX_LINE} characters (lspci refuses such a dump: \"line too long\")"));
+
+    /// End of input: the last device to `each`, and every warning.
+    fn end(mut self, mut each: impl FnMut(DumpDevice)) -> Vec<String> {
+        if let Some(device) = self.finish() {
+            each(device);
+        }
+        self.warnings.extend(self.ignored.warning());
+        if !self.long_lines.is_empty() {
+            self.warnings.push(format!("line(s) {:?} are longer than {LSPCI_MAX_LINE} characters (lspci refuses such a dump: \"line too long\")", self.long_lines));
+        }
+        self.warnings
     }
-    Ok(dump)
 }
 
 /// A line that is an address with nothing after it: a device line whose text a mail client
@@ -243,11 +291,14 @@ fn device_like(line: &str) -> bool {
 }
 
 /// Read a dump from `path`, or standard input for `-`, within `crate::bounded::DUMP` (a regular
-/// file or a pipe; devices and endless inputs are refused with a message).
-pub fn read(path: &Path) -> Result<Dump, InvalidInput> {
-    let bytes = crate::bounded::read(path, crate::bounded::DUMP)?;
-    // Device names in verbose text may be in any encoding; only addresses and rows matter.
-    parse(&String::from_utf8_lossy(&bytes))
+/// file or a pipe; devices and endless inputs are refused with a message), each device handed to
+/// `each` as it ends ([`parse_each`]): the text is never held whole.
+pub fn read_each(path: &Path, each: impl FnMut(DumpDevice)) -> Result<Vec<String>, InvalidInput> {
+    if path != Path::new("-") {
+        crate::bounded::check_file(path, crate::bounded::DUMP)?;
+    }
+    let input = crate::bounded::stream(path, crate::bounded::DUMP)?;
+    parse_each(std::io::BufReader::with_capacity(1 << 16, input), each)
 }
 
 /// Write devices in `lspci -xxxx` form (what `lspci -F` reads back).

@@ -81,21 +81,44 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// Every function of `source`, decoded.
     pub fn load(source: &Source) -> anyhow::Result<Machine> {
-        Machine::load_only(source, |_, _| true)
+        let (mut machine, others) = Machine::load_paths(source, |_, _| true)?;
+        machine.devices.extend(others.into_values().map(|f| (f.bdf, f.decode())));
+        Ok(machine)
     }
 
-    /// Load the functions `keep` accepts, and every function another one's path goes through
-    /// (bridges; a live function's sysfs parent): `-s`/`-d` decode only what their reports need.
-    pub fn load_only(source: &Source, keep: impl Fn(&Bdf, &config::ConfigSpace) -> bool) -> anyhow::Result<Machine> {
-        let read = Functions::read(source)?;
-        let mut machine = Machine { notes: read.notes, live: read.live, domains: read.list.iter().any(|f| f.bdf.domain != 0), ..Machine::default() };
-        let parents: std::collections::HashSet<Bdf> = read.list.iter().filter_map(|f| f.parent).collect();
-        for f in read.list.into_iter().filter(|f| keep(&f.bdf, &f.config) || parents.contains(&f.bdf) || f.config.bridge_buses().is_some()) {
-            machine.devices.insert(f.bdf, Device::decode(f.bdf, f.config, f.parent, f.attributes, f.notes));
-        }
+    /// Every function another one's path goes through (bridges; a live function's sysfs
+    /// parent), decoded, and apart the other functions `keep` accepts, as read: a report
+    /// decodes its own function when it is built, so the machine holds their bytes, not their
+    /// decoded capabilities, and `-s`/`-d` keep only what their reports need. A dump is read as
+    /// a stream: neither its text nor the bytes of a function not kept are held.
+    pub fn load_paths(source: &Source, keep: impl Fn(&Bdf, &config::ConfigSpace) -> bool) -> anyhow::Result<(Machine, BTreeMap<Bdf, Function>)> {
+        let mut machine = Machine::default();
+        let mut others = BTreeMap::new();
+        (machine.notes, machine.live) = match source {
+            Source::Dump(_) => Functions::each(source, |f| {
+                machine.domains |= f.bdf.domain != 0;
+                let on_path = f.config.bridge_buses().is_some();
+                if on_path || keep(&f.bdf, &f.config) {
+                    place(f, on_path, &mut machine.devices, &mut others);
+                }
+            })?,
+            Source::Sysfs(_) => {
+                let read = Functions::read(source)?;
+                machine.domains = read.list.iter().any(|f| f.bdf.domain != 0);
+                let parents: std::collections::HashSet<Bdf> = read.list.iter().filter_map(|f| f.parent).collect();
+                for f in read.list {
+                    let on_path = parents.contains(&f.bdf) || f.config.bridge_buses().is_some();
+                    if on_path || keep(&f.bdf, &f.config) {
+                        place(f, on_path, &mut machine.devices, &mut others);
+                    }
+                }
+                (read.notes, read.live)
+            }
+        };
         machine.index_bridges();
-        Ok(machine)
+        Ok((machine, others))
     }
 
     /// Index the bridges by the bus they open; the first in address order wins, as a scan would
@@ -109,11 +132,15 @@ impl Machine {
         }
     }
 
-    /// The bridge above `bdf`: from sysfs, else the type 1 header whose secondary bus is
-    /// `bdf`'s bus (how a dump from another machine is placed in its tree).
+    /// The bridge above the decoded function `bdf` ([`Machine::parent_above`]).
     pub fn parent_of(&self, bdf: &Bdf) -> Option<&Device> {
-        let device = self.devices.get(bdf)?;
-        if let Some(parent) = device.sysfs_parent {
+        self.parent_above(bdf, self.devices.get(bdf)?.sysfs_parent)
+    }
+
+    /// The bridge above `bdf`: its sysfs parent when live, else the type 1 header whose
+    /// secondary bus is `bdf`'s bus (how a dump from another machine is placed in its tree).
+    pub fn parent_above(&self, bdf: &Bdf, sysfs_parent: Option<Bdf>) -> Option<&Device> {
+        if let Some(parent) = sysfs_parent {
             return self.devices.get(&parent);
         }
         if self.live {
@@ -133,15 +160,10 @@ impl Machine {
         }
         path
     }
-
-    /// Every loaded function's parent, found once: paths walked from it cost one lookup a hop,
-    /// whatever the depth of the tree.
-    pub fn parents(&self) -> HashMap<Bdf, &Device> {
-        self.devices.keys().filter_map(|bdf| Some((*bdf, self.parent_of(bdf)?))).collect()
-    }
 }
 
 /// A function as read from its source, not decoded.
+#[derive(Clone)]
 pub struct Function {
     pub bdf: Bdf,
     pub config: config::ConfigSpace,
@@ -149,6 +171,25 @@ pub struct Function {
     pub parent: Option<Bdf>,
     pub attributes: Option<sysfs::Attributes>,
     pub notes: Vec<String>,
+}
+
+impl Function {
+    pub fn decode(self) -> Device {
+        Device::decode(self.bdf, self.config, self.parent, self.attributes, self.notes)
+    }
+}
+
+/// Keep `f` decoded in `devices` when paths go through it, else as read in `others`; a
+/// duplicated address keeps the first (the dump reader warns).
+fn place(f: Function, on_path: bool, devices: &mut BTreeMap<Bdf, Device>, others: &mut BTreeMap<Bdf, Function>) {
+    if devices.contains_key(&f.bdf) || others.contains_key(&f.bdf) {
+        return;
+    }
+    if on_path {
+        devices.insert(f.bdf, f.decode());
+    } else {
+        others.insert(f.bdf, f);
+    }
 }
 
 /// Every function of a source, in address order, once each: what `Machine` decodes, and all
@@ -162,24 +203,37 @@ pub struct Functions {
 
 impl Functions {
     pub fn read(source: &Source) -> anyhow::Result<Functions> {
+        let mut list = Vec::new();
+        let (notes, live) = Functions::each(source, |f| list.push(f))?;
+        // A duplicated address: lspci lists both copies, the first is kept here (warned).
+        list.sort_by_key(|f| f.bdf);
+        list.dedup_by_key(|f| f.bdf);
+        Ok(Functions { list, notes, live })
+    }
+
+    /// Every function of a source, in the source's order, handed to `each` as it is read (a
+    /// dump is streamed: its text is never held whole); the source's notes and whether it is
+    /// the live machine.
+    pub fn each(source: &Source, mut each: impl FnMut(Function)) -> anyhow::Result<(Vec<String>, bool)> {
         match source {
             Source::Sysfs(root) => {
                 let scan = sysfs::scan(root)?;
-                let list = scan.devices.into_iter().map(|d| Function { bdf: d.bdf, config: d.config, parent: d.parent, attributes: Some(d.attributes), notes: d.notes }).collect();
-                Ok(Functions { list, notes: scan.notes, live: true })
+                for d in scan.devices {
+                    each(Function { bdf: d.bdf, config: d.config, parent: d.parent, attributes: Some(d.attributes), notes: d.notes });
+                }
+                Ok((scan.notes, true))
             }
             Source::Dump(path) => {
-                let dump = dump::read(path)?;
-                if dump.devices.is_empty() {
-                    let oddities = dump.warnings.first().map_or(String::new(), |w| format!(" ({w})"));
+                let mut read = 0usize;
+                let warnings = dump::read_each(path, |d| {
+                    read += 1;
+                    each(Function { bdf: d.bdf, config: d.config, parent: None, attributes: None, notes: Vec::new() });
+                })?;
+                if read == 0 {
+                    let oddities = warnings.first().map_or(String::new(), |w| format!(" ({w})"));
                     return Err(InvalidInput::new(format!("no device line (such as '01:00.0 …') in dump {}: lspci -F lists nothing from it either{oddities}", path.display())).into());
                 }
-                // A duplicated address: lspci lists both copies, the first is kept here (warned).
-                let mut by_address = BTreeMap::new();
-                for d in dump.devices {
-                    by_address.entry(d.bdf).or_insert(Function { bdf: d.bdf, config: d.config, parent: None, attributes: None, notes: Vec::new() });
-                }
-                Ok(Functions { list: by_address.into_values().collect(), notes: dump.warnings.iter().map(|w| format!("dump: {w}")).collect(), live: false })
+                Ok((warnings.iter().map(|w| format!("dump: {w}")).collect(), false))
             }
         }
     }
@@ -189,7 +243,10 @@ impl Functions {
 /// collects them, the command line prints each as it is built, so one report is alive at a time
 /// whatever the size of the machine.
 pub struct Inspector {
+    /// The functions paths go through, decoded.
     machine: Machine,
+    /// The other selected functions, decoded when their report is built.
+    others: BTreeMap<Bdf, Function>,
     names: ids::PciIds,
     options: InspectOptions,
     notes: Vec<String>,
@@ -200,8 +257,8 @@ impl Inspector {
     /// the pci.ids names its devices use.
     pub fn load(options: &InspectOptions) -> anyhow::Result<Inspector> {
         let filtered = options.selector.is_some() || options.ids.is_some();
-        let machine = Machine::load_only(&options.source, |bdf, config| !filtered || options.selects_config(bdf, config))?;
-        let names = names_for(&machine, options)?;
+        let (machine, others) = Machine::load_paths(&options.source, |bdf, config| !filtered || options.selects_config(bdf, config))?;
+        let names = names_for(machine.devices.values().map(|d| (&d.config, d.subsystem_capability())).chain(others.values().map(|f| (&f.config, None))), options)?;
         let mut notes = machine.notes.clone();
         notes.extend(unread_ids_note(options, &names));
         if let Source::Sysfs(root) = &options.source {
@@ -212,7 +269,7 @@ impl Inspector {
                 ));
             }
         }
-        Ok(Inspector { machine, names, options: options.clone(), notes })
+        Ok(Inspector { machine, others, names, options: options.clone(), notes })
     }
 
     /// Machine-level notes (unreadable devices, dump oddities, pci.ids, virtual machine).
@@ -225,27 +282,26 @@ impl Inspector {
         self.machine.domains
     }
 
-    /// The selected devices' reports, built as they are taken.
+    /// The selected devices' reports, built as they are taken, in address order.
     pub fn reports(&self) -> impl Iterator<Item = DeviceReport> + '_ {
-        let parents = self.machine.parents();
         let mut ceilings = report::Ceilings::default();
-        let mut upstream: Vec<&Device> = Vec::new();
-        let mut path = path_summary::PathSummary::default();
-        self.machine.devices.values().filter(|d| self.options.selects(d)).map(move |device| {
-            // Functions in address order share their parent with the one before (a bus's
-            // functions are consecutive): its path is walked and summarised once, not once a
-            // function, and each function's analysis reads the summary.
-            let parent = parents.get(&device.bdf).map(|p| p.bdf);
-            if parent != upstream.first().map(|p| p.bdf) {
-                upstream.clear();
-                let mut at = device.bdf;
-                while let Some(parent) = parents.get(&at).filter(|p| p.bdf != device.bdf && upstream.len() <= 256) {
-                    upstream.push(parent);
-                    at = parent.bdf;
+        let mut paths = path_summary::Summaries::new(&self.machine);
+        let mut on_paths = self.machine.devices.values().filter(|d| self.options.selects(d)).peekable();
+        let mut others = self.others.values().peekable();
+        std::iter::from_fn(move || {
+            let on_path_first = match (on_paths.peek(), others.peek()) {
+                (Some(d), Some(f)) => d.bdf < f.bdf,
+                (d, _) => d.is_some(),
+            };
+            let decoded;
+            let device = match on_path_first {
+                true => on_paths.next()?,
+                false => {
+                    decoded = others.next()?.clone().decode();
+                    &decoded
                 }
-                path = path_summary::PathSummary::of(&upstream);
-            }
-            report::build(&self.machine, device, &path, &self.names, &mut ceilings)
+            };
+            Some(report::build(&self.machine, device, paths.above(device), &self.names, &mut ceilings))
         })
     }
 
@@ -281,10 +337,12 @@ fn unread_ids_note(options: &InspectOptions, names: &ids::PciIds) -> Option<Stri
     Some(format!("--pci-ids {}: cannot be read ({why}); devices are shown by number", path.display()))
 }
 
-/// The pci.ids entries of the vendors and subsystem vendors of `machine`'s devices.
-fn names_for(machine: &Machine, options: &InspectOptions) -> anyhow::Result<ids::PciIds> {
-    let subsystem_vendor = |d: &Device| lspci::subsystem_ids(&d.config, d.subsystem_capability()).map(|ids| ids.0);
-    names_of(machine.devices.values().flat_map(|d| [d.config.vendor_id(), subsystem_vendor(d)]).flatten().collect(), options)
+/// The pci.ids entries of the vendors and subsystem vendors of `functions`: each a config space
+/// and, decoded, its Subsystem ID capability's IDs (only a bridge's subsystem is there, and every
+/// bridge long enough to have capabilities is decoded).
+fn names_for<'a>(functions: impl Iterator<Item = (&'a config::ConfigSpace, Option<(u16, u16)>)>, options: &InspectOptions) -> anyhow::Result<ids::PciIds> {
+    let vendors = functions.flat_map(|(config, capability)| [config.vendor_id(), lspci::subsystem_ids(config, capability).map(|ids| ids.0)]);
+    names_of(vendors.flatten().collect(), options)
 }
 
 /// The pci.ids entries of `vendors`.
@@ -298,9 +356,10 @@ fn names_of(vendors: std::collections::BTreeSet<u16>, options: &InspectOptions) 
 }
 
 /// `-t`: the bus tree of the whole source as `lspci -t` draws it (`verbose`: with names, as
-/// `-tv`), devices outside `-s`/`-d` pruned as lspci prunes them; with the source's notes.
-/// Needs bus numbers and IDs only: nothing is decoded, names are loaded only for `-tv`.
-pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> anyhow::Result<(String, Vec<String>)> {
+/// `-tv`), devices outside `-s`/`-d` pruned as lspci prunes them, written to `out` as it is
+/// drawn; the source's notes. Needs bus numbers and IDs only: nothing is decoded, names are
+/// loaded only for `-tv`.
+pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming, out: &mut dyn std::io::Write) -> anyhow::Result<Vec<String>> {
     let read = Functions::read(&options.source)?;
     let named = verbose && naming.names;
     let vendors = if named { read.list.iter().filter_map(|f| f.config.vendor_id()).collect() } else { Default::default() };
@@ -311,8 +370,9 @@ pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming) -> a
         }
         lspci::fit(names.named(config.vendor_id().unwrap_or(0xffff), config.device_id().unwrap_or(0xffff), naming), lspci::LONG_NAME_BYTES)
     });
-    let notes = read.notes.into_iter().chain(unread_ids_note(options, &names).filter(|_| named)).collect();
-    Ok((tree::render(&devices, verbose, options.selector.is_some() || options.ids.is_some()), notes))
+    drop(read.list);
+    tree::write(&devices, verbose, options.selector.is_some() || options.ids.is_some(), out)?;
+    Ok(read.notes.into_iter().chain(unread_ids_note(options, &names).filter(|_| named)).collect())
 }
 
 /// Every device of the source with the bridges above it as lspci places them (nearest first):

@@ -4,11 +4,15 @@
 //! supported, the link partner and the root port. A summary extends its parent's by one hop in
 //! constant time ([`PathSummary::below`]), so a device's analysis costs the same at any depth.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::address::Bdf;
 use super::conditions::hop;
 use super::device::Device;
+use super::report::path_text;
 use super::topology::{hop_mbits, Hop};
+use super::Machine;
 
 /// The kernel's loop over a path, run ahead of the device it starts from. Its result depends on
 /// the device's rate in only two ways (see [`Narrowest::after`]), so it can be kept per path.
@@ -45,6 +49,8 @@ impl Narrowest {
 pub struct PathSummary<'a> {
     /// Every bridge's hop, nearest first.
     pub hops: Arc<[Hop]>,
+    /// `hops` as the `-v` line shows them.
+    pub line: Arc<str>,
     /// The nearest bridge: the other end of the device's link when it is a port.
     pub nearest: Option<&'a Device>,
     /// The topmost bridge (the root port): its RCB applies to the device's reads.
@@ -60,11 +66,12 @@ impl<'a> PathSummary<'a> {
     pub fn of(upstream: &[&'a Device]) -> PathSummary<'a> {
         let mut summary = upstream.iter().rev().fold(PathSummary::default(), |above, bridge| above.below(bridge));
         summary.hops = upstream.iter().map(|d| hop(d)).collect();
+        summary.line = path_text(&summary.hops).into();
         summary
     }
 
     /// The summary of the path of `bridge`'s children, from the summary of `bridge`'s own path:
-    /// constant time, except the hop list, which is left empty ([`PathSummary::of`] fills it).
+    /// constant time, except the hop list and its line, left empty ([`PathSummary::of`] fills them).
     pub fn below(&self, bridge: &'a Device) -> PathSummary<'a> {
         let regs = bridge.pcie.as_ref().and_then(|p| p.device.as_ref());
         let smaller = |so_far: Option<u32>, value: Option<u32>| match (so_far, value) {
@@ -73,6 +80,7 @@ impl<'a> PathSummary<'a> {
         };
         PathSummary {
             hops: Arc::from([]),
+            line: Arc::from(""),
             nearest: Some(bridge),
             root: self.root.or(Some(bridge)),
             narrowest: self.narrowest.below(hop(bridge)),
@@ -94,5 +102,49 @@ impl<'a> PathSummary<'a> {
     /// The smallest of `own` and every MaxPayload supported on the path.
     pub fn max_payload_supported_bytes(&self, own: u32) -> u32 {
         self.max_payload_supported_bytes.map_or(own, |m| m.min(own))
+    }
+}
+
+/// Every bridge's summary, made once from its parent's: the path of a function costs one lookup
+/// whatever its depth and whatever order functions come in.
+pub struct Summaries<'a> {
+    machine: &'a Machine,
+    by_bridge: HashMap<Bdf, PathSummary<'a>>,
+    top: PathSummary<'a>,
+}
+
+impl<'a> Summaries<'a> {
+    pub fn new(machine: &'a Machine) -> Self {
+        Summaries { machine, by_bridge: HashMap::new(), top: PathSummary::default() }
+    }
+
+    /// The summary of the path above `device`.
+    pub fn above(&mut self, device: &Device) -> &PathSummary<'a> {
+        match self.machine.parent_above(&device.bdf, device.sysfs_parent).filter(|p| p.bdf != device.bdf) {
+            Some(parent) => {
+                self.summarise(parent);
+                &self.by_bridge[&parent.bdf]
+            }
+            None => &self.top,
+        }
+    }
+
+    /// Summarise the path below `bridge`, and below every bridge above it not yet summarised.
+    fn summarise(&mut self, bridge: &'a Device) {
+        // The bridges without a summary, nearest first, up to one with a summary or the top; a
+        // path has no cycle (see `Machine::upstream`), bounded all the same at 256 buses.
+        let mut missing = Vec::new();
+        let mut at = Some(bridge);
+        while let Some(b) = at.filter(|b| !self.by_bridge.contains_key(&b.bdf) && missing.len() <= 256) {
+            missing.push(b);
+            at = self.machine.parent_of(&b.bdf).filter(|p| p.bdf != b.bdf);
+        }
+        for b in missing.into_iter().rev() {
+            let above = self.machine.parent_of(&b.bdf).and_then(|p| self.by_bridge.get(&p.bdf)).unwrap_or(&self.top);
+            let mut summary = above.below(b);
+            summary.hops = std::iter::once(hop(b)).chain(above.hops.iter().cloned()).collect();
+            summary.line = path_text(&summary.hops).into();
+            self.by_bridge.insert(b.bdf, summary);
+        }
     }
 }

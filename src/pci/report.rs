@@ -117,6 +117,9 @@ pub struct DeviceReport {
     pub aer: AerReport,
     /// Upstream devices, nearest first, with their links (shared by the functions of a bus).
     pub path: Arc<[Hop]>,
+    /// `path` as the `-v` line shows it ([`path_text`]), made once a bridge, not once a function.
+    #[serde(skip)]
+    pub path_line: Arc<str>,
     pub bandwidth: Option<Bandwidth>,
     pub ceiling: Option<DeviceCeiling>,
     pub warnings: Vec<Warning>,
@@ -320,6 +323,7 @@ pub fn build(machine: &Machine, device: &Device, path: &PathSummary, names: &Pci
         aspm: device.pcie.as_ref().and_then(|p| p.link.as_ref()).map(|l| l.aspm_control),
         aer: AerReport { status: device.aer.clone(), counters: attributes.and_then(|a| a.aer.clone()) },
         path: path.hops.clone(),
+        path_line: path.line.clone(),
         bandwidth,
         ceiling,
         warnings,
@@ -468,7 +472,7 @@ const PATH_HOPS_SHOWN: usize = 6;
 
 /// The hops from the device up, joined by arrows; a longer path shows its nearest and its
 /// topmost hops around a count of the ones between.
-fn path_text(path: &[Hop]) -> String {
+pub fn path_text(path: &[Hop]) -> String {
     let hop = |h: &Hop| format!("{} ({} {})", h.bdf, h.port_type.unwrap_or("bridge"), link_text(&LinkState { speed_gts: h.speed_gts, width: h.width, source: "" }));
     if path.len() <= PATH_HOPS_SHOWN {
         return path.iter().map(hop).collect::<Vec<_>>().join(" → ");
@@ -501,7 +505,7 @@ fn analysis_lines(report: &DeviceReport) -> Vec<String> {
         lines.push(format!("pcieperf: AER counters: correctable {}, uncorrectable {}", counters.total_correctable(), counters.total_uncorrectable()));
     }
     if !report.path.is_empty() {
-        lines.push(format!("pcieperf: path to root: {}", path_text(&report.path)));
+        lines.push(format!("pcieperf: path to root: {}", report.path_line));
     }
     if let Some(bw) = &report.bandwidth {
         lines.push(format!("pcieperf: bandwidth: {}", bw.message));

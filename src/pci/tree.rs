@@ -69,11 +69,50 @@ const HOST: usize = 0;
 /// The tree lspci -t prints (`verbose`: with names, as -tv), one line per leaf; `filtered`:
 /// `-s`/`-d` were given, and only what leads to a selected device is drawn.
 pub fn render(devices: &[TreeDevice], verbose: bool, filtered: bool) -> String {
+    let mut out = Vec::new();
+    write(devices, verbose, filtered, &mut out).expect("writing to memory cannot fail");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// [`render`] to `writer` as it is drawn: a tree 255 bridges deep is 2 KB of indentation a
+/// line, and 65,536 of them are 134 MB of text, which is not held.
+pub fn write(devices: &[TreeDevice], verbose: bool, filtered: bool, writer: &mut dyn std::io::Write) -> std::io::Result<()> {
     let mut forest = Forest::grow(devices);
     forest.filtered = filtered;
-    let mut out = Vec::new();
+    let mut out = Sink { lines: Vec::new(), writer, failed: None };
     forest.show_bridge(HOST, &mut Vec::new(), &mut out, verbose);
-    String::from_utf8_lossy(&out).into_owned()
+    out.pass()?;
+    out.failed.map_or(Ok(()), Err)
+}
+
+/// Lines drawn, handed to the writer every [`Sink::BATCH_BYTES`]; the first error is kept and
+/// the rest of the tree is not written.
+struct Sink<'w> {
+    lines: Vec<u8>,
+    writer: &'w mut dyn std::io::Write,
+    failed: Option<std::io::Error>,
+}
+
+impl Sink<'_> {
+    const BATCH_BYTES: usize = 1 << 16;
+
+    fn line(&mut self, text: &[u8]) {
+        self.lines.extend_from_slice(text);
+        self.lines.push(b'\n');
+        if self.lines.len() >= Self::BATCH_BYTES {
+            if let Err(e) = self.pass() {
+                self.failed.get_or_insert(e);
+            }
+        }
+    }
+
+    fn pass(&mut self) -> std::io::Result<()> {
+        if self.failed.is_none() {
+            self.writer.write_all(&self.lines)?;
+        }
+        self.lines.clear();
+        Ok(())
+    }
 }
 
 /// Each device's parent as lspci places it (the bridge that opens the bus it hangs on; `None`
@@ -195,7 +234,7 @@ impl<'a> Forest<'a> {
         !self.filtered || self.buses[bus].devices.iter().any(|&d| self.device_shown(d))
     }
 
-    fn show_bridge(&self, bridge: usize, line: &mut Vec<u8>, out: &mut Vec<u8>, verbose: bool) {
+    fn show_bridge(&self, bridge: usize, line: &mut Vec<u8>, out: &mut Sink, verbose: bool) {
         line.push(b'-');
         let at = line.len();
         let buses = &self.bridges[bridge].buses;
@@ -219,7 +258,7 @@ impl<'a> Forest<'a> {
         }
     }
 
-    fn show_bus(&self, bus: usize, line: &mut Vec<u8>, out: &mut Vec<u8>, verbose: bool) {
+    fn show_bus(&self, bus: usize, line: &mut Vec<u8>, out: &mut Sink, verbose: bool) {
         let at = line.len();
         let devices = &self.buses[bus].devices;
         let mut empty = true;
@@ -233,7 +272,7 @@ impl<'a> Forest<'a> {
         }
     }
 
-    fn show_device(&self, index: usize, line: &mut Vec<u8>, out: &mut Vec<u8>, verbose: bool) {
+    fn show_device(&self, index: usize, line: &mut Vec<u8>, out: &mut Sink, verbose: bool) {
         let device = &self.devices[index];
         line.extend(format!("{:02x}.{:x}", device.bdf.device, device.bdf.function).bytes());
         if let Some(b) = self.bridge_of[index] {
@@ -264,10 +303,9 @@ fn write_at(line: &mut Vec<u8>, at: usize, text: &str) {
 
 /// Print the line up to `end`, then keep only its vertical rules for the lines below: `+` and
 /// `|` become `|`, everything else a space (lspci's `print_it`).
-fn print(line: &mut Vec<u8>, end: usize, out: &mut Vec<u8>) {
+fn print(line: &mut Vec<u8>, end: usize, out: &mut Sink) {
     line.truncate(end);
-    out.extend_from_slice(line);
-    out.push(b'\n');
+    out.line(line);
     for byte in line.iter_mut() {
         *byte = if matches!(*byte, b'+' | b'|') { b'|' } else { b' ' };
     }
