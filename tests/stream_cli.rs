@@ -166,7 +166,8 @@ fn both_directions_at_once() {
     let one = pcieperf().args(["stream", "--messages", "50", "--json"]).assert().success();
     let one: Value = serde_json::from_slice(&one.get_output().stdout).unwrap();
     assert!(one.get("both").is_none());
-    // A FIFO pair streams one direction at a time: refused in one line, exit 2.
+    // A FIFO pair streams both ways at once: the test's device drains the write FIFO and
+    // writes stamped messages into the read FIFO; each direction its own point, not simulated.
     let dir = tempfile::tempdir().unwrap();
     let (w, r) = (dir.path().join("w"), dir.path().join("r"));
     for fifo in [&w, &r] {
@@ -175,11 +176,29 @@ fn both_directions_at_once() {
         assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo {}", fifo.display());
     }
     let target = format!("chardev:{},{}", w.display(), r.display());
-    // A peer holding the FIFOs' other ends (read-write opens of a FIFO do not wait), so that
-    // opening them does not wait for one.
-    let peer: Vec<std::fs::File> = [&w, &r].iter().map(|f| std::fs::OpenOptions::new().read(true).write(true).open(f).unwrap()).collect();
-    let refused = pcieperf().args(["stream", "--direction", "both", "--messages", "5", "--target", &target]).assert().code(2);
+    let device = std::thread::spawn({
+        let (w, r) = (w.clone(), r.clone());
+        move || {
+            use std::io::{Read, Write};
+            let mut output = std::fs::OpenOptions::new().write(true).open(&r).unwrap();
+            let mut message = vec![0; 64];
+            for sequence in 0..50u64 {
+                pcieperf::engine::msgstream::stamp(&mut message, sequence, 0);
+                output.write_all(&message).unwrap();
+            }
+            let mut taken = Vec::new();
+            std::fs::File::open(&w).unwrap().read_to_end(&mut taken).unwrap();
+            taken.len()
+        }
+    });
+    let both = pcieperf().args(["stream", "--direction", "both", "--messages", "50", "--msg-size", "64", "--buf-size", "64", "--json", "--target", &target]).assert().success();
+    let doc: Value = serde_json::from_slice(&both.get_output().stdout).unwrap();
+    assert_eq!(device.join().unwrap(), 50 * 64);
+    assert_eq!((doc["simulated"].as_bool(), doc["points"][0]["messages"].as_u64(), doc["both"]["h2d_points"][0]["messages"].as_u64()), (Some(false), Some(50), Some(50)), "{doc}");
+    assert_eq!(doc["points"][0]["dropped"], 0);
+    // One node cannot be written and read as two streams: one line, exit 2.
+    let _peer = std::fs::OpenOptions::new().read(true).write(true).open(&w).unwrap();
+    let refused = pcieperf().args(["stream", "--direction", "both", "--messages", "5", "--msg-size", "64", "--buf-size", "64", "--target", &format!("chardev:{}", w.display())]).assert().code(2);
     let stderr = String::from_utf8(refused.get_output().stderr.clone()).unwrap();
-    assert!(stderr.contains("one direction at a time") && stderr.trim_end().lines().count() == 1, "{stderr}");
-    drop(peer);
+    assert!(stderr.contains("one node") && stderr.trim_end().lines().count() == 1, "{stderr}");
 }

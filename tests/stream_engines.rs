@@ -356,6 +356,179 @@ fn xdma_streams_packets_both_ways_through_fake_channels() {
     }
 }
 
+/// Both directions at once through the contract: (d2h, h2d) ends and each direction's events.
+fn stream_both(engine: &mut dyn Engine, plan: &RingPlan) -> (Result<[StreamEnd; 2], EngineError>, [Vec<MessageEvent>; 2]) {
+    let (mut d2h, mut h2d) = (Recorder::default(), Recorder::default());
+    let end = engine.streaming().expect("the engine streams").stream_both(plan, [&mut d2h, &mut h2d]);
+    (end, [d2h.events, h2d.events])
+}
+
+/// Both ways at once on a FIFO pair (`chardev:W,R`, and Xillybus-named FIFOs): the test's slow
+/// reader drains W while its slow writer fills R, each with its own numbering. Per direction,
+/// as alone: h2d waits for room (consumer-bound, W full), d2h waits on an empty R
+/// (producer-bound), in 20 of 20 seeds.
+#[test]
+fn both_ways_each_direction_keeps_its_verdict_in_20_of_20_seeds() {
+    for seed in 0..20 {
+        let mut rng = Rng(300 + seed);
+        let message_bytes = [1024u32, 2048, 4096][rng.below(3) as usize];
+        let chunk = 4096 << rng.below(3);
+        let read_pause = Duration::from_micros(300 + rng.below(700));
+        let write_pause = Duration::from_micros(200 + rng.below(600));
+        let dir = tempfile::tempdir().unwrap();
+        let xillybus = seed % 2 == 1;
+        let (tx, rx) = if xillybus {
+            (dir.path().join("xillybus_write_s"), dir.path().join("xillybus_read_s"))
+        } else {
+            (dir.path().join("to_device"), dir.path().join("from_device"))
+        };
+        mkfifo(&tx);
+        mkfifo(&rx);
+        let capacity = 65536 / message_bytes as u64;
+        let messages = 3 * capacity + 100;
+        let reader = slow_reader(tx.clone(), (messages * u64::from(message_bytes)) as usize, chunk, read_pause);
+        let writer = slow_writer(rx.clone(), messages as usize, message_bytes as usize, write_pause);
+        let target = if xillybus { format!("xillybus:{}", tx.display()) } else { format!("chardev:{},{}", tx.display(), rx.display()) };
+        let mut engine = open(&target);
+        let (end, [d2h, h2d]) = stream_both(engine.as_mut(), &plan(StreamDirection::D2h, message_bytes, StreamStop::Messages(messages)));
+        let [d2h_end, h2d_end] = end.unwrap();
+        writer.join().unwrap();
+        drop(engine);
+        let got = reader.join().unwrap();
+        let what = format!("seed {seed} ({target}, {message_bytes} B; reader {chunk} B every {read_pause:?}, writer every {write_pause:?})");
+        assert_eq!((h2d_end.produced, h2d.len() as u64, d2h_end.produced, d2h.len() as u64), (messages, messages, messages, messages), "{what}");
+        assert_eq!((h2d_end.stopped_early, d2h_end.stopped_early), (None, None), "{what}");
+        // Each direction its own numbers: ours on W, the writer's stamps on R.
+        for (index, message) in got.chunks(message_bytes as usize).enumerate() {
+            assert_eq!(read_stamp(message).unwrap().0, index as u64, "{what}");
+        }
+        assert!(h2d.iter().chain(&d2h).enumerate().all(|(i, e)| e.sequence == i as u64 % messages), "{what}");
+        let (h2d, d2h) = (signature(&h2d), signature(&d2h));
+        assert!(h2d.no_free_buffer > 0.5 && h2d.producer_idle == 0.0, "{what}: h2d {h2d:?}");
+        assert!(h2d.median_occupancy as u64 >= capacity / 2, "{what}: h2d {h2d:?}");
+        assert!(d2h.producer_idle > 0.5 && d2h.no_free_buffer == 0.0, "{what}: d2h {d2h:?}");
+        assert!(d2h.median_occupancy <= 1, "{what}: d2h {d2h:?}");
+    }
+}
+
+/// Both ways through a loopback that loses messages (the test's device copies W to R and
+/// skips some): the d2h stream is numbered by the stamps this process wrote, so the report
+/// counts exactly the lost ones from the gaps, and h2d none.
+#[test]
+fn both_ways_counts_the_messages_a_loopback_lost_from_the_gaps() {
+    for seed in [1u64, 7, 2026] {
+        let mut rng = Rng(seed);
+        let message_bytes = 64 << rng.below(4);
+        let messages = 2000u64;
+        // Never the last: a loss after the last delivered message leaves no gap to see.
+        let lost: std::collections::BTreeSet<u64> = (0..5 + rng.below(20)).map(|_| rng.below(messages - 1)).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, rx) = (dir.path().join("tx"), dir.path().join("rx"));
+        mkfifo(&tx);
+        mkfifo(&rx);
+        let device = std::thread::spawn({
+            let (tx, rx, lost) = (tx.clone(), rx.clone(), lost.clone());
+            move || {
+                let mut input = File::open(tx).unwrap();
+                let mut output = std::fs::OpenOptions::new().write(true).open(rx).unwrap();
+                let mut message = vec![0; message_bytes as usize];
+                for sequence in 0..messages {
+                    input.read_exact(&mut message).unwrap();
+                    assert_eq!(read_stamp(&message).unwrap().0, sequence);
+                    if !lost.contains(&sequence) {
+                        output.write_all(&message).unwrap();
+                    }
+                }
+            }
+        });
+        let mut engine = open(&format!("chardev:{},{}", tx.display(), rx.display()));
+        let options = pcieperf::bench::stream::StreamOptions {
+            plan: plan(StreamDirection::D2h, message_bytes, StreamStop::Messages(messages)),
+            message_sizes: vec![message_bytes],
+            bubble_threshold_ns: 1e6,
+            host_memory_bytes: None,
+            seed,
+        };
+        let document = pcieperf::bench::stream::run_both(engine.as_mut(), &options).unwrap();
+        device.join().unwrap();
+        let (d2h, h2d) = (&document.points[0], &document.both.as_ref().unwrap().h2d_points[0]);
+        assert!(!document.simulated);
+        assert_eq!((d2h.dropped, d2h.messages, d2h.produced), (lost.len() as u64, messages - lost.len() as u64, messages), "seed {seed}");
+        let gaps: Vec<u64> = d2h.gaps.iter().flat_map(|g| g.first..g.first + g.missing).collect();
+        assert_eq!(gaps, lost.iter().copied().collect::<Vec<_>>(), "seed {seed}");
+        assert_eq!((h2d.dropped, h2d.messages), (0, messages), "seed {seed}");
+    }
+}
+
+/// XDMA AXI-Stream both ways (fake channels): c2h packets read on io_uring while the h2c
+/// writes go out one at a time beside them.
+#[test]
+fn xdma_streams_both_ways_at_once_through_fake_channels() {
+    let dir = tempfile::tempdir().unwrap();
+    let (h2c, c2h) = (dir.path().join("xdma0_h2c_0"), dir.path().join("xdma0_c2h_0"));
+    mkfifo(&h2c);
+    mkfifo(&c2h);
+    let card_in = std::fs::OpenOptions::new().read(true).write(true).open(&h2c).unwrap();
+    let card_out = std::fs::OpenOptions::new().read(true).write(true).open(&c2h).unwrap();
+    let mut engine = open(&format!("xdma:{}", dir.path().join("xdma0").display()));
+    let packets = 2000u64;
+    let card_sends = std::thread::spawn(move || {
+        let mut out = &card_out;
+        let mut packet = vec![0; 256];
+        for sequence in 0..packets {
+            std::thread::sleep(Duration::from_micros(20));
+            stamp(&mut packet, 1000 + sequence, 0);
+            out.write_all(&packet).unwrap();
+        }
+        card_out
+    });
+    let card_takes = std::thread::spawn(move || {
+        let mut input = &card_in;
+        let mut written = vec![0; packets as usize * 256];
+        input.read_exact(&mut written).unwrap();
+        written
+    });
+    let (end, [d2h, h2d]) = stream_both(engine.as_mut(), &plan(StreamDirection::D2h, 256, StreamStop::Messages(packets)));
+    let [d2h_end, h2d_end] = end.unwrap();
+    let _card_out = card_sends.join().unwrap();
+    let written = card_takes.join().unwrap();
+    assert_eq!((d2h_end.produced, d2h.len() as u64, h2d_end.produced, h2d.len() as u64), (packets, packets, packets, packets));
+    // No loopback assumed: c2h packets are numbered as they arrive, each one read.
+    assert!(d2h.iter().enumerate().all(|(i, e)| e.sequence == i as u64 && e.bytes == 256 && e.device_start_ns.is_none()));
+    let stamps: Vec<u64> = written.chunks(256).map(|m| read_stamp(m).unwrap().0).collect();
+    assert_eq!(stamps, (0..packets).collect::<Vec<_>>());
+    assert!(h2d.iter().enumerate().all(|(i, e)| e.sequence == i as u64 && e.device_start_ns.unwrap() <= e.device_done_ns.unwrap()));
+    // At the same time, not one after the other.
+    let (d2h_first, d2h_last) = (d2h[0].host_seen_ns, d2h.last().unwrap().host_seen_ns);
+    assert!(h2d.last().unwrap().host_seen_ns > d2h_first && h2d[0].host_seen_ns < d2h_last, "the two streams overlap");
+}
+
+/// What both ways cannot run is refused in one line before anything moves.
+#[test]
+fn both_ways_refuses_what_it_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, rx) = (dir.path().join("tx"), dir.path().join("rx"));
+    mkfifo(&tx);
+    mkfifo(&rx);
+    let _peer: Vec<File> = [&tx, &rx].iter().map(|f| std::fs::OpenOptions::new().read(true).write(true).open(f).unwrap()).collect();
+    let base = plan(StreamDirection::D2h, 64, StreamStop::Messages(10));
+    let mut pair = open(&format!("chardev:{},{}", tx.display(), rx.display()));
+    let mut one = open(&format!("chardev:{}", tx.display()));
+    let cases = [
+        (false, RingPlan { backpressure: Backpressure::Lossy, ..base.clone() }, "lossless"),
+        (false, RingPlan { transport: Transport::Pull, ..base.clone() }, "push"),
+        (false, RingPlan { message_bytes: 8, buffer_bytes: 64, ..base.clone() }, "stamp"),
+        (true, base.clone(), "one node"),
+    ];
+    for (single, bad, says) in cases {
+        let engine = if single { one.as_mut() } else { pair.as_mut() };
+        let (end, [d2h, h2d]) = stream_both(engine, &bad);
+        let error = end.unwrap_err().to_string();
+        assert!(error.contains(says) && !error.contains('\n'), "{bad:?}: {error}");
+        assert!(d2h.is_empty() && h2d.is_empty());
+    }
+}
+
 /// Plans the engines cannot run are refused in one line before anything moves.
 #[test]
 fn impossible_plans_are_refused_before_anything_moves() {
@@ -380,12 +553,12 @@ fn impossible_plans_are_refused_before_anything_moves() {
     }
 }
 
-/// Ctrl-C while streaming (both ways on FIFOs, and XDMA packets on io_uring): the stream ends
+/// Ctrl-C while streaming (each way on FIFOs, both at once, and XDMA packets on io_uring): the stream ends
 /// within about 0.5 s with the events so far. Each case runs in a child process (the signal
 /// flag is process-wide), which `stream_until_a_signal` is.
 #[test]
 fn ctrl_c_ends_a_stream_promptly_with_the_events_so_far() {
-    for case in ["d2h", "h2d", "xdma"] {
+    for case in ["d2h", "h2d", "both", "xdma"] {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "stream_until_a_signal", "--ignored", "--nocapture", "--test-threads=1"])
             .env("STREAM_SIGNAL_CASE", case)
@@ -435,6 +608,12 @@ fn stream_until_a_signal() {
             std::mem::forget(drain);
             slow_writer(b.clone(), usize::MAX, 64, Duration::from_millis(20));
         }
+        // Both: the engine writes as fast as the drain takes while the reads trickle in.
+        "both" => {
+            let a = a.clone();
+            std::thread::spawn(move || std::io::copy(&mut File::open(a).unwrap(), &mut std::io::sink()));
+            slow_writer(b.clone(), usize::MAX, 64, Duration::from_millis(20));
+        }
         "h2d" => {
             let a = a.clone();
             std::thread::spawn(move || std::io::copy(&mut File::open(a).unwrap(), &mut std::io::sink()));
@@ -453,7 +632,7 @@ fn stream_until_a_signal() {
         }
     };
     let (target, direction) = match case.as_str() {
-        "d2h" => (format!("chardev:{},{}", a.display(), b.display()), StreamDirection::D2h),
+        "d2h" | "both" => (format!("chardev:{},{}", a.display(), b.display()), StreamDirection::D2h),
         "h2d" => (format!("chardev:{}", a.display()), StreamDirection::H2d),
         _ => (format!("xdma:{}", dir.path().join("xdma0").display()), StreamDirection::D2h),
     };
@@ -466,6 +645,14 @@ fn stream_until_a_signal() {
             }
             self.0.message(event)
         }
+    }
+    let stop = StreamStop::Duration(Duration::from_secs(30));
+    if case == "both" {
+        let (mut d2h, mut h2d) = (Announce(Recorder::default()), Announce(Recorder::default()));
+        let [d2h_end, h2d_end] = engine.streaming().unwrap().stream_both(&plan(direction, 64, stop), [&mut d2h, &mut h2d]).unwrap();
+        assert!(!d2h.0.events.is_empty() && h2d_end.stopped_early == d2h_end.stopped_early, "each direction's messages so far, one reason");
+        println!("ended {} {}", d2h.0.events.len() + h2d.0.events.len(), d2h_end.stopped_early.unwrap_or_default());
+        return;
     }
     let mut sink = Announce(Recorder::default());
     let end = engine.streaming().unwrap().stream(&plan(direction, 64, StreamStop::Duration(Duration::from_secs(30))), &mut sink).unwrap();

@@ -45,6 +45,9 @@ pub const STALL_LIMIT: Duration = Duration::from_secs(5);
 /// Bytes a byte-stream consumer asks for per read, at least (a pipe holds 64 KiB by default).
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
+/// A producer that does not wait reads the occupancy at most this often (ns).
+const OCCUPANCY_SAMPLE_NS: f64 = 1e6;
+
 /// How long a signal-ended packet stream waits for the kernel to hand back cancelled reads.
 const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
@@ -91,6 +94,14 @@ macro_rules! streaming_on_nodes {
                 sink: &mut dyn $crate::engine::ring::MessageSink,
             ) -> Result<$crate::engine::ring::StreamEnd, $crate::engine::EngineError> {
                 $crate::engine::msgstream::run(&self.nodes(), plan, sink)
+            }
+
+            fn stream_both(
+                &mut self,
+                plan: &$crate::engine::ring::RingPlan,
+                sinks: [&mut dyn $crate::engine::ring::MessageSink; 2],
+            ) -> Result<[$crate::engine::ring::StreamEnd; 2], $crate::engine::EngineError> {
+                $crate::engine::msgstream::run_both(&self.nodes(), plan, sinks)
             }
 
             fn info(&self) -> &$crate::engine::EngineInfo {
@@ -178,17 +189,105 @@ pub fn run(nodes: &Nodes<'_>, plan: &RingPlan, sink: &mut dyn MessageSink) -> Re
         Err(Stop::Early(why)) => Some(why),
         Err(Stop::Failed(error)) => return Err(error),
     };
-    Ok(StreamEnd {
-        produced: match plan.direction {
-            StreamDirection::H2d => run.next_sequence,
-            StreamDirection::D2h => run.delivered,
+    Ok(run.end(stopped_early))
+}
+
+/// Both directions at once (`--direction both`): this process writes the h2d stream to the
+/// write node and reads the d2h stream from the read node in one loop, each its own stream
+/// (`sinks[0]` d2h, `sinks[1]` h2d) with its own sequence numbers and bubbles, as each is alone
+/// one way: the h2d events are the producer's (its waits for room: the consumer's bubbles), the
+/// d2h events the consumer's (its waits on an empty node: the producer's). On a loopback target
+/// the d2h messages carry the stamps this process wrote, so the d2h sequence is the stamps' and
+/// a lost message is a gap; elsewhere the d2h messages are numbered as they arrive. Packet
+/// nodes (XDMA) keep their reads and the one write in flight on io_uring (the driver's calls
+/// block), byte streams wait in poll().
+pub fn run_both(nodes: &Nodes<'_>, plan: &RingPlan, sinks: [&mut dyn MessageSink; 2]) -> Result<[StreamEnd; 2], EngineError> {
+    if plan.transport == Transport::Pull || plan.backpressure == Backpressure::Lossy {
+        return Err(InvalidInput::new("--direction both on device files and FIFOs is push and lossless only (this process writes and a pipe or driver never drops)").into());
+    }
+    if let (Some(write), Some(read)) = (&nodes.write, &nodes.read) {
+        if write.file.as_raw_fd() == read.file.as_raw_fd() {
+            return Err(InvalidInput::new(format!(
+                "--direction both writes one node while reading another: {} is one node (give two, e.g. chardev:WRITE_PATH,READ_PATH)",
+                write.name
+            ))
+            .into());
+        }
+    }
+    let d2h_plan = RingPlan { direction: StreamDirection::D2h, ..plan.clone() };
+    let h2d_plan = RingPlan { direction: StreamDirection::H2d, ..plan.clone() };
+    check(nodes, &d2h_plan)?;
+    check(nodes, &h2d_plan)?;
+    let [d2h_sink, h2d_sink] = sinks;
+    let mut producer = Run::new(nodes, &h2d_plan);
+    let mut consumer = Run::new(nodes, &d2h_plan);
+    if nodes.loopback {
+        consumer.numbering = Numbering::Stamped;
+    }
+    let outcome = match nodes.framing {
+        Framing::Packets => match PacketReader::new(plan) {
+            Ok(reader) => reader.both(&mut producer, &mut consumer, d2h_sink, h2d_sink),
+            Err(why) => Err(Stop::Failed(EngineError::Unsupported(format!(
+                "--direction both on packet nodes needs io_uring (their reads and writes block): {why}"
+            )))),
         },
-        dropped_by_producer: (plan.direction == StreamDirection::H2d).then_some(0),
-        start_ns: run.start_ns,
-        end_ns: nodes.clock.now_ns(),
-        stopped_early,
-        fast_forwarded: 0,
-    })
+        Framing::ByteStream => both_by_poll(&mut producer, &mut consumer, d2h_sink, h2d_sink),
+    };
+    producer.flush();
+    let stopped_early = match outcome {
+        Ok(()) => None,
+        Err(Stop::Early(why)) => Some(why),
+        Err(Stop::Failed(error)) => return Err(error),
+    };
+    Ok([consumer.end(stopped_early.clone()), producer.end(stopped_early)])
+}
+
+/// A signal during a both-ways stream: one line counting each direction's messages.
+fn both_signalled(producer: &Run<'_, '_>, consumer: &Run<'_, '_>) -> Result<(), Stop> {
+    if crate::cancel::requested() {
+        return Err(Stop::Early(format!(
+            "interrupted by a signal after {} d2h and {} h2d messages",
+            consumer.delivered, producer.delivered
+        )));
+    }
+    Ok(())
+}
+
+/// Byte streams both ways: one non-blocking write and one read per turn, poll() on both nodes
+/// when neither moved.
+fn both_by_poll(producer: &mut Run<'_, '_>, consumer: &mut Run<'_, '_>, d2h_sink: &mut dyn MessageSink, h2d_sink: &mut dyn MessageSink) -> Result<(), Stop> {
+    let nodes = producer.nodes;
+    let (write, read) = (nodes.write.as_ref().expect("checked"), nodes.read.as_ref().expect("checked"));
+    loop {
+        both_signalled(producer, consumer)?;
+        let producing = producer.producing();
+        let consuming = !consumer.consumer_done(consumer.now_if_timed_ns());
+        if !producing && !consuming {
+            return Ok(());
+        }
+        let mut progressed = false;
+        if producing {
+            progressed |= producer.write_some(write, true, h2d_sink)?;
+        }
+        if consuming {
+            progressed |= consumer.read_some(read, d2h_sink)?;
+        }
+        if progressed {
+            continue;
+        }
+        producer.flush();
+        let now = nodes.clock.now_ns();
+        let mut fds = Vec::with_capacity(2);
+        if producing {
+            producer.check_waiting(now, || producer.stall(true, false))?;
+            fds.push(libc::pollfd { fd: write.file.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
+        }
+        if consuming {
+            consumer.check_waiting(now, || consumer.stall(false, true))?;
+            fds.push(libc::pollfd { fd: read.file.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        }
+        poll(&mut fds)?;
+    }
 }
 
 /// Whether io_uring can keep reads in flight here; the description's words for the packet reader.
@@ -209,6 +308,18 @@ impl From<EngineError> for Stop {
     fn from(error: EngineError) -> Stop {
         Stop::Failed(error)
     }
+}
+
+/// How a consumer numbers the messages it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Numbering {
+    /// In arrival order: the producer is not this process and its numbers are unknown.
+    Arrival,
+    /// From the stamp this process wrote (both ways on a loopback): a gap is a lost message.
+    Stamped,
+    /// From the stamp, matched with what this process wrote (h2d through a loopback): the
+    /// message's event carries its producer's times.
+    Returned,
 }
 
 /// A message written, waiting to come back through a loopback.
@@ -238,11 +349,13 @@ struct Run<'n, 'p> {
     previous_done_ns: Option<f64>,
     /// The current message's bubble: how long the producer waited for room before it started.
     out_wait_ns: f64,
-    /// Messages written since occupancy was last read (reads cost a system call: see `sample_every`).
-    since_sample: u32,
-    sample_every: u32,
+    /// When the producer last read the occupancy (FIONREAD), and what it read.
+    sampled_ns: f64,
     last_occupancy: u32,
     in_loopback: VecDeque<Written>,
+    /// Consumer: how it numbers what it reads, and the next number it expects from stamps.
+    numbering: Numbering,
+    next_stamped: u64,
     /// Consumer: bytes read not yet cut into messages.
     input: Vec<u8>,
     input_fill: usize,
@@ -255,6 +368,8 @@ impl<'n, 'p> Run<'n, 'p> {
     fn new(nodes: &'n Nodes<'n>, plan: &'p RingPlan) -> Self {
         let message_bytes = plan.message_bytes as usize;
         let read_bytes = match nodes.framing {
+            // Reading more than a pipe holds (so that every read empties it, with no FIONREAD
+            // and no read that finds nothing) was measured slower at 64 KiB (performance.md).
             Framing::ByteStream => READ_CHUNK_BYTES.max(message_bytes),
             Framing::Packets => plan.buffer_bytes as usize,
         };
@@ -276,18 +391,42 @@ impl<'n, 'p> Run<'n, 'p> {
             blocked_since_ns: None,
             previous_done_ns: None,
             out_wait_ns: 0.0,
-            since_sample: 0,
-            // Occupancy moves by the consumer's reads: reading it once per 4 KiB written keeps its
-            // system call out of small messages' way; after every wait it is read afresh.
-            sample_every: (4096 / message_bytes).max(1) as u32,
+            sampled_ns: f64::NEG_INFINITY,
             last_occupancy: 0,
             in_loopback: VecDeque::new(),
+            numbering: if plan.direction == StreamDirection::H2d { Numbering::Returned } else { Numbering::Arrival },
+            next_stamped: 0,
             input: vec![0; read_bytes],
             input_fill: 0,
             waiting_since_ns: None,
             delivered: 0,
             last_progress_ns: now,
         }
+    }
+
+    /// How the stream ended, this side's view: what the producer numbered (h2d: this process;
+    /// d2h from stamps: one past the highest number seen; else what arrived).
+    fn end(&self, stopped_early: Option<String>) -> StreamEnd {
+        let h2d = self.plan.direction == StreamDirection::H2d;
+        StreamEnd {
+            produced: match (h2d, self.numbering) {
+                (true, _) => self.next_sequence,
+                (false, Numbering::Stamped) => self.next_stamped,
+                (false, _) => self.delivered,
+            },
+            dropped_by_producer: h2d.then_some(0),
+            start_ns: self.start_ns,
+            end_ns: self.nodes.clock.now_ns(),
+            stopped_early,
+            fast_forwarded: 0,
+        }
+    }
+
+    /// The producer has a message to write: the plan wants more, or one is half written (the
+    /// consumer frames by size, so it is finished whatever the plan says).
+    fn producing(&self) -> bool {
+        let more = self.limit().is_none_or(|n| self.next_sequence < n) && !self.time_is_up(self.now_if_timed_ns());
+        more || self.out_done > 0
     }
 
     fn limit(&self) -> Option<u64> {
@@ -342,9 +481,7 @@ impl<'n, 'p> Run<'n, 'p> {
         let read = if self.nodes.loopback { self.nodes.read.as_ref() } else { None };
         loop {
             self.check_signal()?;
-            let more = self.limit().is_none_or(|n| self.next_sequence < n) && !self.time_is_up(self.now_if_timed_ns());
-            // A message half written is finished whatever the plan says: the consumer frames by size.
-            let producing = more || self.out_done > 0;
+            let producing = self.producing();
             if !producing && (read.is_none() || self.in_loopback.is_empty()) {
                 return Ok(());
             }
@@ -396,12 +533,7 @@ impl<'n, 'p> Run<'n, 'p> {
     /// `one_way`: nothing reads the messages back, so the producer's event is the message's.
     fn write_some(&mut self, write: &Node<'_>, one_way: bool, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
         let fd = write.file.as_raw_fd();
-        if self.out_done == 0 {
-            let now = self.previous_done_ns.take().unwrap_or_else(|| self.nodes.clock.now_ns());
-            stamp(&mut self.out, self.next_sequence, now as u64);
-            self.out_started_ns = now;
-        }
-        let rest = &self.out[self.out_done..];
+        let rest = self.next_write();
         // SAFETY: `rest` is a valid slice for the call.
         let step = devfile::syscall_step(&write.name, || unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) }).map_err(|e| closed_on_write(e, &write.name))?;
         let Step::Moved(n) = step else {
@@ -410,6 +542,23 @@ impl<'n, 'p> Run<'n, 'p> {
             }
             return Ok(false);
         };
+        self.wrote(n, fd, one_way, sink)?;
+        Ok(true)
+    }
+
+    /// What the next write moves: the rest of the current message, stamped when it starts.
+    fn next_write(&mut self) -> &[u8] {
+        if self.out_done == 0 {
+            let now = self.previous_done_ns.take().unwrap_or_else(|| self.nodes.clock.now_ns());
+            stamp(&mut self.out, self.next_sequence, now as u64);
+            self.out_started_ns = now;
+        }
+        &self.out[self.out_done..]
+    }
+
+    /// `n` bytes of the current message were written; a finished message is handed on (one
+    /// way) or waits to come back (loopback).
+    fn wrote(&mut self, n: usize, fd: RawFd, one_way: bool, sink: &mut dyn MessageSink) -> Result<(), Stop> {
         if self.out_done == 0 {
             self.out_wait_ns = self.blocked_since_ns.take().map_or(0.0, |since| self.out_started_ns - since);
         }
@@ -417,19 +566,22 @@ impl<'n, 'p> Run<'n, 'p> {
         let now = self.nodes.clock.now_ns();
         self.last_progress_ns = now;
         if self.out_done < self.message_bytes {
-            return Ok(true);
+            return Ok(());
         }
         self.out_done = 0;
         let written = Written { sequence: self.next_sequence, started_ns: self.out_started_ns, done_ns: now, wait_ns: self.out_wait_ns };
         self.next_sequence += 1;
         if !one_way {
             self.in_loopback.push_back(written);
-            return Ok(true);
+            return Ok(());
         }
         self.previous_done_ns = Some(now);
-        self.since_sample += 1;
-        if written.wait_ns > 0.0 || self.since_sample >= self.sample_every {
-            self.since_sample = 0;
+        // FIONREAD takes the pipe's lock, which the reader holds while it copies (a 64 KiB
+        // message: microseconds), so it is read after every wait (the full pipe the verdict
+        // needs) and at most once per OCCUPANCY_SAMPLE_NS otherwise; messages between samples
+        // carry the last one.
+        if written.wait_ns > 0.0 || now - self.sampled_ns >= OCCUPANCY_SAMPLE_NS {
+            self.sampled_ns = now;
             self.last_occupancy = messages_waiting(fd, self.message_bytes);
         }
         let event = MessageEvent {
@@ -443,8 +595,7 @@ impl<'n, 'p> Run<'n, 'p> {
             wait_before_ns: written.wait_ns,
             wait_cause: producer_cause(written.wait_ns),
         };
-        self.hand(sink, &event)?;
-        Ok(true)
+        self.hand(sink, &event)
     }
 
     /// One read from a byte stream (or one packet without io_uring), every whole message in it
@@ -483,10 +634,11 @@ impl<'n, 'p> Run<'n, 'p> {
             }
             return Ok(!drained);
         }
-        let looped = self.plan.direction == StreamDirection::H2d;
+        let looped = self.numbering == Numbering::Returned;
         let in_pipe = if looped || drained { 0 } else { messages_waiting(fd, self.message_bytes) };
         let waited_since = if drained { self.waiting_since_ns.replace(seen_ns) } else { self.waiting_since_ns.take() };
-        let mut wait_ns = waited_since.filter(|since| *since < seen_ns).map_or(0.0, |since| seen_ns - since);
+        // The first message follows no other: the wait before it is the producer starting, not a bubble.
+        let mut wait_ns = waited_since.filter(|since| *since < seen_ns && self.delivered > 0).map_or(0.0, |since| seen_ns - since);
         for index in 0..count {
             if self.consumer_done(seen_ns) {
                 break;
@@ -497,7 +649,8 @@ impl<'n, 'p> Run<'n, 'p> {
                 self.returned(sequence, produced_ns as f64, bytes, seen_ns)
             } else {
                 let occupancy = in_pipe.saturating_add((count - index) as u32);
-                let event = consumed(self.delivered, bytes, seen_ns, occupancy, wait_ns);
+                let sequence = self.consumed_sequence(read_stamp(message));
+                let event = consumed(sequence, bytes, seen_ns, occupancy, wait_ns);
                 wait_ns = 0.0;
                 event
             };
@@ -535,9 +688,23 @@ impl<'n, 'p> Run<'n, 'p> {
         }
     }
 
+    /// The number of a message this consumer read (see [`Numbering`]).
+    fn consumed_sequence(&mut self, stamp: Option<(u64, u64)>) -> u64 {
+        match self.numbering {
+            Numbering::Stamped => {
+                let sequence = stamp.expect("checked: messages hold a stamp").0;
+                self.next_stamped = self.next_stamped.max(sequence.saturating_add(1));
+                sequence
+            }
+            Numbering::Arrival | Numbering::Returned => self.delivered,
+        }
+    }
+
     /// d2h: the plan's messages are in, or its time is up.
+    /// Counted from stamps, the plan's messages are those the producer numbered, delivered or lost.
     fn consumer_done(&self, now_ns: f64) -> bool {
-        self.plan.direction == StreamDirection::D2h && (self.limit().is_some_and(|n| self.delivered >= n) || self.time_is_up(now_ns))
+        let counted = if self.numbering == Numbering::Stamped { self.next_stamped } else { self.delivered };
+        self.plan.direction == StreamDirection::D2h && (self.limit().is_some_and(|n| counted >= n) || self.time_is_up(now_ns))
     }
 
     fn closed_on_read(&self, read: &Node<'_>) -> EngineError {
@@ -638,18 +805,28 @@ fn uring(depth: u32) -> Result<IoUring, String> {
     super::block::uring(depth as usize)
 }
 
-/// Packet reads kept in flight on io_uring, each into a buffer of its own.
+/// `user_data` of the one write in flight (both ways); reads carry their slot's index.
+const WRITE_TAG: u64 = u64::MAX - 1;
+
+/// Packet reads kept in flight on io_uring, each into a buffer of its own; both ways, the
+/// producer's one write in flight beside them.
 struct PacketReader {
     ring: IoUring,
     slots: Vec<Vec<u8>>,
+    /// Reads and the write submitted and not yet reaped.
     in_flight: usize,
+    writing: bool,
+    /// Completions of the last look: (user_data, result).
+    done: Vec<(u64, i32)>,
 }
 
 impl PacketReader {
     fn new(plan: &RingPlan) -> Result<PacketReader, String> {
         let depth = plan.host_buffers.clamp(1, MAX_READS_IN_FLIGHT);
-        let ring = uring(depth)?;
-        Ok(PacketReader { ring, slots: (0..depth).map(|_| vec![0; plan.buffer_bytes as usize]).collect(), in_flight: 0 })
+        // One entry more for the write of a both-ways stream.
+        let ring = uring(depth + 1)?;
+        let slots = (0..depth).map(|_| vec![0; plan.buffer_bytes as usize]).collect();
+        Ok(PacketReader { ring, slots, in_flight: 0, writing: false, done: Vec::with_capacity(depth as usize + 1) })
     }
 
     fn submit(&mut self, fd: RawFd, slot: usize) {
@@ -661,73 +838,173 @@ impl PacketReader {
         self.in_flight += 1;
     }
 
-    fn consume(mut self, run: &mut Run<'_, '_>, sink: &mut dyn MessageSink) -> Result<(), Stop> {
-        let read = run.nodes.read.as_ref().expect("checked");
-        let fd = read.file.as_raw_fd();
+    /// Every slot's read in flight, handed to the kernel.
+    fn start_reads(&mut self, fd: RawFd) -> Result<(), Stop> {
         for slot in 0..self.slots.len() {
             self.submit(fd, slot);
         }
-        let outcome = self.reap(run, read, sink);
+        self.flush()
+    }
+
+    fn flush(&mut self) -> Result<(), Stop> {
+        self.ring.submit().map(drop).map_err(|source| Stop::Failed(EngineError::Io { what: "io_uring_enter".into(), source }))
+    }
+
+    /// Wait up to one [`crate::cancel::POLL_SLICE`] for a completion.
+    fn wait(&mut self) -> Result<(), Stop> {
+        let ts = types::Timespec::from(crate::cancel::POLL_SLICE);
+        match self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => Ok(()),
+            Err(source) => Err(Stop::Failed(EngineError::Io { what: "io_uring_enter".into(), source })),
+        }
+    }
+
+    /// Collect the completions there are; true when there were any.
+    fn look(&mut self) -> bool {
+        self.done.clear();
+        self.done.extend(self.ring.completion().map(|cqe| (cqe.user_data(), cqe.result())));
+        self.in_flight -= self.done.len();
+        !self.done.is_empty()
+    }
+
+    fn consume(mut self, run: &mut Run<'_, '_>, sink: &mut dyn MessageSink) -> Result<(), Stop> {
+        let read = run.nodes.read.as_ref().expect("checked");
+        let outcome = self.start_reads(read.file.as_raw_fd()).and_then(|()| self.reap(run, read, sink));
         self.cancel_in_flight();
         outcome
     }
 
     fn reap(&mut self, run: &mut Run<'_, '_>, read: &Node<'_>, sink: &mut dyn MessageSink) -> Result<(), Stop> {
-        let fd = read.file.as_raw_fd();
-        let mut done = Vec::with_capacity(self.slots.len());
         loop {
             run.check_signal()?;
             if run.consumer_done(run.nodes.clock.now_ns()) {
                 return Ok(());
             }
-            done.clear();
-            done.extend(self.ring.completion().map(|cqe| (cqe.user_data() as usize, cqe.result())));
-            if done.is_empty() {
+            if !self.look() {
                 let now = run.nodes.clock.now_ns();
                 run.waiting_since_ns.get_or_insert(now);
                 run.check_waiting(now, || format!("no packet arrived on {} ({} messages so far)", read.name, run.delivered))?;
-                let ts = types::Timespec::from(crate::cancel::POLL_SLICE);
-                match self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
-                    Ok(_) => {}
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {}
-                    Err(source) => return Err(Stop::Failed(EngineError::Io { what: "io_uring_enter".into(), source })),
-                }
+                self.wait()?;
                 continue;
             }
-            let seen_ns = run.nodes.clock.now_ns();
-            run.last_progress_ns = seen_ns;
-            let mut wait_ns = run.waiting_since_ns.take().map_or(0.0, |since| seen_ns - since);
-            for (index, &(slot, result)) in done.iter().enumerate() {
-                self.in_flight -= 1;
-                if result == -libc::EINTR || result == -libc::EAGAIN {
-                    self.submit(fd, slot);
-                    continue;
-                }
-                if result < 0 {
-                    let source = std::io::Error::from_raw_os_error(-result);
-                    return Err(Stop::Failed(EngineError::Io { what: format!("read from {}", read.name), source }));
-                }
-                if result == 0 {
-                    return Err(Stop::Failed(run.closed_on_read(read)));
-                }
-                if run.consumer_done(seen_ns) {
-                    return Ok(());
-                }
-                let event = consumed(run.delivered, result as usize, seen_ns, (done.len() - index) as u32, wait_ns);
-                wait_ns = 0.0;
-                run.hand(sink, &event)?;
-                self.submit(fd, slot);
+            self.take_reads(run, read, sink)?;
+            self.flush()?;
+        }
+    }
+
+    /// The completed reads of the last look: each packet one message to the sink, its slot's
+    /// read put back in flight (not yet handed to the kernel: [`PacketReader::flush`]).
+    fn take_reads(&mut self, run: &mut Run<'_, '_>, read: &Node<'_>, sink: &mut dyn MessageSink) -> Result<(), Stop> {
+        let fd = read.file.as_raw_fd();
+        let reads = self.done.iter().filter(|(tag, _)| *tag != WRITE_TAG).count();
+        if reads == 0 {
+            return Ok(());
+        }
+        let seen_ns = run.nodes.clock.now_ns();
+        run.last_progress_ns = seen_ns;
+        let mut wait_ns = run.waiting_since_ns.take().filter(|_| run.delivered > 0).map_or(0.0, |since| seen_ns - since);
+        for index in 0..self.done.len() {
+            let (tag, result) = self.done[index];
+            if tag == WRITE_TAG {
+                continue;
             }
-            self.ring.submit().map_err(|source| Stop::Failed(EngineError::Io { what: "io_uring_enter".into(), source }))?;
+            let slot = tag as usize;
+            if result == -libc::EINTR || result == -libc::EAGAIN {
+                self.submit(fd, slot);
+                continue;
+            }
+            if result < 0 {
+                let source = std::io::Error::from_raw_os_error(-result);
+                return Err(Stop::Failed(EngineError::Io { what: format!("read from {}", read.name), source }));
+            }
+            if result == 0 {
+                return Err(Stop::Failed(run.closed_on_read(read)));
+            }
+            if run.consumer_done(seen_ns) {
+                return Ok(());
+            }
+            let packet = &self.slots[slot][..result as usize];
+            let sequence = run.consumed_sequence(read_stamp(packet));
+            let left = self.done[index..].iter().filter(|(tag, _)| *tag != WRITE_TAG).count();
+            let event = consumed(sequence, packet.len(), seen_ns, left as u32, wait_ns);
+            wait_ns = 0.0;
+            run.hand(sink, &event)?;
+            self.submit(fd, slot);
+        }
+        Ok(())
+    }
+
+    /// Both ways on packet nodes: the reads in flight as [`PacketReader::consume`] keeps them,
+    /// and the producer's messages written one write in flight (an XDMA h2c write blocks in the
+    /// driver until its descriptors are done, so it is the message's time; a partial write is
+    /// resumed). All waiting is one io_uring wait.
+    fn both(mut self, producer: &mut Run<'_, '_>, consumer: &mut Run<'_, '_>, d2h_sink: &mut dyn MessageSink, h2d_sink: &mut dyn MessageSink) -> Result<(), Stop> {
+        let read = consumer.nodes.read.as_ref().expect("checked");
+        let outcome = self.start_reads(read.file.as_raw_fd()).and_then(|()| self.both_loop(producer, consumer, d2h_sink, h2d_sink));
+        if !self.cancel_in_flight() {
+            // The write the kernel kept still points at the message: never freed under it.
+            std::mem::forget(std::mem::take(&mut producer.out));
+        }
+        outcome
+    }
+
+    fn both_loop(&mut self, producer: &mut Run<'_, '_>, consumer: &mut Run<'_, '_>, d2h_sink: &mut dyn MessageSink, h2d_sink: &mut dyn MessageSink) -> Result<(), Stop> {
+        let (write, read) = (producer.nodes.write.as_ref().expect("checked"), consumer.nodes.read.as_ref().expect("checked"));
+        let write_fd = write.file.as_raw_fd();
+        loop {
+            both_signalled(producer, consumer)?;
+            if !self.writing && producer.producing() {
+                let rest = producer.next_write();
+                let entry = opcode::Write::new(types::Fd(write_fd), rest.as_ptr(), rest.len() as u32).offset(u64::MAX).build().user_data(WRITE_TAG);
+                // SAFETY: the producer's message buffer outlives the write: it is reaped, or
+                // cancelled before `producer` is dropped, or kept by the kernel and then leaked.
+                unsafe { self.ring.submission().push(&entry) }.expect("the ring has an entry for the write");
+                self.in_flight += 1;
+                self.writing = true;
+                self.flush()?;
+            }
+            let consuming = !consumer.consumer_done(consumer.now_if_timed_ns());
+            if !consuming && !self.writing {
+                return Ok(());
+            }
+            if !self.look() {
+                let now = producer.nodes.clock.now_ns();
+                if self.writing {
+                    producer.check_waiting(now, || producer.stall(true, false))?;
+                }
+                if consuming {
+                    consumer.waiting_since_ns.get_or_insert(now);
+                    consumer.check_waiting(now, || format!("no packet arrived on {} ({} messages so far)", read.name, consumer.delivered))?;
+                }
+                self.wait()?;
+                continue;
+            }
+            if let Some(&(_, result)) = self.done.iter().find(|(tag, _)| *tag == WRITE_TAG) {
+                self.writing = false;
+                match result {
+                    n if n > 0 => producer.wrote(n as usize, write_fd, true, h2d_sink)?,
+                    n if n == 0 || n == -libc::EINTR || n == -libc::EAGAIN => {}
+                    n => {
+                        let source = std::io::Error::from_raw_os_error(-n);
+                        return Err(Stop::Failed(closed_on_write(EngineError::Io { what: String::new(), source }, &write.name)));
+                    }
+                }
+            }
+            if consuming {
+                self.take_reads(consumer, read, d2h_sink)?;
+            }
+            self.flush()?;
         }
     }
 
     /// Cancel the reads still in flight and collect them; reads the kernel will not give back
     /// (a hung driver) keep their buffers: the ring and its buffers are then leaked, never freed
     /// under the kernel's feet.
-    fn cancel_in_flight(mut self) {
+    /// False when something stayed with the kernel (then the caller leaks what it references).
+    fn cancel_in_flight(mut self) -> bool {
         if self.in_flight == 0 {
-            return;
+            return true;
         }
         let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::any()).build().user_data(u64::MAX);
         // SAFETY: a cancel request references no buffer.
@@ -738,10 +1015,12 @@ impl PacketReader {
             let ts = types::Timespec::from(left);
             let _ = self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
             let returned = self.ring.completion().filter(|cqe| cqe.user_data() != u64::MAX).count();
-            self.in_flight -= returned;
+            self.in_flight = self.in_flight.saturating_sub(returned);
         }
         if self.in_flight > 0 {
             std::mem::forget(self);
+            return false;
         }
+        true
     }
 }

@@ -155,7 +155,7 @@ pub trait Streaming {
     fn stream_both(&mut self, plan: &RingPlan, sinks: [&mut dyn MessageSink; 2]) -> Result<[StreamEnd; 2], EngineError> {
         let _ = (plan, sinks);
         Err(crate::error::InvalidInput::new(format!(
-            "--direction both: {} streams one direction at a time (two rings at once are simulated only, target sim); run d2h and h2d one after the other",
+            "--direction both: {} streams one direction at a time (two at once: targets sim, chardev, xillybus, xdma); run d2h and h2d one after the other",
             self.info().kind
         ))
         .into())
