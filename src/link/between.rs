@@ -96,7 +96,6 @@ pub(super) fn fast_forward(config: &SimConfig, workload: &Workload, options: &St
             }
             // The lead before a hold the link simulates starts here: watch it as a sample.
             if let Some(hold_ns) = stretch.and_then(|s| s.stopped_by) {
-                reuses[mix].simulated(hold_ns.1 - hold_ns.0);
                 if reuses[mix].watching() {
                     watched = Some((mix, reuses[mix].watch(&sim, hold_ns)));
                 }

@@ -5,10 +5,11 @@
 //! release's UpdateFC arrives: with the link in the same state at the hold's start, a longer
 //! hold only moves the release later, so the stall grows by the difference and so does the time
 //! each DMA channel loses. The fast-forward checks that relation on the link itself rather
-//! than assuming it: every sampled hold is simulated twice from the same state (a clone of the
-//! link taken before its lead), once as drawn and once half as long again, and the two runs'
-//! stalls and lost times must differ by the difference of the hold lengths (within the
-//! release's lag, plus a TLP of each channel for the lost time). One failed check and every
+//! than assuming it: every sampled hold is run from the same state (a clone of the link taken
+//! before its lead) as drawn, half as long again and not at all, and the two held runs' stalls
+//! and lost times must differ by the difference of the hold lengths (within the release's lag,
+//! plus two TLPs of each channel for the lost time). A channel's lost time is how much later
+//! it delivers the same payload byte than the run without the hold. One failed check and every
 //! hold of that steady state is simulated, as without reuse. Every hold simulated later is a
 //! check too: one reuse would have answered that did not starve exactly once (with reads and
 //! writes both, a read request let through mid-hold ends a starvation and a next write starts
@@ -19,80 +20,68 @@
 //! reuses one sample, drawn at random (the state at a hold's start is where in the loop it
 //! falls, random in the full run too), and only where no sampled cover could change what the
 //! counters see: it starves once whichever sample it meets, its stall stays clear of the
-//! starvation threshold, and it is not among the longest holds the run may draw (those are
-//! simulated, so the longest stall is always a simulated one).
+//! starvation threshold, and it stays below the longest stall a simulated hold gave (so the
+//! longest stall is always a simulated one).
+//!
+//! Reads at gen5x16 are refused by the check: at some points of the round of tags a stall of up
+//! to ~320 ns costs them nothing (the held-back requests go out as one burst), so their lost
+//! time is the stall plus a constant only for longer stalls (docs/link-simulator.md).
 
-use super::Span;
+use super::{Span, PAYLOAD};
 use crate::link::inject::Starvation;
 use crate::link::packet::Direction;
 use crate::link::sim::LinkSim;
 
 /// Samples a steady state needs before its holds are reused.
-const MIN_SAMPLES: usize = 3;
-/// Samples kept (more phases of the UpdateFC loop; each costs two simulated holds).
-const MAX_SAMPLES: usize = 8;
+const MIN_SAMPLES: usize = 6;
+/// Samples kept (more phases of the UpdateFC loop and of the reads' round of tags; each costs
+/// two simulated holds and a run without the hold).
+const MAX_SAMPLES: usize = 16;
 /// Holds watched at most for samples (a hold that did not starve exactly once, or met another
 /// event, gives none).
 const WATCH_AT_MOST: usize = 4 * MAX_SAMPLES;
 /// The check's second run lengthens the hold by this share.
 const LONGER_SHARE: f64 = 0.5;
+/// Chunks of each channel (writes, reads) beyond where the runs compared have got to, at which
+/// their times are compared. A hold's effect on reads rides the round of tags for several
+/// rounds (gen5x16's reads measured 0 ns lost two rounds of 32 tags after a hold, 24 ns eight
+/// rounds after, and the relation to the hold's length holds only there); writes settle at once.
+const COMPARE_AFTER_CHUNKS: [u64; 2] = [32, 256];
 
 /// One simulated hold's outcome, as a relation of its length.
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     /// Hold length less the stall, ns.
     cover_ns: f64,
-    /// Time each channel lost beyond the stall, ns.
+    /// Time each channel lost beyond the stall, ns (negative: the burst after the release made
+    /// up for part of it).
     extra_ns: [f64; 2],
-}
-
-/// What a hold cost, measured from a moment before its lead to one after its recovery.
-#[derive(Debug, Clone, Copy)]
-struct Cost {
-    stall_ns: f64,
-    lost_ns: [f64; 2],
 }
 
 /// A hold about to be simulated: the link's state before its lead.
 pub(super) struct Pending {
     hold_ns: (f64, f64),
     from: Mark,
-    /// A clone of the link here, to run the check's longer hold on.
+    /// A clone of the link here, to run the check's longer hold and the run without a hold on.
     clone: Option<Box<LinkSim>>,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Mark {
-    ticks: u64,
-    issued: [u64; 2],
     starvation: Starvation,
     replays: [u64; 2],
 }
 
 impl Mark {
     fn of(sim: &LinkSim) -> Mark {
-        Mark {
-            ticks: sim.now_ticks(),
-            issued: sim.dma.as_ref().map_or([0; 2], |dma| dma.issued_bytes()),
-            starvation: sim.outcome.starvation[Direction::Upstream.index()],
-            replays: sim.outcome.replay.map(|r| r.replays),
-        }
+        Mark { starvation: sim.outcome.starvation[Direction::Upstream.index()], replays: sim.outcome.replay.map(|r| r.replays) }
     }
 
-    /// The cost of the one hold between `self` and `to`; None if it was not exactly one
+    /// The stall of the one hold between `self` and `to`, ns; None if it was not exactly one
     /// starvation and nothing else injected.
-    fn cost_to(&self, to: &Mark, sim: &LinkSim, span: &Span) -> Option<Cost> {
+    fn stall_to(&self, to: &Mark) -> Option<f64> {
         let count = to.starvation.count - self.starvation.count;
-        if count != 1 || to.replays != self.replays {
-            return None;
-        }
-        let elapsed = (to.ticks - self.ticks) as f64;
-        let lost_ticks = [0, 1].map(|c| {
-            let rate = span.bytes(c) as f64 / span.ticks().max(1) as f64;
-            if rate > 0.0 { elapsed - (to.issued[c] - self.issued[c]) as f64 / rate } else { 0.0 }
-        });
-        let ns = |ticks: f64| sim.phy().ns(1) * ticks;
-        Some(Cost { stall_ns: to.starvation.total_ns - self.starvation.total_ns, lost_ns: lost_ticks.map(ns) })
+        (count == 1 && to.replays == self.replays).then(|| to.starvation.total_ns - self.starvation.total_ns)
     }
 }
 
@@ -119,7 +108,7 @@ pub(super) struct HoldReuse {
     refused: bool,
     /// Holds watched so far.
     watched: usize,
-    /// The longest hold simulated so far (ns).
+    /// The longest stall a simulated hold of this steady state gave (ns).
     longest_simulated_ns: f64,
 }
 
@@ -131,7 +120,7 @@ impl Pending {
 
 impl HoldReuse {
     /// Whether a hold starting now should be watched to become a sample.
-    pub(super) fn wants_samples(&self) -> bool {
+    fn wants_samples(&self) -> bool {
         !self.refused && self.samples.len() < MAX_SAMPLES && self.watched < WATCH_AT_MOST
     }
 
@@ -141,11 +130,6 @@ impl HoldReuse {
     }
 
     /// Watch the hold `hold_ns` that the link is about to simulate (its lead starts now).
-    /// A hold of `hold_ns` is simulated.
-    pub(super) fn simulated(&mut self, hold_ns: f64) {
-        self.longest_simulated_ns = self.longest_simulated_ns.max(hold_ns);
-    }
-
     pub(super) fn watch(&mut self, sim: &LinkSim, hold_ns: (f64, f64)) -> Pending {
         self.watched += self.wants_samples() as usize;
         Pending { hold_ns, from: Mark::of(sim), clone: self.wants_samples().then(|| Box::new(sim.clone())) }
@@ -159,67 +143,75 @@ impl HoldReuse {
     pub(super) fn finish(&mut self, pending: Pending, sim: &LinkSim, span: &Span, steady: &dyn Fn(&mut LinkSim) -> bool, limits: &Limits) {
         let (start_ns, end_ns) = pending.hold_ns;
         let hold_ns = end_ns - start_ns;
-        let Some(cost) = pending.from.cost_to(&Mark::of(sim), sim, span) else {
+        let Some(stall_ns) = pending.from.stall_to(&Mark::of(sim)) else {
             let other_event = Mark::of(sim).replays != pending.from.replays;
             if !other_event && self.answers(hold_ns, limits) {
                 self.refused = true;
             }
             return;
         };
-        let Some(mut clone) = pending.clone else { return };
+        self.longest_simulated_ns = self.longest_simulated_ns.max(stall_ns);
+        let Some(mut longer) = pending.clone else { return };
+        // The same state without the hold (one of a tick, which nothing starves on): the
+        // reference the time lost is measured against.
+        let mut quiet = longer.clone();
         let longer_ns = hold_ns * (1.0 + LONGER_SHARE);
-        if !clone.set_hold_end(start_ns, start_ns + longer_ns) {
+        if !quiet.set_hold_end(start_ns, start_ns) || !longer.set_hold_end(start_ns, start_ns + longer_ns) {
             return;
         }
-        let end_ticks = clone.ticks_of(start_ns + longer_ns);
-        // The clone runs until its hold is over and it is back in its steady state, as the
-        // fast-forward would see it; a run that does not get there refuses nothing (no sample).
-        let limit = sim.now_ticks().saturating_sub(pending.from.ticks) * 4 + end_ticks;
+        let end_ticks = longer.ticks_of(start_ns + longer_ns);
+        // The longer run goes on until its hold is over and it is back in its steady state, as
+        // the fast-forward would see it; a run that does not get there refuses nothing (no sample).
+        let limit = sim.now_ticks().saturating_sub(quiet.now_ticks()) * 4 + end_ticks;
         loop {
-            if !clone.step() || clone.now_ticks() > limit {
+            if !longer.step() || longer.now_ticks() > limit {
                 return;
             }
-            if clone.now_ticks() >= end_ticks && clone.undisturbed() && steady(&mut clone) {
+            if longer.now_ticks() >= end_ticks && longer.undisturbed() && steady(&mut longer) {
                 break;
             }
         }
-        let Some(longer) = pending.from.cost_to(&Mark::of(&clone), &clone, span) else {
+        let Some(longer_stall_ns) = pending.from.stall_to(&Mark::of(&longer)) else {
             self.refused = true;
             return;
         };
+        let mut held = Box::new(sim.clone());
+        let Some([lost, longer_lost]) = lost_ns(&mut quiet, [&mut held, &mut longer], span, &pending.from) else { return };
         let grew_ns = longer_ns - hold_ns;
-        let lag_ns = sim.phy().ns(sim.release_lag_ticks());
-        let stall_agrees = ((longer.stall_ns - cost.stall_ns) - grew_ns).abs() <= lag_ns;
+        let stall_agrees = ((longer_stall_ns - stall_ns) - grew_ns).abs() <= limits.lag_ns;
         let lost_agrees = (0..2).all(|c| {
             let rate = span.bytes(c) as f64 / span.ticks().max(1) as f64;
             if rate == 0.0 {
                 return true;
             }
             let chunk_ns = sim.phy().ns(1) * chunk_bytes(sim, c) as f64 / rate;
-            ((longer.lost_ns[c] - cost.lost_ns[c]) - grew_ns).abs() <= lag_ns + 2.0 * chunk_ns
+            ((longer_lost[c] - lost[c]) - grew_ns).abs() <= limits.lag_ns + 2.0 * chunk_ns
         });
         if !(stall_agrees && lost_agrees) {
             self.refused = true;
             return;
         }
-        self.samples.push(Sample { cover_ns: hold_ns - cost.stall_ns, extra_ns: cost.lost_ns.map(|lost| lost - cost.stall_ns) });
+        self.samples.push(Sample { cover_ns: hold_ns - stall_ns, extra_ns: lost.map(|lost| lost - stall_ns) });
     }
 
     /// Whether the samples settle everything the counters see of a hold of `hold_ns`.
     fn answers(&self, hold_ns: f64, limits: &Limits) -> bool {
-        if self.refused || self.samples.len() < MIN_SAMPLES {
+        if self.refused || self.samples.len() < MIN_SAMPLES || limits.max_hold_ns <= 0.0 {
             return false;
         }
-        let (least, most) = self.samples.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, m), s| (l.min(s.cover_ns), m.max(s.cover_ns)));
-        // The covers sampled are some of the loop's points; a hold meeting another is off by up
-        // to their spread, plus the release's lag.
-        let margin = (most - least) + limits.lag_ns;
+        let mut covers: Vec<f64> = self.samples.iter().map(|s| s.cover_ns).collect();
+        covers.sort_by(f64::total_cmp);
+        let (least, most) = (covers[0], covers[covers.len() - 1]);
+        // The covers sampled are some of the loop's points, drawn at random: one not sampled may
+        // lie beyond the extremes by about the widest gap between neighbours; plus the release's lag.
+        let gap = covers.windows(2).map(|pair| pair[1] - pair[0]).fold(0.0, f64::max);
+        let margin = gap + limits.lag_ns;
         let (low, high) = (hold_ns - most - margin, hold_ns - least + margin);
         let starves = low > 0.0;
         let clear_of_threshold = high < limits.threshold_ns || low > limits.threshold_ns;
-        // Its stall must stay below that of a hold already simulated (whichever covers they
-        // met), so that the longest stall is a simulated one.
-        let not_longest = hold_ns + 2.0 * margin < self.longest_simulated_ns.min(limits.max_hold_ns);
+        // Its stall must stay below one a simulated hold gave, so that the longest stall is
+        // always a simulated one.
+        let not_longest = high < self.longest_simulated_ns;
         starves && clear_of_threshold && not_longest
     }
 
@@ -233,6 +225,51 @@ impl HoldReuse {
         let stall_ns = hold_ns - sample.cover_ns;
         Some(Reused { stall_ns, lost_ns: sample.extra_ns.map(|extra| stall_ns + extra) })
     }
+}
+
+/// The time each channel lost in `held` and in `longer` against `quiet` (the same state
+/// without the hold), ns: when each run's channel has delivered the same payload, a little
+/// beyond where the furthest run has got. Measured on the delivered payload, not on the bytes
+/// handed out at one moment: reads hand out whole rounds of tags at once, so a moment's count
+/// strays by up to a round (gen5x16: 600 ns) with where in the round it falls. None if a run
+/// ends first or meets another event on the way (`from`: the mark before the hold's lead).
+fn lost_ns(quiet: &mut LinkSim, runs: [&mut LinkSim; 2], span: &Span, from: &Mark) -> Option<[[f64; 2]; 2]> {
+    let payload = |sim: &LinkSim| PAYLOAD.map(|d| sim.outcome.stats[d.index()].payload_bytes);
+    let furthest = runs.iter().map(|sim| payload(sim)).fold(payload(quiet), |a, b| [a[0].max(b[0]), a[1].max(b[1])]);
+    let moving = [0, 1].map(|c| span.bytes(c) > 0);
+    let target = [0, 1].map(|c| furthest[c] + COMPARE_AFTER_CHUNKS[c] * chunk_bytes(quiet, c));
+    // The quiet run starves nothing, the held ones once: more is another hold (or error) met.
+    let alone = |sim: &LinkSim, stalls: u64| {
+        let to = Mark::of(sim);
+        to.starvation.count - from.starvation.count == stalls && to.replays == from.replays
+    };
+    let reach = |sim: &mut LinkSim| -> Option<[u64; 2]> {
+        let mut at = [None; 2];
+        loop {
+            let delivered = payload(sim);
+            for c in 0..2 {
+                if at[c].is_none() && (!moving[c] || delivered[c] >= target[c]) {
+                    at[c] = Some(sim.now_ticks());
+                }
+            }
+            if let [Some(a), Some(b)] = at {
+                return Some([a, b]);
+            }
+            if !sim.step() {
+                return None;
+            }
+        }
+    };
+    let reference = reach(quiet).filter(|_| alone(quiet, 0))?;
+    let tick_ns = quiet.phy().ns(1);
+    let mut lost = [[0.0; 2]; 2];
+    for (run, sim) in runs.into_iter().enumerate() {
+        let at = reach(sim).filter(|_| alone(sim, 1))?;
+        for c in (0..2).filter(|&c| moving[c]) {
+            lost[run][c] = (at[c] as f64 - reference[c] as f64) * tick_ns;
+        }
+    }
+    Some(lost)
 }
 
 fn chunk_bytes(sim: &LinkSim, channel: usize) -> u64 {
