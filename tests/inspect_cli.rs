@@ -159,3 +159,16 @@ fn the_partly_decoded_note_names_what_is_missing() {
     let partial = stderr(short.to_str().unwrap());
     assert!(partial.contains("a longer dump (lspci -xxx or -xxxx as root) is needed for MaxPayload and ASPM"), "{partial}");
 }
+
+/// `-t` prints no names, so it does not read pci.ids at all (as `lspci -t`): a pci.ids that
+/// cannot be read stops `-tv`, which needs it, and not `-t`.
+#[test]
+fn the_tree_without_names_does_not_read_pci_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dump_file(&dir);
+    let unreadable = dir.path().join("pci.ids");
+    std::fs::create_dir(&unreadable).unwrap(); // a directory: refused when read
+    let tree = |flag: &str| pcieperf().args(["inspect", flag, "--pci-ids"]).arg(&unreadable).arg("--dump").arg(&dump).assert();
+    tree("-t").success();
+    tree("-tv").code(2);
+}

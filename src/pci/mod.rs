@@ -362,8 +362,8 @@ fn names_of(vendors: std::collections::BTreeSet<u16>, options: &InspectOptions) 
 pub fn tree(options: &InspectOptions, verbose: bool, naming: lspci::Naming, out: &mut dyn std::io::Write) -> anyhow::Result<Vec<String>> {
     let read = Functions::read(&options.source)?;
     let named = verbose && naming.names;
-    let vendors = if named { read.list.iter().filter_map(|f| f.config.vendor_id()).collect() } else { Default::default() };
-    let names = names_of(vendors, options)?;
+    // Without names pci.ids is not read at all (lspci -t does not read it either).
+    let names = if named { names_of(read.list.iter().filter_map(|f| f.config.vendor_id()).collect(), options)? } else { ids::PciIds::default() };
     let devices = tree_devices(&read, options, |config| {
         if !verbose {
             return String::new();
