@@ -37,6 +37,16 @@ fn directed_points(doc: &StreamDocument) -> Vec<(StreamDirection, &Point)> {
     doc.points.iter().map(|p| (doc.plan.direction, p)).chain(h2d).collect()
 }
 
+/// Where the two directions of a both run met: one simulated link, or two device nodes this
+/// process wrote and read at the same time (a FIFO pair, a driver's h2c and c2h channels).
+fn both_where(doc: &StreamDocument) -> &'static str {
+    if doc.simulated || doc.engine.co_simulated {
+        "on one link"
+    } else {
+        "through the engine's write and read nodes"
+    }
+}
+
 fn heading(doc: &StreamDocument) -> String {
     let plan = &doc.plan;
     let mut out = format!(
@@ -49,7 +59,7 @@ fn heading(doc: &StreamDocument) -> String {
         plan.buffer_bytes,
         if doc.both.is_some() {
             // The h2d ring beside the d2h one is push and lossless whatever the d2h ring's mode.
-            format!("both directions at once on one link (d2h {}, {}; h2d of the same shape, push, lossless)", word(plan.transport), word(plan.backpressure))
+            format!("both directions at once {} (d2h {}, {}; h2d of the same shape, push, lossless)", both_where(doc), word(plan.transport), word(plan.backpressure))
         } else {
             format!("{}, {}, {}", word(plan.direction), word(plan.transport), word(plan.backpressure))
         },
@@ -196,12 +206,13 @@ pub fn text(doc: &StreamDocument) -> String {
         if let Some(sum) = both.sum.get(i) {
             let _ = writeln!(
                 out,
-                "\n== both directions, messages of {} ({}) ==\nsum {:.1} MB/s = d2h {:.1} + h2d {:.1} MB/s, at once on one link (each direction's model is of it alone: the gap to it includes the other's share of the lanes)",
+                "\n== both directions, messages of {} ({}) ==\nsum {:.1} MB/s = d2h {:.1} + h2d {:.1} MB/s, at once {} (each direction's model is of it alone: the gap to it includes the other's share of the lanes)",
                 format_size(u64::from(sum.message_bytes)),
                 label(doc),
                 sum.sum_mbps,
                 sum.d2h_mbps,
-                sum.h2d_mbps
+                sum.h2d_mbps,
+                both_where(doc)
             );
         }
     }

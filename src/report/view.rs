@@ -36,8 +36,6 @@ pub enum Document {
     Results(Results),
     /// `pcieperf inspect` (schema `pcieperf.inspect/1`).
     Inspect(InspectDocument),
-    /// `pcieperf inspect -t`: the bus tree as the pci layer draws it.
-    Tree(String),
     /// `pcieperf crosscheck` (schema `pcieperf.crosscheck/1`).
     Crosscheck(Crosscheck),
     /// `pcieperf stream` (schema `pcieperf.stream/1`).
@@ -117,7 +115,7 @@ macro_rules! view {
     };
 }
 
-use Document::{Crosscheck as Check, Demo, Inspect, Model, Pio, Results as Run, Stream, Tree};
+use Document::{Crosscheck as Check, Demo, Inspect, Model, Pio, Results as Run, Stream};
 
 /// Every (document kind, format) pcieperf renders.
 pub static VIEWS: &[View] = &[
@@ -154,7 +152,6 @@ pub static VIEWS: &[View] = &[
     view!("inspect", Text, Inspect(d), o => inspect::text(d, o.detail)),
     view!("inspect", Json, Inspect(d), _o => inspect::json(d)),
     view!("inspect", Metrics, Inspect(d), o => metrics::inspection(&d.inspection, o.written)),
-    view!("inspect tree", Text, Tree(tree), _o => tree.clone()),
     view!("crosscheck", Text, Check(c), o => super::crosscheck::text(c, o.outside_only)),
     view!("crosscheck", Json, Check(c), _o => serde_json::to_string_pretty(c).expect("crosscheck documents serialise: plain data") + "\n"),
     view!("crosscheck", Csv, Check(c), _o => super::crosscheck::csv(c)),
@@ -182,7 +179,6 @@ impl Document {
             Pio(_) => "pio",
             Run(_) => "results",
             Inspect(_) => "inspect",
-            Tree(_) => "inspect tree",
             Check(_) => "crosscheck",
             Stream(_) => "stream",
         }
