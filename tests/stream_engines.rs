@@ -54,6 +54,18 @@ fn open(target: &str) -> Box<dyn Engine> {
     engine::open(target, &OpenOptions::default()).unwrap_or_else(|e| panic!("{target}: {e}"))
 }
 
+/// Fake XDMA channels `xdma0_h2c_0` and `xdma0_c2h_0` (FIFOs) in `dir`, the engine on them, and
+/// the "card"'s ends (h2c to read, c2h to write): the card holds both FIFOs open both ways, so
+/// the driver-like blocking opens return.
+fn fake_xdma(dir: &tempfile::TempDir) -> (Box<dyn Engine>, std::fs::File, std::fs::File) {
+    let (h2c, c2h) = (dir.path().join("xdma0_h2c_0"), dir.path().join("xdma0_c2h_0"));
+    mkfifo(&h2c);
+    mkfifo(&c2h);
+    let card_in = std::fs::OpenOptions::new().read(true).write(true).open(&h2c).unwrap();
+    let card_out = std::fs::OpenOptions::new().read(true).write(true).open(&c2h).unwrap();
+    (open(&format!("xdma:{}", dir.path().join("xdma0").display())), card_in, card_out)
+}
+
 fn stream(engine: &mut dyn Engine, plan: &RingPlan) -> (Result<StreamEnd, EngineError>, Vec<MessageEvent>) {
     let mut recorder = Recorder::default();
     let streaming = engine.streaming().expect("the engine streams");
@@ -317,13 +329,7 @@ fn the_write_guard_refuses_a_regular_file_as_the_write_node() {
 #[test]
 fn xdma_streams_packets_both_ways_through_fake_channels() {
     let dir = tempfile::tempdir().unwrap();
-    let (h2c, c2h) = (dir.path().join("xdma0_h2c_0"), dir.path().join("xdma0_c2h_0"));
-    mkfifo(&h2c);
-    mkfifo(&c2h);
-    // The "card": holds both FIFOs open both ways, so the driver-like blocking opens return.
-    let card_in = std::fs::OpenOptions::new().read(true).write(true).open(&h2c).unwrap();
-    let card_out = std::fs::OpenOptions::new().read(true).write(true).open(&c2h).unwrap();
-    let mut engine = open(&format!("xdma:{}", dir.path().join("xdma0").display()));
+    let (mut engine, card_in, card_out) = fake_xdma(&dir);
     assert!(engine.info().description.contains("AXI-Stream messages"), "{}", engine.info().description);
 
     let packets = 500u64;
@@ -465,12 +471,7 @@ fn both_ways_counts_the_messages_a_loopback_lost_from_the_gaps() {
 #[test]
 fn xdma_streams_both_ways_at_once_through_fake_channels() {
     let dir = tempfile::tempdir().unwrap();
-    let (h2c, c2h) = (dir.path().join("xdma0_h2c_0"), dir.path().join("xdma0_c2h_0"));
-    mkfifo(&h2c);
-    mkfifo(&c2h);
-    let card_in = std::fs::OpenOptions::new().read(true).write(true).open(&h2c).unwrap();
-    let card_out = std::fs::OpenOptions::new().read(true).write(true).open(&c2h).unwrap();
-    let mut engine = open(&format!("xdma:{}", dir.path().join("xdma0").display()));
+    let (mut engine, card_in, card_out) = fake_xdma(&dir);
     let packets = 2000u64;
     let card_sends = std::thread::spawn(move || {
         let mut out = &card_out;
