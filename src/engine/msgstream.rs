@@ -8,8 +8,8 @@
 //!   waited on with poll(), and that wait is the message's bubble, caused by the consumer
 //!   ([`WaitCause::NoFreeBuffer`]).
 //! - **Consumer, byte stream (FIFO, `chardev`, `xillybus`).** A pipe is a byte stream: the
-//!   consumer reads everything waiting (one read in flight, so bytes stay in order) and cuts it
-//!   into messages of `message_bytes`. Time spent waiting on an empty node is the producer's
+//!   consumer reads one message per read (one read in flight, so bytes stay in order), as a
+//!   `dd bs=SIZE` reader does. Time spent waiting on an empty node is the producer's
 //!   bubble ([`WaitCause::ProducerIdle`]).
 //! - **Consumer, packets (XDMA AXI-Stream C2H).** One read returns at most one packet (the
 //!   driver ends it at the stream's TLAST/EOP), so every completed read is one message of its
@@ -42,10 +42,7 @@ pub const MAX_READS_IN_FLIGHT: u32 = 64;
 /// A side that makes no progress for this long ends the stream with a timeout naming it.
 pub const STALL_LIMIT: Duration = Duration::from_secs(5);
 
-/// Bytes a byte-stream consumer asks for per read, at least (a pipe holds 64 KiB by default).
-const READ_CHUNK_BYTES: usize = 64 * 1024;
-
-/// A producer that does not wait reads the occupancy at most this often (ns).
+/// A producer that does not wait, and a consumer, read the occupancy at most this often (ns).
 const OCCUPANCY_SAMPLE_NS: f64 = 1e6;
 
 /// How long a signal-ended packet stream waits for the kernel to hand back cancelled reads.
@@ -368,9 +365,10 @@ impl<'n, 'p> Run<'n, 'p> {
     fn new(nodes: &'n Nodes<'n>, plan: &'p RingPlan) -> Self {
         let message_bytes = plan.message_bytes as usize;
         let read_bytes = match nodes.framing {
-            // Reading more than a pipe holds (so that every read empties it, with no FIONREAD
-            // and no read that finds nothing) was measured slower at 64 KiB (performance.md).
-            Framing::ByteStream => READ_CHUNK_BYTES.max(message_bytes),
+            // One message per read, as a `dd bs=SIZE` reader: reading everything waiting empties
+            // the pipe, and every small write then wakes a reader asleep in poll()
+            // (performance.md, "Message streaming through a FIFO").
+            Framing::ByteStream => message_bytes,
             Framing::Packets => plan.buffer_bytes as usize,
         };
         let now = nodes.clock.now_ns();
@@ -635,7 +633,16 @@ impl<'n, 'p> Run<'n, 'p> {
             return Ok(!drained);
         }
         let looped = self.numbering == Numbering::Returned;
-        let in_pipe = if looped || drained { 0 } else { messages_waiting(fd, self.message_bytes) };
+        // FIONREAD at most once per OCCUPANCY_SAMPLE_NS (it takes the pipe's lock, as in `wrote`).
+        let in_pipe = if looped || drained {
+            0
+        } else {
+            if seen_ns - self.sampled_ns >= OCCUPANCY_SAMPLE_NS {
+                self.sampled_ns = seen_ns;
+                self.last_occupancy = messages_waiting(fd, self.message_bytes);
+            }
+            self.last_occupancy
+        };
         let waited_since = if drained { self.waiting_since_ns.replace(seen_ns) } else { self.waiting_since_ns.take() };
         // The first message follows no other: the wait before it is the producer starting, not a bubble.
         let mut wait_ns = waited_since.filter(|since| *since < seen_ns && self.delivered > 0).map_or(0.0, |since| seen_ns - since);
