@@ -26,16 +26,10 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
-use common::{full, header, spread, Ratio, Row};
+use common::{child_cost, full, header, spread, Cost, Ratio, Row};
 use pcieperf::pci::{dump, Bdf};
 
-/// One run of a child: wall time and peak resident memory.
-struct Cost {
-    seconds: f64,
-    max_rss_kib: f64,
-}
 
 /// Runs commands for the bench from a small process of its own. A child's `ru_maxrss` is its
 /// high-water mark since the fork, before it executes the command: forked from the bench, which
@@ -85,27 +79,11 @@ fn serve_spawner() {
     for line in std::io::stdin().lock().lines() {
         let line = line.expect("read a command");
         let words: Vec<&str> = line.split(WORD).collect();
-        let answer = match run(words[0], &words[1..]) {
+        let answer = match child_cost(std::path::Path::new(words[0]), &words[1..]) {
             Ok(cost) => format!("ok {} {}", cost.seconds, cost.max_rss_kib),
             Err(why) => why,
         };
         writeln!(out, "{answer}").and_then(|_| out.flush()).expect("answer the bench");
-    }
-}
-
-/// Run `program args…` to its end with output discarded; its time and `ru_maxrss` (KiB on
-/// Linux) from `wait4`, or how it failed.
-fn run(program: &str, args: &[&str]) -> Result<Cost, String> {
-    let start = Instant::now();
-    let child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().map_err(|e| format!("cannot start: {e}"))?;
-    let (mut status, mut usage) = (0i32, unsafe { std::mem::zeroed::<libc::rusage>() });
-    // SAFETY: waits for our own child; status and usage are valid out-pointers.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    let seconds = start.elapsed().as_secs_f64();
-    match pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        true => Ok(Cost { seconds, max_rss_kib: usage.ru_maxrss as f64 }),
-        false if libc::WIFSIGNALED(status) => Err(format!("killed by signal {}", libc::WTERMSIG(status))),
-        false => Err(format!("exit status {}", libc::WEXITSTATUS(status))),
     }
 }
 

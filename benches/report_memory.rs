@@ -10,24 +10,17 @@
 //! ratio ours ÷ before. `cargo bench --bench report_memory`; under `cargo test` it runs once on
 //! a small file.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Peak RSS (bytes) and wall time of `binary args…`, its output discarded; panics unless it
 /// exits 0.
 fn measure(binary: &Path, args: &[&str]) -> (u64, Duration) {
-    let started = Instant::now();
-    let child = Command::new(binary).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let pid = child.id() as libc::pid_t;
-    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
-    // SAFETY: waiting for our own child, into valid out-parameters; its stderr pipe holds at
-    // most a few lines, so the child cannot block on it.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let elapsed = started.elapsed();
-    assert_eq!(waited, pid);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{} {args:?} failed (status {status})", binary.display());
-    (usage.ru_maxrss as u64 * 1024, elapsed)
+    let cost = common::child_cost(binary, args).unwrap_or_else(|why| panic!("{} {args:?} failed: {why}", binary.display()));
+    (cost.max_rss_kib as u64 * 1024, Duration::from_secs_f64(cost.seconds))
 }
 
 /// A results file of `sizes` sizes, each with up to 2,000 samples.

@@ -4,6 +4,7 @@
 //! `scripts/perf-table` collects into `docs/performance.md` and the README.
 #![allow(dead_code)]
 
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// `cargo bench` passes `--bench`; under `cargo test --all-targets` each bench runs once on small
@@ -116,5 +117,29 @@ pub fn compare_rate(what: &str, peer_name: &str, bytes: u64, repeats: usize, our
         ratio: Ratio::Rate,
         ratios,
         goal: goal.into(),
+    }
+}
+
+/// What a child process cost: wall time and peak RSS.
+#[derive(Clone, Copy, Debug)]
+pub struct Cost {
+    pub seconds: f64,
+    /// `ru_maxrss` from `wait4` (KiB on Linux): the child's own high-water mark, plus whatever
+    /// it inherited from the process that forked it (so spawn from a small process).
+    pub max_rss_kib: f64,
+}
+
+/// Run `program args…` to its end with its output discarded: its [`Cost`], or how it failed.
+pub fn child_cost(program: &std::path::Path, args: &[&str]) -> Result<Cost, String> {
+    let start = Instant::now();
+    let child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().map_err(|e| format!("cannot start: {e}"))?;
+    let (mut status, mut usage) = (0i32, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: waits for our own child; status and usage are valid out-pointers.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    let seconds = start.elapsed().as_secs_f64();
+    match pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        true => Ok(Cost { seconds, max_rss_kib: usage.ru_maxrss as f64 }),
+        false if libc::WIFSIGNALED(status) => Err(format!("killed by signal {}", libc::WTERMSIG(status))),
+        false => Err(format!("exit status {}", libc::WEXITSTATUS(status))),
     }
 }

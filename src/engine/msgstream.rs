@@ -574,14 +574,9 @@ impl<'n, 'p> Run<'n, 'p> {
             return Ok(());
         }
         self.previous_done_ns = Some(now);
-        // FIONREAD takes the pipe's lock, which the reader holds while it copies (a 64 KiB
-        // message: microseconds), so it is read after every wait (the full pipe the verdict
-        // needs) and at most once per OCCUPANCY_SAMPLE_NS otherwise; messages between samples
+        // Read after every wait (the full pipe the verdict needs); messages between samples
         // carry the last one.
-        if written.wait_ns > 0.0 || now - self.sampled_ns >= OCCUPANCY_SAMPLE_NS {
-            self.sampled_ns = now;
-            self.last_occupancy = messages_waiting(fd, self.message_bytes);
-        }
+        self.sample_occupancy(fd, now, written.wait_ns > 0.0);
         let event = MessageEvent {
             sequence: written.sequence,
             bytes: self.message_bytes as u32,
@@ -594,6 +589,17 @@ impl<'n, 'p> Run<'n, 'p> {
             wait_cause: producer_cause(written.wait_ns),
         };
         self.hand(sink, &event)
+    }
+
+    /// The messages waiting in the pipe behind `fd`: read (FIONREAD) when `now_needed` or at
+    /// most once per [`OCCUPANCY_SAMPLE_NS`], the last reading otherwise. FIONREAD takes the
+    /// pipe's lock, which the other side holds while it copies.
+    fn sample_occupancy(&mut self, fd: RawFd, now: f64, now_needed: bool) -> u32 {
+        if now_needed || now - self.sampled_ns >= OCCUPANCY_SAMPLE_NS {
+            self.sampled_ns = now;
+            self.last_occupancy = messages_waiting(fd, self.message_bytes);
+        }
+        self.last_occupancy
     }
 
     /// One read from a byte stream (or one packet without io_uring), every whole message in it
@@ -633,16 +639,7 @@ impl<'n, 'p> Run<'n, 'p> {
             return Ok(!drained);
         }
         let looped = self.numbering == Numbering::Returned;
-        // FIONREAD at most once per OCCUPANCY_SAMPLE_NS (it takes the pipe's lock, as in `wrote`).
-        let in_pipe = if looped || drained {
-            0
-        } else {
-            if seen_ns - self.sampled_ns >= OCCUPANCY_SAMPLE_NS {
-                self.sampled_ns = seen_ns;
-                self.last_occupancy = messages_waiting(fd, self.message_bytes);
-            }
-            self.last_occupancy
-        };
+        let in_pipe = if looped || drained { 0 } else { self.sample_occupancy(fd, seen_ns, false) };
         let waited_since = if drained { self.waiting_since_ns.replace(seen_ns) } else { self.waiting_since_ns.take() };
         // The first message follows no other: the wait before it is the producer starting, not a bubble.
         let mut wait_ns = waited_since.filter(|since| *since < seen_ns && self.delivered > 0).map_or(0.0, |since| seen_ns - since);
