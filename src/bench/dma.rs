@@ -662,7 +662,7 @@ impl<'a> PointRunner<'a> {
             std::mem::forget(self.buffers);
         }
         let bytes_per_step = self.size * self.mode.directions().len() as u64;
-        let summary = summarise(&self.samples, bytes_per_step);
+        let summary = summarise(&self.samples, bytes_per_step, self.engine.info().copies_per_transfer);
         let engine_times: Vec<f64> = self.samples.iter().map(|s| s.engine_ns).collect();
         let stalls = stalls::from_device(&self.counters, self.options.stall_threshold_ns)
             .unwrap_or_else(|| stalls::from_durations(&engine_times, self.options.stall_threshold_ns));
@@ -728,8 +728,10 @@ fn copy_and_check_d2h(
     }
 }
 
-/// Distribution of a point's samples; `None` without samples.
-pub fn summarise(samples: &[Sample], bytes_per_step: u64) -> Option<Summary> {
+/// Distribution of a point's samples, each standing for `copies` timed copies of its bytes
+/// (one, except where an engine times several per sample and reports one's time); `None`
+/// without samples.
+pub fn summarise(samples: &[Sample], bytes_per_step: u64, copies: u32) -> Option<Summary> {
     let times: Vec<f64> = samples.iter().map(Sample::time_ns).collect();
     let time_ns = Stats::of(&times)?;
     let median_of = |values: Vec<f64>| Stats::of(&values).map(|s| s.median);
@@ -737,11 +739,12 @@ pub fn summarise(samples: &[Sample], bytes_per_step: u64) -> Option<Summary> {
     let engine_median = median_of(samples.iter().map(|s| s.engine_ns).collect()).unwrap_or(time_ns.median);
     let device_median_ns = median_of(samples.iter().filter_map(|s| s.device_ns).collect());
     let first_start_ns = samples.iter().map(|s| s.start_ns).fold(f64::INFINITY, f64::min);
-    let last_end_ns = samples.iter().map(|s| s.start_ns + s.engine_ns).fold(f64::NEG_INFINITY, f64::max);
+    let copies = f64::from(copies.max(1));
+    let last_end_ns = samples.iter().map(|s| s.start_ns + s.engine_ns * copies).fold(f64::NEG_INFINITY, f64::max);
     Some(Summary {
         median_mbps: mbps(bytes, time_ns.median),
         median_ci_mbps: time_ns.median_ci.map(|(fast, slow)| (mbps(bytes, slow), mbps(bytes, fast))),
-        sustained_mbps: mbps(bytes * samples.len() as f64, last_end_ns - first_start_ns),
+        sustained_mbps: mbps(bytes * copies * samples.len() as f64, last_end_ns - first_start_ns),
         max_mbps: mbps(bytes, time_ns.min),
         p99_mbps: mbps(bytes, time_ns.p99),
         min_mbps: mbps(bytes, time_ns.max),

@@ -115,6 +115,7 @@ mod tests {
             co_simulated: false,
             description: String::new(),
             in_flight: 1,
+            copies_per_transfer: 1,
             pci_address: Some("0000:01:00.0".into()),
             device_clock_hz: None,
             directions: vec![],

@@ -222,6 +222,7 @@ pub fn open(target: &str, argument: &str, options: &OpenOptions) -> Result<Cosim
             description: String::new(),
             pci_address: None,
             in_flight: 1,
+            copies_per_transfer: 1,
             device_clock_hz: None,
             directions: vec![Direction::H2d, Direction::D2h],
             concurrent: true,

@@ -83,6 +83,10 @@ pub struct EngineInfo {
     /// model's ceiling is for that many in flight.
     #[serde(default = "one")]
     pub in_flight: u32,
+    /// Timed copies one transfer stands for: a `cuda` sample times `--cuda-loops` copies and
+    /// reports one copy's time, so a point's sustained rate counts this many per sample.
+    #[serde(default = "one")]
+    pub copies_per_transfer: u32,
     /// Frequency of the device's own counter, when it has one (document 000 §5.2).
     pub device_clock_hz: Option<f64>,
     /// Directions this engine can move data in.

@@ -116,6 +116,7 @@ pub fn open(spec: StreamSpec) -> Result<StreamEngine, EngineError> {
         description,
         pci_address: None,
         in_flight: 1,
+        copies_per_transfer: 1,
         device_clock_hz: None,
         directions: if read_only { vec![Direction::D2h] } else { vec![Direction::H2d, Direction::D2h] },
         concurrent: loopback && read.is_some(),

@@ -251,6 +251,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<XdmaEngine, EngineE
         ),
         pci_address: pci,
         in_flight: h2c.len().max(c2h.len()).max(1) as u32,
+        copies_per_transfer: 1,
         device_clock_hz: None,
         concurrent: !h2c.is_empty() && !c2h.is_empty(),
         directions,

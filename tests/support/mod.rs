@@ -70,6 +70,7 @@ impl TestEngine {
                 description: "in-memory test engine (simulated)".into(),
                 pci_address: None,
                 in_flight: 1,
+                copies_per_transfer: 1,
                 device_clock_hz: None,
                 directions: vec![Direction::H2d, Direction::D2h],
                 concurrent: true,

@@ -157,6 +157,7 @@ impl BarEngine {
             description,
             pci_address: Some(function.bdf.to_string()),
             in_flight: 1,
+            copies_per_transfer: 1,
             device_clock_hz: None,
             directions: Vec::new(),
             concurrent: false,

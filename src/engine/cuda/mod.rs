@@ -175,6 +175,7 @@ pub fn open(target: &str, argument: &str, options: &OpenOptions) -> Result<CudaE
         description,
         pci_address: Some(bdf),
         in_flight: 1,
+        copies_per_transfer: loops,
         device_clock_hz: None,
         directions: vec![Direction::H2d, Direction::D2h],
         concurrent: true,

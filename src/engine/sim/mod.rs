@@ -145,6 +145,7 @@ impl SimEngine {
             description: config.describe(),
             pci_address: None,
             in_flight: p.in_flight,
+            copies_per_transfer: 1,
             device_clock_hz: Some(config.device_clock_hz),
             directions: vec![Direction::H2d, Direction::D2h],
             concurrent: true,

@@ -101,6 +101,7 @@ pub fn open(argument: &str, options: &OpenOptions) -> Result<VfioDmaEngine, Engi
         description: format!("{identity} at {bdf} through vfio-pci, {mode}, {} personality, {capacity}-byte device buffer", personality.name()),
         pci_address: Some(device.function.bdf.to_string()),
         in_flight: 1,
+        copies_per_transfer: 1,
         device_clock_hz: None,
         directions: vec![Direction::H2d, Direction::D2h],
         concurrent: false,
