@@ -228,10 +228,10 @@ fn random_config(rng: &mut Rng) -> Vec<u8> {
     b
 }
 
-/// Extended capabilities from 0x100: AER, Device Serial Number, ARI, LTR (decoded), Power
-/// Budgeting (lspci names it only) and an ID lspci does not know, in random order.
+/// Extended capabilities from 0x100: AER, Device Serial Number, ARI, LTR, Vendor-Specific
+/// (decoded), Power Budgeting (lspci names it only) and an ID lspci does not know, in random order.
 fn extended(rng: &mut Rng, b: &mut [u8]) {
-    let mut ids: Vec<u16> = vec![0x0001, 0x0003, 0x000e, 0x0018, 0x0004, 0x0035 + rng.below(8) as u16];
+    let mut ids: Vec<u16> = vec![0x0001, 0x0003, 0x000e, 0x0018, 0x000b, 0x0004, 0x0035 + rng.below(8) as u16];
     ids.retain(|&id| id == 0x0001 || !rng.chance(2));
     for i in (1..ids.len()).rev() {
         ids.swap(i, rng.below(i as u64 + 1) as usize);
@@ -314,7 +314,7 @@ const MUST_SEE: &[&str] = &[
     "SltCap:\t", "SltCtl:\t", "SltSta:\t", "RootCap: ", "RootCtl: ", "RootSta: ", "MaxEETLPPrefixes", "LN System CLS",
     "AtomicOpsCap: Routing", "ARIFwd", "LnkCap2: ", "Selectable De-emphasis", "DownstreamComp: ", "Compliance Preset/De-emphasis: Unknown",
     "UESta:\t", "AERCap:\t", "HeaderLog: ", "RootCmd: ", "ErrorSrc: ", "Device Serial Number ", "ARICap:\t", "Max snoop latency: ",
-    "Power Budgeting <?>", "Extended Capability ID 0x", "Vendor Specific Information", "Capability ID 0x", "Express (v1)",
+    "Power Budgeting <?>", "Extended Capability ID 0x", "Rev=",  "Vendor Specific Information", "Capability ID 0x", "Express (v1)",
     "Root Complex Integrated Endpoint", "Root Complex Event Collector", "PCI-Express to PCI/PCI-X Bridge", "Legacy Endpoint",
 ];
 
@@ -413,7 +413,8 @@ fn the_comparison_sees_a_changed_line() {
 
 /// A live `-x`/`-xxx`/`-xxxx` shows as many bytes as lspci's, also of functions without a
 /// capability list (lspci reads 256 bytes for `-xxx` whatever the header says, and for `-xxxx`
-/// as many as the kernel gives); the bus-centric `-vvb` is lspci's line for line.
+/// as many as the kernel gives); `-vv` (the kernel's regions and IRQ) and the bus-centric
+/// `-vvb` (the registers') are lspci's line for line.
 #[test]
 fn live_hex_dumps_are_lspci_byte_for_byte() {
     let Some(live) = live_dump() else {
@@ -421,7 +422,7 @@ fn live_hex_dumps_are_lspci_byte_for_byte() {
         return;
     };
     assert!(live.contains("\n40:"));
-    for level in ["-x", "-xxx", "-xxxx", "-k", "-vvb"] {
+    for level in ["-x", "-xxx", "-xxxx", "-k", "-vv", "-vvb"] {
         let output = Command::new("lspci").args(["-O", "hwdb.disable=1", level]).output().unwrap().stdout;
         // `Kernel modules:` lines included: pcieperf reads modules.alias as libkmod does.
         let theirs = String::from_utf8_lossy(&output).into_owned();

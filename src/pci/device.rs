@@ -95,10 +95,10 @@ impl Device {
 
     /// BARs with sizes from sysfs `resource` when known.
     pub fn bars(&self) -> Vec<Bar> {
-        let sizes = self.attributes.as_ref().map(|a| a.bar_sizes_bytes.clone()).unwrap_or_default();
+        let resources = self.attributes.as_ref().map(|a| a.resources.as_slice()).unwrap_or_default();
         let mut bars = self.config.bars();
         for bar in &mut bars {
-            bar.size_bytes = sizes.get(bar.index).copied().filter(|s| *s > 0);
+            bar.size_bytes = resources.get(bar.index).map(|r| r.size_bytes()).filter(|s| *s > 0);
         }
         bars
     }

@@ -1,11 +1,13 @@
 //! The configuration header as lspci 3.9's `-v`/`-vv` prints it (`lspci.c`: `show_verbose`,
 //! `show_bases`, `show_rom`, `show_htype1`): `Control:`/`Status:`/`Latency:`/`Interrupt:` (`-vv`),
 //! `Flags:` (`-v`), BIST, regions, expansion ROM, and a bridge's bus numbers, windows,
-//! `Secondary status:` and `BridgeCtl:`. Addresses are the registers' (as lspci reads a dump);
-//! sizes are the kernel's when known.
+//! `Secondary status:` and `BridgeCtl:`. From a dump, addresses and the IRQ are the registers';
+//! on a live machine (not `-b`) they are the kernel's, from sysfs `resource` and `irq`, as
+//! libpci's sysfs access fills them, with the registers read only to find `[virtual]` regions.
 
 use super::caps::flag;
 use super::config::{ConfigSpace, HeaderType, COMMAND, STATUS};
+use super::sysfs::Resource;
 
 const COMMAND_IO: u16 = 0x1;
 const COMMAND_MEMORY: u16 = 0x2;
@@ -17,12 +19,31 @@ const BIST_CAPABLE: u8 = 0x80;
 const BIST_START: u8 = 0x40;
 const ROM_ADDRESS_MASK: u64 = !0x7ff;
 
-/// What the header lines need beyond the bytes: BAR sizes (sysfs, live only) and the NUMA node.
+/// What the header lines need beyond the bytes: the kernel's view (live only) and the NUMA node.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HeaderFacts<'a> {
-    pub bar_sizes_bytes: &'a [Option<u64>],
+    pub kernel: Option<KernelView<'a>>,
     pub numa_node: Option<i32>,
 }
+
+/// What lspci takes from sysfs instead of the registers on a live machine.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KernelView<'a> {
+    /// `resource`'s lines (BARs 0–5, then the ROM); empty where it could not be read.
+    pub resources: &'a [Resource],
+    /// `irq`, where readable.
+    pub irq: Option<u32>,
+}
+
+// `IORESOURCE_*` flags of sysfs `resource` (lspci's `PCI_IORESOURCE_*`).
+const IORESOURCE_IO: u64 = 0x100;
+const IORESOURCE_MEM: u64 = 0x200;
+const IORESOURCE_TYPE_BITS: u64 = 0x1f00;
+const IORESOURCE_PREFETCH: u64 = 0x2000;
+const IORESOURCE_MEM_64: u64 = 0x10_0000;
+const IORESOURCE_PCI_EA_BEI: u64 = 0x20;
+/// The register bits libpci keeps in a kernel address (`PCI_ADDR_FLAG_MASK`).
+const ADDR_FLAG_MASK: u64 = 0xf;
 
 fn devsel(status: u16) -> &'static str {
     ["fast", "medium", "slow", "??"][usize::from(status >> 9 & 3)]
@@ -62,7 +83,7 @@ pub fn lines(config: &ConfigSpace, verbose: u8, facts: HeaderFacts) -> Vec<Strin
         }
     };
     let (cmd, status) = (w(COMMAND), w(STATUS));
-    let irq = b(INTERRUPT_LINE);
+    let irq = facts.kernel.and_then(|k| k.irq).unwrap_or(u32::from(b(INTERRUPT_LINE)));
     if known && verbose > 1 {
         out.push(format!(
             "Control: I/O{} Mem{} BusMaster{} SpecCycle{} MemWINV{} VGASnoop{} ParErr{} Stepping{} SERR{} FastB2B{} DisINTx{}",
@@ -94,12 +115,12 @@ pub fn lines(config: &ConfigSpace, verbose: u8, facts: HeaderFacts) -> Vec<Strin
     }
     match header {
         HeaderType::Normal => {
-            out.extend(regions(config, 6, verbose, facts.bar_sizes_bytes));
-            out.extend(rom(config, 0x30));
+            out.extend(regions(config, 6, verbose, facts.kernel));
+            out.extend(rom(config, 0x30, facts.kernel));
         }
         HeaderType::Bridge => {
-            out.extend(regions(config, 2, verbose, facts.bar_sizes_bytes));
-            out.extend(bridge(config, verbose));
+            out.extend(regions(config, 2, verbose, facts.kernel));
+            out.extend(bridge(config, verbose, facts.kernel));
         }
         _ => {}
     }
@@ -120,7 +141,7 @@ fn latency_line(latency: u8, min_gnt: u8, max_lat: u8, cache_line: u8) -> String
 }
 
 /// `-v`'s `Flags: bus master, fast devsel, latency 0, IRQ 16, NUMA node 0`.
-fn flags_line(cmd: u16, status: u16, latency: u8, irq: u8, numa_node: Option<i32>) -> String {
+fn flags_line(cmd: u16, status: u16, latency: u8, irq: u32, numa_node: Option<i32>) -> String {
     let mut line = "Flags: ".to_string();
     for (set, text) in [
         (cmd & COMMAND_MASTER != 0, "bus master, "),
@@ -182,62 +203,147 @@ fn bar_addresses(config: &ConfigSpace, count: usize) -> Vec<u64> {
     addresses
 }
 
-/// `Region 0: Memory at fb000000 (64-bit, prefetchable) [size=1M]` (`-v`: without `Region 0: `).
-fn regions(config: &ConfigSpace, count: usize, verbose: u8, sizes: &[Option<u64>]) -> Vec<String> {
-    let cmd = config.u16_at(COMMAND).unwrap_or(0);
+/// One region as `show_bases` sees it: the address, the register-style flags, the size, the
+/// kernel's flags, and what the hardware holds (live only: to tell `[virtual]` and `<ignored>`).
+#[derive(Default)]
+struct Region {
+    position: u64,
+    flags: u32,
+    size: u64,
+    kernel_flags: u64,
+    hw_lower: u32,
+    hw_upper: u32,
+    broken: bool,
+    virtual_: bool,
+}
+
+/// lspci's `ioflg_to_pciflg`: the kernel's flags as a BAR's low bits.
+fn register_flags(kernel_flags: u64) -> u32 {
+    if kernel_flags & IORESOURCE_IO != 0 {
+        1
+    } else if kernel_flags & IORESOURCE_MEM == 0 {
+        0
+    } else {
+        let width = if kernel_flags & IORESOURCE_MEM_64 != 0 { 0x4 } else { 0 };
+        width | if kernel_flags & IORESOURCE_PREFETCH != 0 { 0x8 } else { 0 }
+    }
+}
+
+/// The regions from the registers alone (a dump, or `-b`).
+fn regions_from_registers(config: &ConfigSpace, count: usize) -> Vec<Region> {
     let addresses = bar_addresses(config, count);
+    (0..count)
+        .map(|i| Region { position: addresses[i], flags: config.u32_at(0x10 + 4 * i).filter(|f| *f != u32::MAX).unwrap_or(0), ..Region::default() })
+        .collect()
+}
+
+/// The regions as the kernel placed them (sysfs `resource`), the registers read beside them
+/// as lspci reads them — including its read of the upper half at byte offset +1.
+fn regions_from_kernel(config: &ConfigSpace, count: usize, resources: &[Resource]) -> Vec<Region> {
+    let register = |at: usize| config.u32_at(at).unwrap_or(0);
+    (0..count)
+        .map(|i| {
+            let r = resources.get(i).copied().unwrap_or_default();
+            let mut region = Region { position: r.start | (r.flags & ADDR_FLAG_MASK), flags: register_flags(r.flags), size: r.size_bytes(), kernel_flags: r.flags, ..Region::default() };
+            region.hw_lower = register(0x10 + 4 * i);
+            if region.hw_lower & 1 == region.flags & 1 {
+                if r.flags & IORESOURCE_TYPE_BITS == IORESOURCE_MEM && region.hw_lower & 0x6 == 0x4 {
+                    if i + 1 >= count {
+                        region.broken = true;
+                    } else {
+                        region.hw_upper = register(0x10 + 4 * i + 1);
+                    }
+                }
+                region.virtual_ = region.position != 0 && region.hw_lower == 0 && region.hw_upper == 0 && r.flags & IORESOURCE_PCI_EA_BEI == 0;
+            }
+            region
+        })
+        .collect()
+}
+
+/// `Region 0: Memory at fb000000 (64-bit, prefetchable) [size=1M]` (`-v`: without `Region 0: `).
+fn regions(config: &ConfigSpace, count: usize, verbose: u8, kernel: Option<KernelView>) -> Vec<String> {
+    let cmd = config.u16_at(COMMAND).unwrap_or(0);
+    let regions = match kernel {
+        Some(k) if !k.resources.is_empty() => regions_from_kernel(config, count, k.resources),
+        _ => regions_from_registers(config, count),
+    };
     let mut out = Vec::new();
-    for (i, &position) in addresses.iter().enumerate() {
-        let size = sizes.get(i).copied().flatten().unwrap_or(0);
-        let flags = config.u32_at(0x10 + 4 * i).filter(|f| *f != u32::MAX).unwrap_or(0);
-        if position == 0 && flags == 0 && size == 0 {
+    for (i, region) in regions.iter().enumerate() {
+        if region.position == 0 && region.flags == 0 && region.size == 0 {
             continue;
         }
         let mut line = if verbose > 1 { format!("Region {i}: ") } else { String::new() };
-        if flags & 1 == 1 {
-            let address = position & !0x3;
+        let unset = if region.hw_lower != 0 || region.hw_upper != 0 { "<ignored>" } else { "<unassigned>" };
+        if region.flags & 1 == 1 {
+            let address = region.position & !0x3;
             line += "I/O ports at ";
-            line += &if address != 0 || cmd & COMMAND_IO != 0 { format!("{address:04x}") } else { "<unassigned>".to_string() };
-            if cmd & COMMAND_IO == 0 {
-                line += " [disabled]";
-            }
+            line += &if address != 0 || cmd & COMMAND_IO != 0 { format!("{address:04x}") } else if region.hw_lower != 0 { "<ignored>".into() } else { "<unassigned>".into() };
+            line += disabled(region.virtual_, cmd & COMMAND_IO == 0);
         } else {
-            let address = position & !0xf;
+            let address = region.position & !0xf;
             line += "Memory at ";
-            line += &if address != 0 { format!("{address:08x}") } else { "<unassigned>".to_string() };
-            let width = ["32-bit", "low-1M", "64-bit", "type 3"][(flags as usize >> 1) & 3];
-            line += &format!(" ({width}, {}prefetchable)", if flags & 0x8 != 0 { "" } else { "non-" });
-            if cmd & COMMAND_MEMORY == 0 {
-                line += " [disabled]";
-            }
+            line += &if region.broken { "<broken-64-bit-slot>".to_string() } else if address != 0 { format!("{address:08x}") } else { unset.to_string() };
+            let width = ["32-bit", "low-1M", "64-bit", "type 3"][(region.flags as usize >> 1) & 3];
+            line += &format!(" ({width}, {}prefetchable)", if region.flags & 0x8 != 0 { "" } else { "non-" });
+            line += disabled(region.virtual_, cmd & COMMAND_MEMORY == 0);
         }
-        out.push(line + &size_suffix(size));
+        if region.kernel_flags & IORESOURCE_PCI_EA_BEI != 0 {
+            line += " [enhanced]";
+        }
+        out.push(line + &size_suffix(region.size));
     }
     out
 }
 
-/// `Expansion ROM at …` from the ROM register at `reg`, when it holds anything.
-fn rom(config: &ConfigSpace, reg: usize) -> Option<String> {
+fn disabled(virtual_: bool, off: bool) -> &'static str {
+    if virtual_ {
+        " [virtual]"
+    } else if off {
+        " [disabled]"
+    } else {
+        ""
+    }
+}
+
+/// `Expansion ROM at …` from the ROM register at `reg` (and, live, the kernel's ROM resource),
+/// when it holds anything.
+fn rom(config: &ConfigSpace, reg: usize, kernel: Option<KernelView>) -> Option<String> {
     let value = config.u32_at(reg)?;
-    let address = if value == u32::MAX { 0 } else { u64::from(value) };
-    if address == 0 && value == 0 {
+    let resource = kernel.and_then(|k| k.resources.get(6).copied());
+    let (address, size, kernel_flags) = match resource {
+        Some(r) => (r.start | (r.flags & ADDR_FLAG_MASK), r.size_bytes(), r.flags),
+        None => (if value == u32::MAX { 0 } else { u64::from(value) }, 0, 0),
+    };
+    let mut flags = u64::from(value);
+    if address == 0 && flags == 0 && size == 0 {
         return None;
+    }
+    let virtual_ = resource.is_some() && address & ROM_ADDRESS_MASK != 0 && flags & ROM_ADDRESS_MASK == 0 && kernel_flags & IORESOURCE_PCI_EA_BEI == 0;
+    if virtual_ {
+        flags = address;
     }
     let cmd = config.u16_at(COMMAND).unwrap_or(0);
     let mut line = "Expansion ROM at ".to_string();
     line += &if address & ROM_ADDRESS_MASK != 0 {
         format!("{:08x}", address & ROM_ADDRESS_MASK)
-    } else if u64::from(value) & ROM_ADDRESS_MASK != 0 {
+    } else if flags & ROM_ADDRESS_MASK != 0 {
         "<ignored>".to_string()
     } else {
         "<unassigned>".to_string()
     };
-    if value & 1 == 0 {
+    if virtual_ {
+        line += " [virtual]";
+    }
+    if flags & 1 == 0 {
         line += " [disabled]";
-    } else if cmd & COMMAND_MEMORY == 0 {
+    } else if !virtual_ && cmd & COMMAND_MEMORY == 0 {
         line += " [disabled by cmd]";
     }
-    Some(line)
+    if kernel_flags & IORESOURCE_PCI_EA_BEI != 0 {
+        line += " [enhanced]";
+    }
+    Some(line + &size_suffix(size))
 }
 
 fn range(prefix: &str, base: u64, limit: u64, bits: u32, verbose: u8) -> String {
@@ -252,7 +358,7 @@ fn range(prefix: &str, base: u64, limit: u64, bits: u32, verbose: u8) -> String 
 
 /// A type 1 header's `Bus:` line, its I/O, memory and prefetchable windows (from the registers:
 /// a dump has no kernel resource list), `Secondary status:`, ROM and `BridgeCtl:`.
-fn bridge(config: &ConfigSpace, verbose: u8) -> Vec<String> {
+fn bridge(config: &ConfigSpace, verbose: u8, kernel: Option<KernelView>) -> Vec<String> {
     let b = |at: usize| u32::from(config.u8_at(at).unwrap_or(0));
     let w = |at: usize| u32::from(config.u16_at(at).unwrap_or(0));
     let mut lines = vec![format!("Bus: primary={:02x}, secondary={:02x}, subordinate={:02x}, sec-latency={}", b(0x18), b(0x19), b(0x1a), b(0x1b))];
@@ -292,7 +398,7 @@ fn bridge(config: &ConfigSpace, verbose: u8) -> Vec<String> {
             s(5), s(7), s(8), devsel(secondary), s(11), s(12), s(13), s(14), s(15)
         ));
     }
-    lines.extend(rom(config, 0x38));
+    lines.extend(rom(config, 0x38, kernel));
     if verbose > 1 {
         let control = w(0x3e) as u16;
         let c = |n: u32| bit(control, n);
@@ -321,8 +427,32 @@ mod tests {
         let config = ConfigSpace::new(endpoint());
         let vv = lines(&config, 2, HeaderFacts::default());
         assert_eq!(vv[2..], ["Latency: 0", "Interrupt: pin A routed to IRQ 11", "Region 0: Memory at fb000000 (64-bit, prefetchable)"]);
-        let v = lines(&config, 1, HeaderFacts { bar_sizes_bytes: &[Some(1 << 20)], numa_node: Some(0) });
-        assert_eq!(v, ["Flags: bus master, fast devsel, latency 0, IRQ 11, NUMA node 0", "Memory at fb000000 (64-bit, prefetchable) [size=1M]"]);
+        let resources = [Resource { start: 0xfb00_0000, end: 0xfb0f_ffff, flags: 0x14_220c }];
+        let kernel = Some(KernelView { resources: &resources, irq: Some(41) });
+        let v = lines(&config, 1, HeaderFacts { kernel, numa_node: Some(0) });
+        assert_eq!(v, ["Flags: bus master, fast devsel, latency 0, IRQ 41, NUMA node 0", "Memory at fb000000 (64-bit, prefetchable) [size=1M]"]);
+    }
+
+    /// Seen on a Firecracker guest's virtio functions: BAR 1 holds the upper half of BAR 0's
+    /// address. From the bytes lspci 3.9 prints it as a region of its own; live it prints the
+    /// kernel's resources, where that line is empty, and the kernel's IRQ.
+    #[test]
+    fn the_upper_half_of_a_64_bit_bar_shows_only_from_a_dump() {
+        let mut bytes = endpoint();
+        bytes[0x10..0x18].copy_from_slice(&[0x04, 0, 0, 0, 0x40, 0, 0, 0]);
+        let config = ConfigSpace::new(bytes);
+        let dump = lines(&config, 2, HeaderFacts::default());
+        assert_eq!(dump[3..], ["Interrupt: pin A routed to IRQ 11", "Region 0: Memory at 4000000000 (64-bit, non-prefetchable)", "Region 1: Memory at <unassigned> (32-bit, non-prefetchable)"]);
+        let resources = [Resource { start: 0x40_0000_0000, end: 0x40_0007_ffff, flags: 0x14_0204 }, Resource::default()];
+        let live = lines(&config, 2, HeaderFacts { kernel: Some(KernelView { resources: &resources, irq: Some(0) }), numa_node: None });
+        assert_eq!(live[3..], ["Interrupt: pin A routed to IRQ 0", "Region 0: Memory at 4000000000 (64-bit, non-prefetchable) [size=512K]"]);
+        // A region the kernel placed where the register holds nothing is virtual.
+        bytes = endpoint();
+        bytes[0x10..0x14].copy_from_slice(&[0; 4]);
+        let config = ConfigSpace::new(bytes);
+        let resources = [Resource { start: 0xfe00_0000, end: 0xfe00_ffff, flags: 0x4_0200 }];
+        let live = lines(&config, 2, HeaderFacts { kernel: Some(KernelView { resources: &resources, irq: Some(16) }), numa_node: None });
+        assert_eq!(live.last().unwrap(), "Region 0: Memory at fe000000 (32-bit, non-prefetchable) [virtual] [size=64K]");
     }
 
     #[test]

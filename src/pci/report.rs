@@ -136,6 +136,11 @@ pub struct DeviceReport {
     /// sysfs `modalias`, and the modules it resolves to (filled by the views that show them).
     #[serde(skip)]
     pub modalias: Option<String>,
+    /// sysfs `resource` and `irq` (live only): what lspci prints instead of the registers.
+    #[serde(skip)]
+    pub kernel_resources: Option<Vec<super::sysfs::Resource>>,
+    #[serde(skip)]
+    pub kernel_irq: Option<u32>,
     #[serde(skip)]
     pub kernel_modules: Vec<String>,
     pub pcie: Option<PcieCap>,
@@ -336,6 +341,8 @@ pub fn build(machine: &Machine, device: &Device, path: &PathSummary, names: &Pci
         numa_node: attributes.and_then(|a| a.numa_node),
         driver: attributes.and_then(|a| a.driver.clone()),
         modalias: attributes.and_then(|a| a.modalias.clone()),
+        kernel_resources: attributes.map(|a| a.resources.clone()),
+        kernel_irq: attributes.and_then(|a| a.irq),
         kernel_modules: Vec::new(),
         pcie: device.pcie.clone(),
         msi: device.msi.clone(),
@@ -442,9 +449,13 @@ fn lspci_verbose_lines(report: &DeviceReport, id: &Identity<'_>, style: Style) -
     if let (Some(v), Some(d)) = (report.subsystem_vendor_id, report.subsystem_id) {
         lines.push(lspci::subsystem_line(id, (v, d), style.naming));
     }
-    let size = |i| report.bars.iter().find(|b| b.index == i).and_then(|b| b.size_bytes).filter(|_| !style.bus_centric);
-    let sizes: Vec<Option<u64>> = (0..6).map(size).collect();
-    lines.extend(super::lspci_header::lines(&report.config, style.verbose, super::lspci_header::HeaderFacts { bar_sizes_bytes: &sizes, numa_node: report.numa_node.filter(|n| *n >= 0) }));
+    // `-b` is the bus's view: libpci then reads nothing of the kernel's.
+    let kernel = report
+        .kernel_resources
+        .as_deref()
+        .filter(|_| !style.bus_centric)
+        .map(|resources| super::lspci_header::KernelView { resources, irq: report.kernel_irq });
+    lines.extend(super::lspci_header::lines(&report.config, style.verbose, super::lspci_header::HeaderFacts { kernel, numa_node: report.numa_node.filter(|n| *n >= 0) }));
     for section in &report.capability_sections {
         lines.extend(capability_lines(section, style));
     }

@@ -47,8 +47,29 @@ pub struct Attributes {
     pub driver: Option<String>,
     /// `modalias` (`pci:v…d…sv…sd…bc…sc…i…`), what `Kernel modules:` is looked up by.
     pub modalias: Option<String>,
-    /// Sizes of BARs 0–5 from `resource` (0 = unused).
-    pub bar_sizes_bytes: Vec<u64>,
+    /// `resource`'s lines for BARs 0–5 and the expansion ROM: the kernel's view, which lspci
+    /// prints instead of the registers (`lib/sysfs.c`: `sysfs_get_resources`).
+    pub resources: Vec<Resource>,
+    /// `irq`: the interrupt the kernel routed, which lspci prints instead of Interrupt Line.
+    pub irq: Option<u32>,
+}
+
+/// One line of sysfs `resource`: the kernel's start, end and `IORESOURCE_*` flags.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Resource {
+    pub start: u64,
+    pub end: u64,
+    pub flags: u64,
+}
+
+impl Resource {
+    pub fn size_bytes(&self) -> u64 {
+        if self.end > self.start {
+            self.end - self.start + 1
+        } else {
+            0
+        }
+    }
 }
 
 /// One device found in sysfs.
@@ -183,16 +204,16 @@ pub fn parse_counters(text: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// `resource`: "start end flags" per line, BARs 0–5 first.
-pub fn parse_resources(text: &str) -> Vec<u64> {
+/// `resource`: "start end flags" per line, BARs 0–5 first, then the expansion ROM.
+pub fn parse_resources(text: &str) -> Vec<Resource> {
     text.lines()
-        .take(6)
+        .take(7)
         .map(|line| {
             let fields: Vec<u64> =
                 line.split_whitespace().filter_map(|f| u64::from_str_radix(f.trim_start_matches("0x"), 16).ok()).collect();
             match fields.as_slice() {
-                [start, end, ..] if *end > *start => end - start + 1,
-                _ => 0,
+                [start, end, flags, ..] => Resource { start: *start, end: *end, flags: *flags },
+                _ => Resource::default(),
             }
         })
         .collect()
@@ -209,7 +230,8 @@ fn read_attributes(dir: &Path, notes: &mut Vec<String>) -> Attributes {
     let nonfatal = text("aer_dev_nonfatal");
     let fatal = text("aer_dev_fatal");
     let modalias = text("modalias");
-    let bar_sizes_bytes = text("resource").map(|t| parse_resources(&t)).unwrap_or_default();
+    let resources = text("resource").map(|t| parse_resources(&t)).unwrap_or_default();
+    let irq = text("irq").and_then(|t| t.trim().parse().ok());
     let aer = (correctable.is_some() || nonfatal.is_some() || fatal.is_some()).then(|| AerCounters {
         correctable: parse_counters(correctable.as_deref().unwrap_or("")),
         nonfatal: parse_counters(nonfatal.as_deref().unwrap_or("")),
@@ -225,7 +247,8 @@ fn read_attributes(dir: &Path, notes: &mut Vec<String>) -> Attributes {
         numa_node,
         driver,
         modalias,
-        bar_sizes_bytes,
+        resources,
+        irq,
     }
 }
 
@@ -242,7 +265,8 @@ mod tests {
         assert_eq!(counters["RxErr"], 3);
         let aer = AerCounters { correctable: counters, ..Default::default() };
         assert_eq!(aer.total_correctable(), 3);
-        let sizes = parse_resources("0x00000000fe000000 0x00000000fe7fffff 0x0000000000040200\n0x0000000000000000 0x0000000000000000 0x0000000000000000\n");
-        assert_eq!(sizes, vec![0x80_0000, 0]);
+        let resources = parse_resources("0x00000000fe000000 0x00000000fe7fffff 0x0000000000040200\n0x0000000000000000 0x0000000000000000 0x0000000000000000\n");
+        assert_eq!(resources.iter().map(Resource::size_bytes).collect::<Vec<_>>(), vec![0x80_0000, 0]);
+        assert_eq!(resources[0].flags, 0x40200);
     }
 }

@@ -26,6 +26,7 @@ pub const PCI_EXT_CAP_ID_AER: u16 = 0x01;
 pub const PCI_EXT_CAP_ID_DSN: u16 = 0x03;
 pub const PCI_EXT_CAP_ID_ARI: u16 = 0x0e;
 pub const PCI_EXT_CAP_ID_LTR: u16 = 0x18;
+pub const PCI_EXT_CAP_ID_VNDR: u16 = 0x0b;
 
 // Power Management (PCI Bus Power Management Interface Specification 1.2 §3.2).
 pub const PCI_PM_PMC: usize = 2;

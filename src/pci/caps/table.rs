@@ -71,6 +71,7 @@ pub const EXTENDED: &[Decoder] = &[
     Decoder { id: PCI_EXT_CAP_ID_DSN, decode: |at| Some(Body::Text(dsn::lines(at.config, at.offset).unwrap_or_else(|| vec![String::new()]))) },
     Decoder { id: PCI_EXT_CAP_ID_ARI, decode: |at| Some(Body::Text(ari::lines(at.config, at.offset))) },
     Decoder { id: PCI_EXT_CAP_ID_LTR, decode: |at| Some(Body::Text(ltr::lines(at.config, at.offset))) },
+    Decoder { id: PCI_EXT_CAP_ID_VNDR, decode: |at| Some(Body::Text(vec![vendor::extended_heading(at.config, at.offset)])) },
 ];
 
 fn subsystem_ids(at: &At) -> Option<(u16, u16)> {

@@ -1,5 +1,7 @@
 //! Vendor-Specific capability (PCI Local Bus Spec 3.0 §6.8): lspci decodes only VirtIO's (Red
-//! Hat's virtio devices 1af4:1000–107f, VirtIO 1.x §4.1.4); others show their length.
+//! Hat's virtio devices 1af4:1000–107f, VirtIO 1.x §4.1.4); others show their length. The
+//! Vendor-Specific Extended Capability (PCIe Base Spec §7.9.5) shows its header's ID, revision
+//! and length.
 
 use serde::Serialize;
 
@@ -55,6 +57,17 @@ fn virtio_details(config: &ConfigSpace, at: usize, length: u8) -> Option<String>
 impl VendorSpecific {
     pub fn describe(&self) -> Vec<String> {
         std::iter::once(self.heading.clone()).chain(self.virtio.clone()).collect()
+    }
+}
+
+/// VSEC ID, revision and length: the dword after an extended capability's header.
+const EVNDR_HEADER: usize = 4;
+
+/// lspci's `cap_evendor`: `Vendor Specific Information: ID=0001 Rev=1 Len=014 <?>`.
+pub fn extended_heading(config: &ConfigSpace, offset: usize) -> String {
+    match config.has(offset + EVNDR_HEADER, 4).then(|| config.u32_at(offset + EVNDR_HEADER)).flatten() {
+        Some(header) => format!("Vendor Specific Information: ID={:04x} Rev={} Len={:03x} <?>", header & 0xffff, header >> 16 & 0xf, header >> 20),
+        None => "Vendor Specific Information: <unreadable>".to_string(),
     }
 }
 
