@@ -329,4 +329,25 @@ mod tests {
         assert_eq!(slow.limit, "device");
         assert!((slow.mbps - 16352.0 / 60.0).abs() < 1e-9, "{}", slow.mbps);
     }
+
+    /// h2d pull: the device's reads (one in flight) bound it as pull d2h's do; one host buffer
+    /// adds the doorbell and the free write to every message (the ring); a slow consumer on the
+    /// device is the limit at exactly message ÷ its consume time.
+    #[test]
+    fn h2d_pull_names_reads_ring_or_device() {
+        let mut params = doc003();
+        params.mrrs_bytes = 512;
+        let many = RingShape { host_buffers: 200, ..shape(0.0) };
+        let reads = h2d_pull_model(&params, &many);
+        assert_eq!(reads.limit, "reads", "{:?}", reads.bounds);
+        // The same round trips as the host's reads in d2h pull (the link is symmetric).
+        assert_eq!(reads.link_ns_per_message, pull_model(&params, &many).link_ns_per_message);
+        assert!(reads.bounds.iter().all(|b| b.name != "device"), "an instant consumer bounds nothing");
+        let one = h2d_pull_model(&params, &RingShape { host_buffers: 1, ..many });
+        assert_eq!(one.limit, "ring");
+        assert!(one.mbps < reads.mbps);
+        let slow = h2d_pull_model(&params, &RingShape { host_hold_ns: 100_000.0, ..many });
+        assert_eq!(slow.limit, "device");
+        assert!((slow.mbps - 163.52).abs() < 1e-9, "{}", slow.mbps);
+    }
 }
