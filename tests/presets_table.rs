@@ -197,7 +197,7 @@ fn presets_not_reproducing_their_document_say_so_on_every_run() {
     let stream = pcieperf().args(["stream", "--messages", "20", "--json"]).assert().success().get_output().clone();
     assert!(String::from_utf8_lossy(&stream.stderr).contains("note: sim:doc003 is not calibrated to document 003's nft"), "{}", String::from_utf8_lossy(&stream.stderr));
     // A refused run stays one line: the note comes once the run got that far.
-    let refused = pcieperf().args(["stream", "--direction", "h2d", "--pull"]).assert().code(2).get_output().clone();
+    let refused = pcieperf().args(["stream", "--msg-size", "20000"]).assert().code(2).get_output().clone();
     assert_eq!(String::from_utf8_lossy(&refused.stderr).trim_end().lines().count(), 1);
     let out = pcieperf().args(["dma", "--target", "sim:doc001", "--duration", "50ms", "--json"]).assert().success().get_output().clone();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("is not calibrated"));

@@ -150,28 +150,17 @@ pub fn h2d_push_model(params: &LinkParams, shape: &RingShape) -> StreamModel {
 /// reads and the doorbell), `host` (reads and use, one message at a time).
 pub fn pull_model(params: &LinkParams, shape: &RingShape) -> StreamModel {
     let link = params.link;
-    let requests = tlp::cut_aligned(0, shape.message_bytes, params.mrrs_bytes, params.accounting);
-    let one_at_a_time = LinkParams { in_flight: 1, ..params.clone() };
-    let (mut reads_ns, mut tlp_bytes, mut total_bytes, mut dllp_bytes, mut completions) = (0.0, 0.0, 0.0, 0.0, 0);
-    for request in &requests {
-        let flow = super::read::read_flow(&LinkParams { start_addr: request.start, ..one_at_a_time.clone() }, request.len, Span::Steady);
-        let n = request.count as f64;
-        reads_ns += n * flow.duration_ns;
-        tlp_bytes += n * flow.data.tlp_bytes();
-        total_bytes += n * flow.data.total_bytes();
-        dllp_bytes += n * flow.opposite.total_bytes();
-        completions += request.count * tlp::count(&tlp::completions(params, Piece { count: 1, ..*request }));
-    }
+    let reads = one_in_flight(params, shape.message_bytes);
     let flag = write_pieces(params, &[Piece { start: 0, len: shape.flag_bytes, count: 1 }], shape.flag_bytes, Span::Steady);
     let doorbell = write_pieces(params, &[Piece { start: 0, len: shape.doorbell_bytes, count: 1 }], shape.doorbell_bytes, Span::Steady);
+    let reads_ns = reads.ns;
     let turnaround_ns = flag.data.busy_ns(link) + shape.host_reaction_ns + reads_ns + doorbell.data.busy_ns(link);
     let mbps = rate(shape.message_bytes);
-    let request_count = tlp::count(&requests);
     let bounds = vec![
         Bound {
             name: "reads".into(),
             mbps: mbps(reads_ns),
-            why: format!("{request_count} reads of at most {} bytes, one in flight, each a round trip ({reads_ns:.0} ns in all)", params.mrrs_bytes),
+            why: format!("{} reads of at most {} bytes, one in flight, each a round trip ({reads_ns:.0} ns in all)", reads.requests, params.mrrs_bytes),
         },
         Bound {
             name: "ring".into(),
@@ -184,7 +173,72 @@ pub fn pull_model(params: &LinkParams, shape: &RingShape) -> StreamModel {
             why: format!("the host reads one message at a time and uses it {:.0} ns", shape.host_hold_ns),
         },
     ];
-    model(reads_ns, completions, tlp_bytes, total_bytes - tlp_bytes, dllp_bytes, turnaround_ns, bounds)
+    model(reads_ns, reads.completions, reads.tlp_bytes, reads.total_bytes - reads.tlp_bytes, reads.dllp_bytes, turnaround_ns, bounds)
+}
+
+/// Host to device pull (OCDP's pull mode "to device", the sim's h2d pull ring): the host fills
+/// one of `host_buffers` host buffers and rings a doorbell MWr downstream; the device, its pause
+/// `dwell_ns` after (its reaction), reads the message with MRd requests of at most MRRS, one in
+/// flight (the host's memory answers after its latency, completions cut at RCB and MPS), then
+/// frees the host buffer with a 1-DW MWr upstream and hands its copy to its consumer, which
+/// takes `host_hold_ns` per message. Bounds: `reads` (the device's pause and round trips, one
+/// message at a time), `ring` (host buffers, each back after the doorbell, the pause, the reads
+/// and the free write), `device` (its consume time, one buffer at a time). The host's own
+/// preparation is not measured from the device's side and bounds nothing here.
+pub fn h2d_pull_model(params: &LinkParams, shape: &RingShape) -> StreamModel {
+    let link = params.link;
+    let reads = one_in_flight(params, shape.message_bytes);
+    let doorbell = write_pieces(params, &[Piece { start: 0, len: shape.doorbell_bytes, count: 1 }], shape.doorbell_bytes, Span::Steady);
+    let free = write_pieces(params, &[Piece { start: 0, len: shape.flag_bytes, count: 1 }], shape.flag_bytes, Span::Steady);
+    let engine_ns = shape.dwell_ns + reads.ns;
+    let turnaround_ns = doorbell.data.busy_ns(link) + engine_ns + free.data.busy_ns(link);
+    let mbps = rate(shape.message_bytes);
+    let bounds = vec![
+        Bound {
+            name: "reads".into(),
+            mbps: mbps(engine_ns),
+            why: format!(
+                "the device pauses {:.0} ns, then makes {} reads of at most {} bytes, one in flight, each a round trip ({:.0} ns in all)",
+                shape.dwell_ns, reads.requests, params.mrrs_bytes, reads.ns
+            ),
+        },
+        Bound {
+            name: "ring".into(),
+            mbps: mbps(turnaround_ns) * shape.host_buffers as f64,
+            why: format!("{} host buffers, each back after {turnaround_ns:.0} ns (doorbell, device pause, reads, free write)", shape.host_buffers),
+        },
+        Bound { name: "device".into(), mbps: mbps(shape.host_hold_ns), why: format!("the device consumes each message {:.0} ns, one at a time", shape.host_hold_ns) },
+    ];
+    model(reads.ns, reads.completions, reads.tlp_bytes, reads.total_bytes - reads.tlp_bytes, reads.dllp_bytes, turnaround_ns, bounds)
+}
+
+/// One message read with requests of at most MRRS (4 KiB-aligned cuts), one in flight: each
+/// request a round trip as [`super::read::read_flow`] times one alone. The link is symmetric,
+/// so the same holds whichever side reads.
+struct Reads {
+    ns: f64,
+    requests: u64,
+    completions: u64,
+    /// The completions' direction: TLP bytes, TLP and SKP bytes; the requests' lanes' DLLPs.
+    tlp_bytes: f64,
+    total_bytes: f64,
+    dllp_bytes: f64,
+}
+
+fn one_in_flight(params: &LinkParams, message_bytes: u64) -> Reads {
+    let requests = tlp::cut_aligned(0, message_bytes, params.mrrs_bytes, params.accounting);
+    let one_at_a_time = LinkParams { in_flight: 1, ..params.clone() };
+    let mut reads = Reads { ns: 0.0, requests: tlp::count(&requests), completions: 0, tlp_bytes: 0.0, total_bytes: 0.0, dllp_bytes: 0.0 };
+    for request in &requests {
+        let flow = super::read::read_flow(&LinkParams { start_addr: request.start, ..one_at_a_time.clone() }, request.len, Span::Steady);
+        let n = request.count as f64;
+        reads.ns += n * flow.duration_ns;
+        reads.tlp_bytes += n * flow.data.tlp_bytes();
+        reads.total_bytes += n * flow.data.total_bytes();
+        reads.dllp_bytes += n * flow.opposite.total_bytes();
+        reads.completions += request.count * tlp::count(&tlp::completions(params, Piece { count: 1, ..*request }));
+    }
+    reads
 }
 
 /// Message bytes per ns as MB/s.
@@ -274,5 +328,26 @@ mod tests {
         let slow = h2d_push_model(&doc003(), &shape(60_000.0));
         assert_eq!(slow.limit, "device");
         assert!((slow.mbps - 16352.0 / 60.0).abs() < 1e-9, "{}", slow.mbps);
+    }
+
+    /// h2d pull: the device's reads (one in flight) bound it as pull d2h's do; one host buffer
+    /// adds the doorbell and the free write to every message (the ring); a slow consumer on the
+    /// device is the limit at exactly message ÷ its consume time.
+    #[test]
+    fn h2d_pull_names_reads_ring_or_device() {
+        let mut params = doc003();
+        params.mrrs_bytes = 512;
+        let many = RingShape { host_buffers: 200, ..shape(0.0) };
+        let reads = h2d_pull_model(&params, &many);
+        assert_eq!(reads.limit, "reads", "{:?}", reads.bounds);
+        // The same round trips as the host's reads in d2h pull (the link is symmetric).
+        assert_eq!(reads.link_ns_per_message, pull_model(&params, &many).link_ns_per_message);
+        assert!(reads.bounds.iter().all(|b| b.name != "device"), "an instant consumer bounds nothing");
+        let one = h2d_pull_model(&params, &RingShape { host_buffers: 1, ..many });
+        assert_eq!(one.limit, "ring");
+        assert!(one.mbps < reads.mbps);
+        let slow = h2d_pull_model(&params, &RingShape { host_hold_ns: 100_000.0, ..many });
+        assert_eq!(slow.limit, "device");
+        assert!((slow.mbps - 163.52).abs() < 1e-9, "{}", slow.mbps);
     }
 }

@@ -8,7 +8,7 @@ use crate::bench::stats::Stats;
 use crate::engine::ring::{RingPlan, StreamEnd, WaitCause};
 use crate::model::message::MessageOverhead;
 use crate::engine::ring::{StreamDirection, Transport};
-use crate::model::stream::{doc003_convention, h2d_push_model, pull_model, stream_model, RingShape, StreamModel};
+use crate::model::stream::{doc003_convention, h2d_pull_model, h2d_push_model, pull_model, stream_model, RingShape, StreamModel};
 use crate::model::LinkParams;
 
 /// Per-message bytes the models count: OCDP's 16-byte metadata and 4-byte flag, a 4-byte
@@ -187,8 +187,9 @@ pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd, link: Option<&LinkP
     let verdict = verdict(plan, &ring, &bubbles);
     let per_message = |total: f64| if r.messages > 0 { total / r.messages as f64 } else { 0.0 };
     let model = link.map(|params| {
-        // The producer's own pause: the d2h device's dwell, the h2d host's preparation.
-        let pause_cause = if plan.direction == StreamDirection::H2d { WaitCause::ProducerIdle } else { WaitCause::DeviceDwell };
+        // The producer's own pause: the d2h device's dwell, the h2d host's preparation; in h2d
+        // pull the device's engine moves the data, and its pause is its reaction.
+        let pause_cause = if plan.direction == StreamDirection::H2d && plan.transport == Transport::Push { WaitCause::ProducerIdle } else { WaitCause::DeviceDwell };
         let dwell = bubbles.iter().find(|b| b.cause == pause_cause).map_or(0.0, |b| b.total_ns);
         let shape = RingShape {
             message_bytes: u64::from(plan.message_bytes),
@@ -202,7 +203,8 @@ pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd, link: Option<&LinkP
         };
         let tlp_accurate = match (plan.direction, plan.transport) {
             (StreamDirection::D2h, Transport::Push) => stream_model(params, &shape),
-            (StreamDirection::H2d, _) => h2d_push_model(params, &shape),
+            (StreamDirection::H2d, Transport::Push) => h2d_push_model(params, &shape),
+            (StreamDirection::H2d, Transport::Pull) => h2d_pull_model(params, &shape),
             (StreamDirection::D2h, Transport::Pull) => pull_model(params, &shape),
         };
         let reached = if tlp_accurate.mbps > 0.0 { throughput.sustained_mbps / tlp_accurate.mbps } else { 0.0 };
@@ -232,18 +234,20 @@ pub fn point(plan: &RingPlan, r: &Recorder, end: &StreamEnd, link: Option<&LinkP
     }
 }
 
-/// The buffers the producer fills: the host's in d2h push; the device's in h2d (the host writes
-/// into them) and in pull (messages wait there until the host reads them).
+/// The buffers the producer fills: the host's in d2h push and in h2d pull (messages wait there
+/// until the device reads them); the device's in h2d push (the host writes into them) and in
+/// d2h pull (messages wait there until the host reads them).
 pub fn ring_buffers(plan: &RingPlan) -> u32 {
     match (plan.direction, plan.transport) {
-        (StreamDirection::D2h, Transport::Push) => plan.host_buffers,
+        (StreamDirection::D2h, Transport::Push) | (StreamDirection::H2d, Transport::Pull) => plan.host_buffers,
         _ => plan.device_buffers,
     }
 }
 
 /// The buffers whose occupancy the report sweeps (from each message's device done to its
 /// release): the host's ring in d2h (push, and pull, where the host takes one message at a
-/// time, so at most one is counted), the device's buffers in h2d (written, not yet consumed).
+/// time, so at most one is counted), the device's buffers in h2d (written or read into, not yet
+/// consumed).
 pub fn occupancy_buffers(plan: &RingPlan) -> u32 {
     match plan.direction {
         StreamDirection::D2h => plan.host_buffers,
@@ -253,12 +257,13 @@ pub fn occupancy_buffers(plan: &RingPlan) -> u32 {
 
 /// The limit: a ring full half the time (or the producer waiting on it) is the consumer; a ring
 /// mostly empty is the producer (the link or its own pause: the pause's share says which). In
-/// pull the host takes one message at a time, so no ring fills: the source's idle share decides.
+/// d2h pull the host takes one message at a time, so no ring fills: the source's idle share
+/// decides. In h2d pull the device's buffers fill as in h2d push (its consumer drains them).
 fn verdict(plan: &RingPlan, ring: &RingShare, bubbles: &[BubbleClass]) -> Verdict {
     let waited = |cause| bubbles.iter().find(|b| b.cause == cause).map_or(0.0, |b| b.share);
     let no_buffer = waited(WaitCause::NoFreeBuffer);
     let pct = |x: f64| x * 100.0;
-    if plan.transport == Transport::Pull {
+    if plan.transport == Transport::Pull && plan.direction == StreamDirection::D2h {
         let idle = waited(WaitCause::ProducerIdle);
         let (limit, who) = if idle >= 0.5 { ("producer", "the device's source is slower than the host's reads") } else { ("consumer", "the host's reads (one in flight) and its use of each message set the rate") };
         return Verdict {
@@ -282,7 +287,11 @@ fn verdict(plan: &RingPlan, ring: &RingShare, bubbles: &[BubbleClass]) -> Verdic
         };
     }
     if ring.empty_share >= 0.5 {
-        let who = if paused >= 0.25 { pause.to_string() } else { format!("the producer's transfer of each message (the link or the {producer})") };
+        let transfer = if plan.transport == Transport::Pull { "the device's reads of each message (one in flight) and its reaction before them".to_string() } else { format!("the producer's transfer of each message (the link or the {producer})") };
+        // In h2d pull the device's engine waits for the host's doorbells only when the host is
+        // slower than its reads, however small that share of the time.
+        let host_late = plan.transport == Transport::Pull && paused > 0.0 && paused > waited(WaitCause::DeviceDwell);
+        let who = if paused >= 0.25 || host_late { pause.to_string() } else { transfer };
         return Verdict {
             limit: "producer".into(),
             reason: format!(

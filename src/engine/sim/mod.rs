@@ -23,6 +23,7 @@ pub mod regs;
 pub mod ring;
 mod ring_both;
 mod ring_h2d;
+mod ring_h2d_pull;
 mod ring_pull;
 pub mod rng;
 pub mod timing;

@@ -13,7 +13,8 @@
 //! report recovers it from the events alone.
 //!
 //! Pull mode (the host reads each message from the device's buffers) is in `ring_pull.rs`, host
-//! to device push in `ring_h2d.rs`.
+//! to device push in `ring_h2d.rs`, host to device pull (the device reads each message from the
+//! host's buffers) in `ring_h2d_pull.rs`.
 
 use std::collections::VecDeque;
 
@@ -167,12 +168,6 @@ impl SimRing {
 impl Streaming for SimRing {
     fn check(&self, plan: &RingPlan) -> Result<(), EngineError> {
         self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
-        if plan.direction == StreamDirection::H2d && plan.transport == Transport::Pull {
-            return Err(InvalidInput::new("the simulated ring streams h2d in push mode only (the host writes); h2d pull is not simulated").into());
-        }
-        if plan.direction == StreamDirection::H2d && plan.backpressure == Backpressure::Lossy {
-            return Err(InvalidInput::new("the simulated ring streams h2d lossless only (the host waits for a free device buffer)").into());
-        }
         if plan.device_buffers == 0 {
             return Err(InvalidInput::new("the simulated ring needs at least one device buffer").into());
         }
@@ -186,11 +181,16 @@ impl Streaming for SimRing {
         if plan.direction == StreamDirection::H2d || plan.transport == Transport::Pull {
             // One side under the shared loop (`ring/drive.rs`), as beside the other direction.
             let mut lanes = drive::Lanes::new(LinkSim::driven(config)?);
-            let (end, mut truth) = if plan.direction == StreamDirection::H2d {
+            let (end, mut truth) = if plan.direction == StreamDirection::H2d && plan.transport == Transport::Pull {
+                let mut h2d = super::ring_h2d_pull::H2dPullSide::new(config, plan, &self.behaviour, &mut rng, sink);
+                let end = drive::drive(&mut lanes, &mut [&mut h2d]).map(|stopped| h2d.end(stopped));
+                (end, std::mem::take(&mut h2d.truth))
+            } else if plan.direction == StreamDirection::H2d {
                 let mut h2d = super::ring_h2d::H2dSide::new(config.mps_bytes, plan, &self.behaviour, sink);
                 let end = drive::drive(&mut lanes, &mut [&mut h2d]).map(|stopped| h2d.producer.end(stopped));
                 let span_ns = h2d.producer.last_release_ns - h2d.producer.first_start_ns.unwrap_or(0.0);
-                (end, RingTruth { span_ns, ..RingTruth::default() })
+                let (dropped, dropped_after_last) = (h2d.producer.dropped, h2d.dropped_after_last);
+                (end, RingTruth { span_ns, dropped, dropped_after_last, ..RingTruth::default() })
             } else {
                 let mut pull = super::ring_pull::PullSide::new(config, plan, &self.behaviour, &mut rng, sink);
                 let stopped = drive::drive(&mut lanes, &mut [&mut pull]);

@@ -6,8 +6,10 @@
 //! MPS that never cross 4 KiB and a 1-DW flag MWr (the doorbell) downstream. The device takes
 //! each buffer when its flag arrives and after the previous one, uses it for `dwell_ns` (its
 //! consume time), then writes a 1-DW "done" MWr upstream to a host flag; the buffer is the
-//! host's again when that write has landed. Lossless only: a host can always wait. Every time
-//! comes from TLPs crossing the link simulator.
+//! host's again when that write has landed. Lossless, the host waits for a free buffer; lossy
+//! (a producer that cannot wait, as a sensor feed), it drops the message when none is free and
+//! makes the next one a message time later. Every time comes from TLPs crossing the link
+//! simulator.
 //!
 //! One [`Side`] of the ring's event loop (`ring/drive.rs`): alone, or beside a d2h ring
 //! (`ring_both.rs`). With credit holds injected, a "done" write may starve upstream: a bubble
@@ -15,7 +17,7 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::ring::{MessageEvent, MessageSink, RingPlan, WaitCause};
+use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, WaitCause};
 use crate::engine::EngineError;
 use crate::link::{Direction as LinkDirection, TlpKind};
 
@@ -89,6 +91,9 @@ pub(super) struct H2dSide<'a> {
     to_queue: VecDeque<(u64, u64)>,
     queued: VecDeque<u64>,
     device: DeviceBuffers,
+    lossy: bool,
+    /// Drops since the last message the host wrote (lossy): no sequence gap can show them.
+    pub dropped_after_last: u64,
     sink_error: Option<EngineError>,
 }
 
@@ -106,6 +111,8 @@ impl<'a> H2dSide<'a> {
             to_queue: VecDeque::new(),
             queued: VecDeque::new(),
             device: DeviceBuffers::default(),
+            lossy: plan.backpressure == Backpressure::Lossy,
+            dropped_after_last: 0,
             sink_error: None,
         }
     }
@@ -114,13 +121,28 @@ impl<'a> H2dSide<'a> {
         u64::from(self.plan.device_buffers)
     }
 
-    /// The host writes one message into a device buffer: data and doorbell, downstream.
+    /// The host writes one message into a device buffer: data and doorbell, downstream; or,
+    /// lossy with every device buffer taken, drops it.
     fn start(&mut self, lanes: &mut Lanes, start_ns: f64) {
-        let idle = if self.behaviour.host_use_ns > 0.0 { WaitCause::ProducerIdle } else { WaitCause::None };
+        if !self.producer.buffer_free(self.buffers()) {
+            self.producer.drop_one();
+            self.dropped_after_last += 1;
+            return;
+        }
+        // Lossy: the time since the last message went to messages dropped for want of a buffer.
+        let idle = if self.dropped_after_last > 0 {
+            WaitCause::NoFreeBuffer
+        } else if self.behaviour.host_use_ns > 0.0 {
+            WaitCause::ProducerIdle
+        } else {
+            WaitCause::None
+        };
         let (idle_ns, idle_cause) = self.producer.wait(start_ns, self.buffers(), idle);
         // The host's own writes go downstream and never starve; a "done" write it waited for may.
         let (wait_before_ns, wait_cause) = rules::credit_bubble(idle_ns, idle_cause, upstream_starved_ns(&lanes.sim) - self.producer.starved_at_done_ns, 0.0);
-        let slot = self.producer.sequence % self.buffers();
+        self.dropped_after_last = 0;
+        // Buffers come back in the order they were filled: the next one is the oldest.
+        let slot = self.producer.committed % self.buffers();
         self.to_queue.extend(rules::h2d_push_pieces(self.plan, slot, self.mps_bytes));
         // Its doorbell's number is known once queued.
         self.sent.push_back(Sent { sequence: self.producer.sequence, slot, last_tlp: u64::MAX, start_ns, done_ns: None, wait_before_ns, wait_cause });
@@ -170,7 +192,7 @@ impl<'a> H2dSide<'a> {
 impl Side for H2dSide<'_> {
     fn next(&mut self, _now_ns: f64) -> Option<Next> {
         let release = self.consuming.front().map(|c| Next { at_ns: c.until_ns, before_link: true, starts: false });
-        Next::first(release, self.producer.next(self.buffers(), false))
+        Next::first(release, self.producer.next(self.buffers(), self.lossy))
     }
 
     fn act(&mut self, lanes: &mut Lanes, at_ns: f64) {
