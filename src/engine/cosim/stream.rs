@@ -7,10 +7,10 @@
 //! core's own (STREAM_DURATION): it starts no message once the device clock has passed it.
 
 use super::{CosimEngine, LABEL};
+use crate::device::regmap::STREAM_DURATION_MASK;
 use crate::engine::ring::{
     Backpressure, MessageEvent, MessageSink, RingPlan, StreamDirection, StreamEnd, StreamStop, Streaming, Transport, WaitCause,
 };
-use crate::device::regmap::STREAM_DURATION_MASK;
 use crate::engine::{EngineError, EngineInfo};
 use crate::error::InvalidInput;
 
