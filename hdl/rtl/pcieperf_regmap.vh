@@ -91,6 +91,10 @@
 `define PCIEPERF_STREAM_CYCLES_HIGH          15'h025c
 `define PCIEPERF_STREAM_CYCLES_LSB           0
 `define PCIEPERF_STREAM_CYCLES_MSB           47
+`define PCIEPERF_STREAM_DURATION             15'h0260
+`define PCIEPERF_STREAM_DURATION_HIGH        15'h0264
+`define PCIEPERF_STREAM_DURATION_LSB         0
+`define PCIEPERF_STREAM_DURATION_MSB         47
 `define PCIEPERF_BUFFER1                     15'h1004
 `define PCIEPERF_BUFFER2                     15'h1008
 `define PCIEPERF_FIXED                       15'h100c

@@ -77,6 +77,7 @@ module pcieperf_regs #(
     output reg  [31:0]              stream_message_bytes,
     output reg  [31:0]              stream_messages,
     output reg  [31:0]              stream_dwell_cycles,
+    output reg  [47:0]              stream_duration_cycles,
     output reg  [7:0]               stream_opcode,
     output reg                      stream_doorbell,
     output reg  [31:0]              stream_doorbell_count,
@@ -272,6 +273,8 @@ module pcieperf_regs #(
             `PCIEPERF_STREAM_RQ_STALL_CYCLES: stream_value = stream_rq_stall_cycles;
             `PCIEPERF_STREAM_CYCLES: stream_value = stream_cycles[31:0];
             `PCIEPERF_STREAM_CYCLES_HIGH: stream_value = {16'd0, stream_cycles[47:32]};
+            `PCIEPERF_STREAM_DURATION: stream_value = stream_duration_cycles[31:0];
+            `PCIEPERF_STREAM_DURATION_HIGH: stream_value = {16'd0, stream_duration_cycles[47:32]};
             default: stream_value = 32'd0;
         endcase
     end
@@ -326,6 +329,7 @@ module pcieperf_regs #(
             stream_data_addr <= 64'd0; stream_meta_addr <= 64'd0; stream_flag_addr <= 64'd0;
             stream_buffers <= 32'd0; stream_buffer_bytes <= 32'd0; stream_message_bytes <= 32'd0;
             stream_messages <= 32'd0; stream_dwell_cycles <= 32'd0; stream_opcode <= 8'd0;
+            stream_duration_cycles <= 48'd0;
             stream_doorbell <= 1'b0; stream_doorbell_count <= 32'd0;
         end else begin
             clock <= clock + 64'd1;
@@ -426,6 +430,8 @@ module pcieperf_regs #(
                             `PCIEPERF_STREAM_MESSAGE_BYTES: stream_message_bytes <= req_data;
                             `PCIEPERF_STREAM_MESSAGES: stream_messages <= req_data;
                             `PCIEPERF_STREAM_DWELL: stream_dwell_cycles <= req_data;
+                            `PCIEPERF_STREAM_DURATION: stream_duration_cycles[31:0] <= req_data;
+                            `PCIEPERF_STREAM_DURATION_HIGH: stream_duration_cycles[47:32] <= req_data[15:0];
                             `PCIEPERF_STREAM_OPCODE: stream_opcode <= req_data[7:0];
                             `PCIEPERF_STREAM_DOORBELL: begin
                                 stream_doorbell <= 1'b1;

@@ -4,7 +4,9 @@
 // number, the device clock at the message's start), then a 1-DW flag write, then `dwell_cycles`
 // idle cycles. The host consumes buffers in ring order and gives them back through the doorbell
 // (`doorbell_count` buffers per write). With no free buffer the device waits (lossless) or drops
-// the message, counting it and skipping its seq_number number (lossy). Layout: docs/hdl.md.
+// the message, counting it and skipping its seq_number number (lossy). The stream ends after
+// `messages` or, with a `duration_cycles`, once that many cycles passed since its first message
+// started, whichever comes first. Layout: docs/hdl.md.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -23,6 +25,7 @@ module pcieperf_stream #(
     input  wire [31:0]              message_bytes,
     input  wire [31:0]              messages,
     input  wire [31:0]              dwell_cycles,
+    input  wire [47:0]              duration_cycles, // 0: no limit; else no message starts this long after the first
     input  wire [7:0]               opcode,
     input  wire                     doorbell,
     input  wire [31:0]              doorbell_count,
@@ -114,8 +117,12 @@ module pcieperf_stream #(
     // the TLPs of one message.
     wire load = state == S_LOAD || (tlp_end && part != P_DONE);
     wire message_end = tlp_end && part == P_DONE;
-    wire take_buffer = state == S_NEXT && produced != messages && free_buffers != 32'd0;
-    wire drop = state == S_NEXT && produced != messages && free_buffers == 32'd0 && lossy;
+    // run_cycles counts from the first message's start (its S_NEXT cycle reads 0): past the
+    // duration the stream numbers no more messages, so nothing after it is sent, dropped or waited for.
+    wire out_of_time = duration_cycles != 48'd0 && run_cycles >= duration_cycles;
+    wire more = produced != messages && !out_of_time;
+    wire take_buffer = state == S_NEXT && more && free_buffers != 32'd0;
+    wire drop = state == S_NEXT && more && free_buffers == 32'd0 && lossy;
     wire last_slot = buffer_index + 32'd1 >= buffers;
 
     assign rq_tvalid = state == S_SEND;
@@ -176,7 +183,7 @@ module pcieperf_stream #(
                     run_cycles <= 48'd0;
                 end
                 S_NEXT: begin
-                    if (produced == messages) begin
+                    if (!more) begin
                         state <= S_IDLE;
                     end else if (take_buffer) begin
                         message_start <= now;

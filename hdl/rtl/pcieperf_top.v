@@ -86,7 +86,7 @@ module pcieperf_top #(
     wire [31:0] stream_buffers, stream_buffer_bytes, stream_message_bytes, stream_messages;
     wire [31:0] stream_dwell_cycles, stream_doorbell_count, stream_free_buffers, stream_produced;
     wire [31:0] stream_sent, stream_dropped, stream_wait_cycles, stream_max_wait_cycles, stream_rq_stall_cycles;
-    wire [47:0] stream_cycles;
+    wire [47:0] stream_cycles, stream_duration_cycles;
     wire [7:0]  stream_opcode;
 
     // 128 << code, as the Device Control register encodes MPS and MRRS.
@@ -117,7 +117,8 @@ module pcieperf_top #(
         .stream_meta_addr(stream_meta_addr), .stream_flag_addr(stream_flag_addr),
         .stream_buffers(stream_buffers), .stream_buffer_bytes(stream_buffer_bytes),
         .stream_message_bytes(stream_message_bytes), .stream_messages(stream_messages),
-        .stream_dwell_cycles(stream_dwell_cycles), .stream_opcode(stream_opcode),
+        .stream_dwell_cycles(stream_dwell_cycles), .stream_duration_cycles(stream_duration_cycles),
+        .stream_opcode(stream_opcode),
         .stream_doorbell(stream_doorbell), .stream_doorbell_count(stream_doorbell_count),
         .device_clock(device_clock), .stream_busy(stream_busy), .stream_free_buffers(stream_free_buffers),
         .stream_produced(stream_produced), .stream_sent(stream_sent), .stream_dropped(stream_dropped),
@@ -160,7 +161,8 @@ module pcieperf_top #(
                 .clk(user_clk), .rst(rst), .start(stream_start), .lossy(stream_lossy),
                 .data_addr(stream_data_addr), .meta_addr(stream_meta_addr), .flag_addr(stream_flag_addr),
                 .buffers(stream_buffers), .buffer_bytes(stream_buffer_bytes), .message_bytes(stream_message_bytes),
-                .messages(stream_messages), .dwell_cycles(stream_dwell_cycles), .opcode(stream_opcode),
+                .messages(stream_messages), .dwell_cycles(stream_dwell_cycles),
+                .duration_cycles(stream_duration_cycles), .opcode(stream_opcode),
                 .doorbell(stream_doorbell), .doorbell_count(stream_doorbell_count), .now(device_clock),
                 .max_payload_bytes(max_payload_bytes), .busy(stream_busy), .free_buffers(stream_free_buffers),
                 .produced(stream_produced), .sent(stream_sent), .dropped(stream_dropped),
@@ -189,7 +191,7 @@ module pcieperf_top #(
             // Configuration the absent stream would have read.
             wire unused_stream = &{1'b0, stream_start, stream_lossy, stream_data_addr, stream_meta_addr,
                                    stream_flag_addr, stream_buffers, stream_buffer_bytes, stream_message_bytes,
-                                   stream_messages, stream_dwell_cycles, stream_opcode, stream_doorbell,
+                                   stream_messages, stream_dwell_cycles, stream_duration_cycles, stream_opcode, stream_doorbell,
                                    stream_doorbell_count, device_clock, st_tdata, st_tkeep, st_tlast, st_tuser, st_tvalid, st_tready};
         end
     endgenerate

@@ -70,16 +70,18 @@ class Session:
         if command == "time":
             return []
         if command == "stream_start":
-            # MESSAGES MESSAGE_BYTES BUFFERS BUFFER_BYTES DWELL_CYCLES LOSSY [RELEASE_DELAY_NS]
+            # MESSAGES MESSAGE_BYTES BUFFERS BUFFER_BYTES DWELL_CYCLES LOSSY [RELEASE_DELAY_NS [DURATION_CYCLES]]
             messages, message_bytes, buffers, buffer_bytes, dwell, lossy = (int(a, 0) for a in args[:6])
             delay_ns = int(args[6], 0) if len(args) > 6 else 0
+            duration_cycles = int(args[7], 0) if len(args) > 7 else 0
             if self.stream is not None and self.stream.result is None:
                 raise ValueError("a stream is still running: read it to its end with stream_next")
             if self.stream is not None:
                 self.stream.close()
             self.stream = StreamHost(tb, buffers, buffer_bytes)
             await self.stream.start(messages, message_bytes, dwell_cycles=dwell, lossy=bool(lossy),
-                                    release_delay_ns=(lambda _: delay_ns) if delay_ns else None)
+                                    release_delay_ns=(lambda _: delay_ns) if delay_ns else None,
+                                    duration_cycles=duration_cycles)
             return []
         if command == "stream_next":
             if self.stream is None:

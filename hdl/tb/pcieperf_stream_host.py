@@ -15,7 +15,7 @@ from cocotb.utils import get_sim_time
 
 from pcieperf_regmap import (
     STREAM_BUFFER_BYTES, STREAM_BUFFERS, STREAM_CONTROL, STREAM_CONTROL_LOSSY_SHIFT, STREAM_CONTROL_RUN_SHIFT,
-    STREAM_CYCLES, STREAM_DATA_ADDR, STREAM_DOORBELL, STREAM_DROPPED, STREAM_DWELL, STREAM_FLAG_ADDR,
+    STREAM_CYCLES, STREAM_DATA_ADDR, STREAM_DOORBELL, STREAM_DROPPED, STREAM_DURATION, STREAM_DWELL, STREAM_FLAG_ADDR,
     STREAM_MAX_WAIT_CYCLES, STREAM_MESSAGE_BYTES, STREAM_MESSAGES, STREAM_META_ADDR, STREAM_OPCODE,
     STREAM_PRODUCED, STREAM_RQ_STALL_CYCLES, STREAM_SENT, STREAM_WAIT_CYCLES,
 )
@@ -82,15 +82,18 @@ class StreamHost:
             self.arrivals.append((get_sim_time("ns"), (address - self.flag_addr) // 4))
             self.arrived.set()
 
-    async def start(self, messages, message_bytes, dwell_cycles=0, lossy=False, opcode=0, release_delay_ns=None):
+    async def start(self, messages, message_bytes, dwell_cycles=0, lossy=False, opcode=0, release_delay_ns=None,
+                    duration_cycles=0):
         """Program and start one stream of `messages`, and the consumer that takes them;
         `release_delay_ns(index)` is how long the consumer holds the index-th message it takes
-        before ringing the doorbell (default: rings at once)."""
+        before ringing the doorbell (default: rings at once); `duration_cycles` (0: none) ends
+        the stream on the device clock (STREAM_DURATION)."""
         tb = self.tb
         self.arrivals.clear()
         self.out, self.reported, self.result = [], 0, None
         await self.flags.write(0, bytes(4 * self.buffers))
-        for reg, value in ((STREAM_DATA_ADDR, self.data_addr), (STREAM_META_ADDR, self.meta_addr), (STREAM_FLAG_ADDR, self.flag_addr)):
+        for reg, value in ((STREAM_DATA_ADDR, self.data_addr), (STREAM_META_ADDR, self.meta_addr), (STREAM_FLAG_ADDR, self.flag_addr),
+                           (STREAM_DURATION, duration_cycles)):
             await tb.write64(reg, value)
         for reg, value in ((STREAM_BUFFERS, self.buffers), (STREAM_BUFFER_BYTES, self.buffer_bytes),
                            (STREAM_MESSAGE_BYTES, message_bytes), (STREAM_MESSAGES, messages),

@@ -16,7 +16,7 @@ from pcieperf_regmap import (
     D2H_CYCLES, DMA_D2H_ADDR, DMA_D2H_BYTES, DMA_D2H_OFFSET, DMA_H2D_ADDR, DMA_H2D_BYTES,
     DMA_H2D_OFFSET, ERROR_FOUND, FIRST_ERROR, FIXED, H2D_CRC32, H2D_CYCLES, MAX_OUTSTANDING,
     MAX_STALL, MAX_STALL_CYCLES, PCI_STATUS, RX_BIT_ERRORS, RX_RESULT, SEED, START, STALL_COUNT,
-    TAGS, THRESHOLD, TX_BIT_ERRORS, TX_RESULT, VERSION,
+    STREAM_DURATION, TAGS, THRESHOLD, TX_BIT_ERRORS, TX_RESULT, VERSION,
 )
 from pcieperf_tb import MODE_CYCLES, Testbench, crc32, pattern
 
@@ -57,6 +57,10 @@ async def registers(dut):
                        (DMA_D2H_ADDR, 0x2_0000_1000), (DMA_H2D_OFFSET, 0x5000), (DMA_D2H_OFFSET, 0x7000)):
         await tb.write64(reg, value)
         assert await tb.read64(reg) == value, reg
+    # The stream's duration holds 48 bits of device cycles.
+    assert await tb.read64(STREAM_DURATION) == 0
+    await tb.write64(STREAM_DURATION, 0xFFFF_1234_5678_9ABC)
+    assert await tb.read64(STREAM_DURATION) == 0x1234_5678_9ABC
     # Tags are clamped to 1..32.
     await tb.write(TAGS, 0)
     assert await tb.read(TAGS) == 1

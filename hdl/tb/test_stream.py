@@ -142,3 +142,62 @@ async def stream_dwell_bubbles(dut):
     # cycle later (and sends its first beat two cycles after that).
     assert gaps[0] == flag_beats + 1, f"turnaround {gaps[0]} cycles: flag beats {flag_beats} + 1 (docs/hdl.md)"
     assert gaps[1] - gaps[0] == 1 and gaps[5] - gaps[0] == 5, gaps
+
+
+@cocotb.test(timeout_time=500, timeout_unit="us")
+async def stream_duration_ends_on_the_device_clock(dut):
+    """STREAM_DURATION ends a stream on the device clock, however many messages STREAM_MESSAGES
+    allows: every message starts less than the duration after the first, the next one could
+    not have (the count is what the clock allows, to the message), and nothing after the
+    deadline is sent, dropped or waited for."""
+    tb = await setup(dut)
+    lanes = len(dut.s_axis_rq_tdata) // 32
+    flag_beats = -(-5 // lanes)
+    unbounded = 0xFFFF_FFFF
+    duration = 600
+
+    # Lossless, a ring that never fills: the stream stops when the clock says so.
+    host = StreamHost(tb, buffers=32, buffer_bytes=256)
+    result = await host.run(messages=unbounded, message_bytes=64, duration_cycles=duration)
+    m = result.messages
+    assert len(m) > 3, f"{len(m)} messages in {duration} cycles"
+    assert (result.produced, result.sent, result.dropped, result.wait_cycles) == (len(m), len(m), 0, 0)
+    assert [x.sequence for x in m] == list(range(len(m)))
+    assert all(x.data_ok for x in m)
+    first, last = m[0].start_cycles, m[-1].start_cycles
+    assert last - first < duration, f"message {len(m) - 1} started {last - first} cycles in"
+    # With no dwell and a free buffer, the next message would have started one cycle after the
+    # last flag's beats: at or past the duration, or it would be here.
+    next_start = last + m[-1].service_cycles + flag_beats + 1
+    assert next_start - first >= duration, f"another message could start at {next_start - first} cycles"
+    # The run ends with the last message: within one message of the duration.
+    assert result.cycles <= duration + m[-1].service_cycles + flag_beats + 1, (result.cycles, duration)
+
+    # Lossless with the host holding a buffer past the deadline: the device stops waiting when
+    # the clock passes the duration, and the message it waited for is neither sent nor dropped.
+    period_ns = 1e9 / tb.clk_hz
+    host = StreamHost(tb, buffers=2, buffer_bytes=256)
+    result = await host.run(messages=unbounded, message_bytes=64, duration_cycles=duration,
+                            release_delay_ns=lambda k: 2 * duration * period_ns if k == 1 else 0)
+    m = result.messages
+    assert (result.produced, result.sent, result.dropped) == (len(m), len(m), 0)
+    assert result.wait_cycles > 0, "the device should have waited for the held buffer"
+    assert all(x.start_cycles - m[0].start_cycles < duration for x in m)
+    assert duration <= result.cycles <= duration + 1, f"the stream ran {result.cycles} cycles, not to its deadline"
+
+    # Lossy with a slow host: drops happen only before the deadline and are counted exactly.
+    host = StreamHost(tb, buffers=2, buffer_bytes=128)
+    result = await host.run(messages=unbounded, message_bytes=64, dwell_cycles=10, lossy=True,
+                            duration_cycles=duration, release_delay_ns=lambda k: 400)
+    sequences = [x.sequence for x in result.messages]
+    assert result.dropped > 0, "the slow host should cause drops"
+    assert result.produced == result.sent + result.dropped
+    assert sequences[-1] < result.produced
+    gaps = sum(b - a - 1 for a, b in zip(sequences, sequences[1:])) + sequences[0] + (result.produced - 1 - sequences[-1])
+    assert gaps == result.dropped, f"host sees {gaps} missing, device counted {result.dropped}"
+    assert all(x.start_cycles - result.messages[0].start_cycles < duration for x in result.messages)
+
+    # Whichever comes first: a count below what the duration allows ends the stream.
+    host = StreamHost(tb, buffers=8, buffer_bytes=256)
+    result = await host.run(messages=3, message_bytes=64, duration_cycles=1 << 40)
+    assert (result.produced, result.sent) == (3, 3)

@@ -123,7 +123,7 @@ pub const STREAM_BUFFERS: (u8, u64) = (0, 0x220);
 pub const STREAM_BUFFER_BYTES: (u8, u64) = (0, 0x224);
 /// Payload bytes of every message (a multiple of 4, at most STREAM_BUFFER_BYTES); payload DW w of message s is s[15:0] << 16 | w[15:0].
 pub const STREAM_MESSAGE_BYTES: (u8, u64) = (0, 0x228);
-/// Messages the stream produces (sent plus dropped).
+/// Messages the stream produces (sent plus dropped), unless STREAM_DURATION ends it first.
 pub const STREAM_MESSAGES: (u8, u64) = (0, 0x22c);
 /// Idle device cycles after each message's flag write (OCDP's dwell); a dropped message also takes this long, at least one cycle.
 pub const STREAM_DWELL: (u8, u64) = (0, 0x230);
@@ -149,6 +149,11 @@ pub const STREAM_CYCLES: (u8, u64) = (0, 0x258);
 /// High word of STREAM_CYCLES.
 pub const STREAM_CYCLES_HIGH: (u8, u64) = (0, 0x25c);
 pub const STREAM_CYCLES_MASK: u64 = 0xffffffffffff;
+/// Stream duration on the device clock: 0, no limit (STREAM_MESSAGES ends the stream); else the device starts (or drops) no message once this many cycles have passed since the first message's start, finishes the one it is sending and ends the stream, so every message's CLOCK stamp is less than the first one's + this.
+pub const STREAM_DURATION: (u8, u64) = (0, 0x260);
+/// High word of STREAM_DURATION.
+pub const STREAM_DURATION_HIGH: (u8, u64) = (0, 0x264);
+pub const STREAM_DURATION_MASK: u64 = 0xffffffffffff;
 /// Physical address of the first 8 KiB host buffer, below 4 GiB (step 1).
 pub const BUFFER1: (u8, u64) = (1, 0x004);
 /// Physical address of the second 8 KiB host buffer, below 4 GiB (step 2).
@@ -270,6 +275,7 @@ pub const REGISTERS: &[Register] = &[
     Register { name: "STREAM_MAX_WAIT_CYCLES", bar: 0, offset: 0x250, bytes: 4, writable: false, reset: None },
     Register { name: "STREAM_RQ_STALL_CYCLES", bar: 0, offset: 0x254, bytes: 4, writable: false, reset: None },
     Register { name: "STREAM_CYCLES", bar: 0, offset: 0x258, bytes: 8, writable: false, reset: None },
+    Register { name: "STREAM_DURATION", bar: 0, offset: 0x260, bytes: 8, writable: true, reset: Some(0x0) },
     Register { name: "BUFFER1", bar: 1, offset: 0x004, bytes: 4, writable: true, reset: Some(0x0) },
     Register { name: "BUFFER2", bar: 1, offset: 0x008, bytes: 4, writable: true, reset: Some(0x0) },
     Register { name: "FIXED", bar: 1, offset: 0x00c, bytes: 4, writable: true, reset: Some(0x0) },

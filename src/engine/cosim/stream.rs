@@ -3,16 +3,19 @@
 //!
 //! Device times come from the core: each message's metadata carries the device clock at its
 //! start, its flag word the cycles to the flag write. Host times are the testbench's simulated
-//! time: when the consumer took the message and rang the doorbell for it.
+//! time: when the consumer took the message and rang the doorbell for it. A duration is the
+//! core's own (STREAM_DURATION): it starts no message once the device clock has passed it.
 
 use super::{CosimEngine, LABEL};
+use crate::device::regmap::STREAM_DURATION_MASK;
 use crate::engine::ring::{
     Backpressure, MessageEvent, MessageSink, RingPlan, StreamDirection, StreamEnd, StreamStop, Streaming, Transport, WaitCause,
 };
 use crate::engine::{EngineError, EngineInfo};
 use crate::error::InvalidInput;
 
-/// Most messages one co-simulated stream may take (each costs a few TLPs of Python models).
+/// Most messages one co-simulated stream may take (each costs a few TLPs of Python models); a
+/// duration run that reaches it first ends there, saying so.
 pub const MAX_STREAM_MESSAGES: u64 = 100_000;
 /// Most host memory the ring may take in the testbench.
 pub const MAX_RING_BYTES: u64 = 16 << 20;
@@ -123,15 +126,52 @@ impl CosimEngine {
         self.stream_dwell_cycles = cycles as u64;
     }
 
-    fn messages_of(plan: &RingPlan) -> Result<u64, EngineError> {
+    /// What the core is programmed with to honour `plan.stop`.
+    fn budget_of(&self, plan: &RingPlan) -> Result<Budget, EngineError> {
         match plan.stop {
-            StreamStop::Messages(n) if (1..=MAX_STREAM_MESSAGES).contains(&n) => Ok(n),
+            StreamStop::Messages(n) if (1..=MAX_STREAM_MESSAGES).contains(&n) => Ok(Budget { messages: n, duration_cycles: 0 }),
             StreamStop::Messages(n) => {
                 Err(InvalidInput::new(format!("cosim stream of {n} messages: 1 to {MAX_STREAM_MESSAGES} (each is co-simulated TLP by TLP)")).into())
             }
-            StreamStop::Duration(_) => Err(InvalidInput::new("cosim streams a number of messages, not a duration: give a message count").into()),
+            StreamStop::Duration(duration) => match duration_cycles(duration, self.clock_hz) {
+                Some(cycles) => Ok(Budget { messages: MAX_STREAM_MESSAGES, duration_cycles: cycles }),
+                None => Err(InvalidInput::new(format!(
+                    "cosim stream of {duration:?}: a duration must be more than 0 and at most {STREAM_DURATION_MASK} device cycles (STREAM_DURATION)"
+                ))
+                .into()),
+            },
         }
     }
+}
+
+/// How a stream ends on the core: STREAM_MESSAGES, and STREAM_DURATION (0: none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Budget {
+    messages: u64,
+    duration_cycles: u64,
+}
+
+impl Budget {
+    /// Why a finished duration run ended before its duration: the message cap, when the core
+    /// numbered all it allows while its run (`cycles`, STREAM_CYCLES) was still inside the
+    /// duration. The core's last S_NEXT cycle counts as one run cycle, so a stop by the
+    /// duration always shows `cycles` > `duration_cycles`.
+    fn capped(&self, produced: u64, cycles: u64) -> Option<String> {
+        (self.duration_cycles > 0 && produced >= self.messages && cycles <= self.duration_cycles).then(|| {
+            format!(
+                "cosim: stopped at the cap of {} messages after {cycles} of {} device cycles (co-simulation is slow: shorten --duration)",
+                self.messages, self.duration_cycles
+            )
+        })
+    }
+}
+
+/// A duration in whole device cycles, rounded up: a message may start at cycle k after the
+/// first one when k × the period < the duration. None for 0 or more than the register holds.
+fn duration_cycles(duration: std::time::Duration, clock_hz: f64) -> Option<u64> {
+    let hz = clock_hz.round() as u128;
+    let cycles = (duration.as_nanos() * hz).div_ceil(1_000_000_000);
+    (cycles > 0 && cycles <= u128::from(STREAM_DURATION_MASK)).then_some(cycles as u64)
 }
 
 impl Streaming for CosimEngine {
@@ -158,23 +198,25 @@ impl Streaming for CosimEngine {
         if ring_bytes > MAX_RING_BYTES {
             return refuse(format!("a ring of {ring_bytes} bytes exceeds the testbench's {MAX_RING_BYTES} bytes of host memory"));
         }
-        Self::messages_of(plan).map(drop)
+        self.budget_of(plan).map(drop)
     }
 
     fn stream(&mut self, plan: &RingPlan, sink: &mut dyn MessageSink) -> Result<StreamEnd, EngineError> {
         Streaming::check(self, plan)?;
-        let messages = Self::messages_of(plan)?;
+        let budget = self.budget_of(plan)?;
         let lanes = (self.data_width_bits / 32).max(1);
         let dwell_cycles = self.stream_dwell_cycles;
         let lossy = plan.backpressure == Backpressure::Lossy;
         let start_ns = self.now_ns;
         self.call(&format!(
-            "stream_start {messages} {} {} {} {dwell_cycles} {} {}",
+            "stream_start {} {} {} {} {dwell_cycles} {} {} {}",
+            budget.messages,
             plan.message_bytes,
             plan.host_buffers,
             plan.buffer_bytes,
             u8::from(lossy),
-            self.stream_release_delay_ns
+            self.stream_release_delay_ns,
+            budget.duration_cycles
         ))?;
         let mut events = Events { ns_per_cycle: 1e9 / self.clock_hz, flag_beats: 5u64.div_ceil(lanes), dwell_cycles, last: None };
         let mut end_ns = start_ns;
@@ -215,12 +257,15 @@ impl Streaming for CosimEngine {
             }
             if value(&words, "done") == Some("1") {
                 let number = |key: &str| value(&words, key).and_then(|v| v.parse::<u64>().ok());
+                let produced = number("produced").ok_or_else(|| {
+                    EngineError::Unsupported(format!("cosim testbench: a finished stream without its counters (protocol docs/cosim.md): {words:?}"))
+                })?;
                 return Ok(StreamEnd {
-                    produced: number("produced").unwrap_or(messages),
+                    produced,
                     dropped_by_producer: number("dropped"),
                     start_ns,
                     end_ns,
-                    stopped_early: None,
+                    stopped_early: budget.capped(produced, number("cycles").unwrap_or(0)),
                     fast_forwarded: 0,
                 });
             }
@@ -275,6 +320,27 @@ mod tests {
         e.event(&record((1 << 24) - 1, 0, 10));
         assert_eq!(e.event(&record(0, 20, 10)).sequence, 1 << 24);
         assert_eq!(e.event(&record(2, 40, 10)).sequence, (1 << 24) + 2);
+    }
+
+    #[test]
+    fn a_duration_is_whole_device_cycles_rounded_up() {
+        let ns = std::time::Duration::from_nanos;
+        // 125 MHz: 8 ns a cycle. 800 ns: starts at cycles 0..=99 are inside; 801 ns: also 100.
+        assert_eq!(duration_cycles(ns(800), 125e6), Some(100));
+        assert_eq!(duration_cycles(ns(801), 125e6), Some(101));
+        assert_eq!(duration_cycles(ns(1), 250e6), Some(1));
+        assert_eq!(duration_cycles(ns(0), 250e6), None);
+        // 48 bits of cycles at 250 MHz: about 13 days.
+        assert_eq!(duration_cycles(std::time::Duration::from_secs(14 * 86_400), 250e6), None);
+    }
+
+    #[test]
+    fn only_a_duration_run_inside_its_duration_was_capped() {
+        let run = Budget { messages: 100, duration_cycles: 1000 };
+        assert!(run.capped(100, 1000).is_some_and(|why| why.contains("cap of 100 messages")));
+        assert_eq!(run.capped(100, 1001), None, "the duration ended it");
+        assert_eq!(run.capped(40, 1001), None);
+        assert_eq!(Budget { messages: 100, duration_cycles: 0 }.capped(100, 50), None, "a counted run ends at its count");
     }
 
     #[test]
