@@ -12,6 +12,12 @@
 //! Time runs from the start until the last message is through (the far end joined). The ratio
 //! is engine ÷ plain loop in messages/s (goal ≥ 0.9: the tool is not the bottleneck).
 //! `cargo bench --bench stream_fifo` runs it; under `cargo test` it runs once, small, as a smoke test.
+//!
+//! For profiling and placement: `STREAM_FIFO_ROW=TEXT` runs the rows whose label contains it
+//! ("64 KiB d2h"), `STREAM_FIFO_SIDE=engine|loop` runs one side only (the other's rate reads 1),
+//! `STREAM_FIFO_REPEATS=N` sets the repeats, and `STREAM_FIFO_PIN=same|split` pins the two
+//! threads, the engine's and the loop's alike, to one CPU (`same`: CPU 1) or to one each
+//! (`split`: the reader CPU 0, the writer CPU 1). Each repeat's rates go to stderr.
 
 mod common;
 
@@ -45,9 +51,38 @@ fn mkfifo(path: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
 }
 
+/// Which end of the pipe a thread is, for [`pin`].
+#[derive(Clone, Copy)]
+enum Role {
+    Reader,
+    Writer,
+    /// Back to every CPU.
+    Any,
+}
+
+/// Pin the calling thread as `STREAM_FIFO_PIN` says (nothing when unset).
+fn pin(role: Role) {
+    let how = std::env::var("STREAM_FIFO_PIN").unwrap_or_default();
+    let cpus: &[usize] = match (how.as_str(), role) {
+        (_, Role::Any) | ("", _) => &[0, 1],
+        ("same", _) => &[1],
+        (_, Role::Reader) => &[0],
+        (_, Role::Writer) => &[1],
+    };
+    // SAFETY: a zeroed cpu_set_t filled by CPU_SET, for the calling thread (0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 /// dd-style: one read of `bytes` per message (read_exact resumes a short one).
 fn read_messages(path: PathBuf, bytes: usize, count: u64) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
+        pin(Role::Reader);
         let mut input = File::open(path).unwrap();
         let mut buf = vec![0; bytes];
         for _ in 0..count {
@@ -59,6 +94,7 @@ fn read_messages(path: PathBuf, bytes: usize, count: u64) -> std::thread::JoinHa
 /// dd-style: one write of `bytes` per message.
 fn write_messages(path: PathBuf, bytes: usize, count: u64) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
+        pin(Role::Writer);
         let mut output = std::fs::OpenOptions::new().write(true).open(path).unwrap();
         let buf = vec![0x5a; bytes];
         for _ in 0..count {
@@ -88,9 +124,14 @@ fn engine_rate(fifo: &Path, direction: StreamDirection, bytes: u32, count: u64) 
         StreamDirection::H2d => read_messages(fifo.to_path_buf(), bytes as usize, count),
         StreamDirection::D2h => write_messages(fifo.to_path_buf(), bytes as usize, count),
     };
+    pin(match direction {
+        StreamDirection::H2d => Role::Writer,
+        StreamDirection::D2h => Role::Reader,
+    });
     let mut sink = Count::default();
     let end = engine.streaming().unwrap().stream(&plan(direction, bytes, count), &mut sink).unwrap();
     far.join().unwrap();
+    pin(Role::Any);
     let seconds = start.elapsed().as_secs_f64();
     assert_eq!((end.produced, sink.events, sink.last), (count, count, count - 1));
     count as f64 / seconds
@@ -113,13 +154,19 @@ fn main() {
     let fifo = dir.path().join("fifo");
     mkfifo(&fifo);
     let full = common::full();
+    let only_row = std::env::var("STREAM_FIFO_ROW").unwrap_or_default();
+    let side = std::env::var("STREAM_FIFO_SIDE").unwrap_or_default();
     header();
     for (bytes, label, count) in [(64u32, "64 B", if full { 2_000_000 } else { 20_000 }), (65536, "64 KiB", if full { 40_000 } else { 200 })] {
         for (direction, way) in [(StreamDirection::H2d, "h2d (engine writes)"), (StreamDirection::D2h, "d2h (engine reads)")] {
+            if !format!("{label} {way}").contains(&only_row) {
+                continue;
+            }
             let (mut ratios, mut ours, mut peer) = (Vec::new(), Vec::new(), Vec::new());
-            for _ in 0..repeats(5) {
-                let engine = engine_rate(&fifo, direction, bytes, count);
-                let plain = plain_rate(&fifo, direction, bytes, count);
+            for _ in 0..repeats(std::env::var("STREAM_FIFO_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(5)) {
+                let engine = if side == "loop" { 1.0 } else { engine_rate(&fifo, direction, bytes, count) };
+                let plain = if side == "engine" { 1.0 } else { plain_rate(&fifo, direction, bytes, count) };
+                eprintln!("{label} {way}: engine {engine:.0} loop {plain:.0} msg/s");
                 ratios.push(engine / plain);
                 ours.push(engine);
                 peer.push(plain);
