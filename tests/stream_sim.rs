@@ -3,9 +3,11 @@
 //! never reports a drop — over several seeds. The truth is what the simulator itself drew and
 //! saw (`SimEngine::ring_truth`), never the report's own figures.
 
-use pcieperf::bench::stream::{self, StreamOptions};
 use pcieperf::engine::ring::{Backpressure, RingPlan, StreamDirection, StreamStop, Transport};
-use pcieperf::engine::sim::{SimConfig, SimEngine};
+
+#[path = "support/sim_stream.rs"]
+mod sim_stream;
+use sim_stream::run;
 
 const SEEDS: [u64; 3] = [1, 7, 2026];
 
@@ -20,21 +22,6 @@ fn plan(host_buffers: u32, messages: u64, backpressure: Backpressure) -> RingPla
         message_bytes: 16352,
         stop: StreamStop::Messages(messages),
     }
-}
-
-fn run(target: &str, seed: u64, plan: RingPlan) -> (stream::StreamDocument, pcieperf::engine::sim::ring::RingTruth) {
-    let config = SimConfig::parse(target).unwrap();
-    let mut engine = SimEngine::new(&format!("sim:{target}"), config, seed);
-    let options = StreamOptions {
-        message_sizes: vec![plan.message_bytes],
-        plan,
-        bubble_threshold_ns: 1_000.0,
-        host_memory_bytes: None,
-        seed,
-    };
-    let doc = stream::run(&mut engine, &options).unwrap();
-    let truth = engine.ring_truth().unwrap().clone();
-    (doc, truth)
 }
 
 /// Nearest-rank percentile of the drawn delays.

@@ -10,6 +10,10 @@ use pcieperf::engine::ring::{Backpressure, RingPlan, StreamDirection, StreamStop
 use pcieperf::engine::sim::ring::RingTruth;
 use pcieperf::engine::sim::{SimConfig, SimEngine};
 
+#[path = "support/sim_stream.rs"]
+mod sim_stream;
+use sim_stream::run;
+
 const SEEDS: [u64; 3] = [1, 7, 2026];
 /// Holds of 20–50 µs, 5000 per second: far longer than the credits the device holds cover.
 const HOLDS: &str = "doc003,stalls_per_s=5000,stall_max_ns=50000,stall_min_ns=20000";
@@ -25,14 +29,6 @@ fn plan(message_bytes: u32, messages: u64, backpressure: Backpressure) -> RingPl
         message_bytes,
         stop: StreamStop::Messages(messages),
     }
-}
-
-fn run(target: &str, seed: u64, plan: RingPlan) -> (StreamDocument, RingTruth) {
-    let mut engine = SimEngine::new(&format!("sim:{target}"), SimConfig::parse(target).unwrap(), seed);
-    let options = StreamOptions { message_sizes: vec![plan.message_bytes], plan, bubble_threshold_ns: 1_000.0, host_memory_bytes: None, seed };
-    let doc = stream::run(&mut engine, &options).unwrap();
-    let truth = engine.ring_truth().unwrap().clone();
-    (doc, truth)
 }
 
 /// The report's `credits` bubbles: (count, total ns).

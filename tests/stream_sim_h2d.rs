@@ -8,6 +8,9 @@ use pcieperf::bench::stream::{self, StreamOptions};
 use pcieperf::engine::ring::{Backpressure, RingPlan, StreamDirection, StreamStop, Transport, WaitCause};
 use pcieperf::engine::sim::{SimConfig, SimEngine};
 
+#[path = "support/sim_stream.rs"]
+mod sim_stream;
+
 const SEEDS: [u64; 3] = [1, 7, 2026];
 
 fn plan(messages: u64) -> RingPlan {
@@ -24,10 +27,7 @@ fn plan(messages: u64) -> RingPlan {
 }
 
 fn run(target: &str, seed: u64, plan: RingPlan) -> stream::StreamDocument {
-    let config = SimConfig::parse(target).unwrap();
-    let mut engine = SimEngine::new(&format!("sim:{target}"), config, seed);
-    let options = StreamOptions { message_sizes: vec![plan.message_bytes], plan, bubble_threshold_ns: 1_000.0, host_memory_bytes: None, seed };
-    stream::run(&mut engine, &options).unwrap()
+    sim_stream::run(target, seed, plan).0
 }
 
 #[test]

@@ -4,9 +4,12 @@
 //! the device's few buffers must hold a fast source back (lossless) or drop exactly what the
 //! simulator counted (lossy).
 
-use pcieperf::bench::stream::{self, StreamOptions};
 use pcieperf::engine::ring::{Backpressure, RingPlan, StreamDirection, StreamStop, Transport};
-use pcieperf::engine::sim::{SimConfig, SimEngine};
+use pcieperf::engine::sim::SimConfig;
+
+#[path = "support/sim_stream.rs"]
+mod sim_stream;
+use sim_stream::{ns_per_message, run};
 
 const SEEDS: [u64; 3] = [1, 7, 2026];
 const MESSAGE_BYTES: u32 = 16352;
@@ -22,20 +25,6 @@ fn plan(transport: Transport, messages: u64, backpressure: Backpressure) -> Ring
         message_bytes: MESSAGE_BYTES,
         stop: StreamStop::Messages(messages),
     }
-}
-
-fn run(target: &str, seed: u64, plan: RingPlan) -> (stream::StreamDocument, pcieperf::engine::sim::ring::RingTruth) {
-    let config = SimConfig::parse(target).unwrap();
-    let mut engine = SimEngine::new(&format!("sim:{target}"), config, seed);
-    let options = StreamOptions { message_sizes: vec![plan.message_bytes], plan, bubble_threshold_ns: 1_000.0, host_memory_bytes: None, seed };
-    let doc = stream::run(&mut engine, &options).unwrap();
-    let truth = engine.ring_truth().unwrap().clone();
-    (doc, truth)
-}
-
-fn ns_per_message(doc: &stream::StreamDocument) -> f64 {
-    let point = &doc.points[0];
-    point.duration_ns / point.messages as f64
 }
 
 #[test]
