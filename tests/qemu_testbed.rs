@@ -556,7 +556,11 @@ fn nvme_frozen_by_a_failed_aer_recovery_still_ends_dma_at_its_deadline() {
         let started = std::time::Instant::now();
         let out = guest.run_with_deadline(&format!("pcieperf dma --target {target} --sizes 64KiB --duration 5s --deadline 2s"), Duration::from_secs(30)).unwrap();
         assert_eq!(out.code, 1, "{target}: {out:?}");
-        assert!(out.stderr.contains(&format!("{target} refused I/O (EAGAIN: its queue is frozen or full)")), "{target}: {}", out.stderr);
+        // Mostly the frozen queue refuses at once; now and then the I/O is taken and never
+        // answered, and the deadline ends the run (seen once in CI): both end on time.
+        let refused = out.stderr.contains(&format!("{target} refused I/O (EAGAIN: its queue is frozen or full)"));
+        let timed_out = out.stderr.contains("did not answer within 2s");
+        assert!(refused || timed_out, "{target}: {}", out.stderr);
         eprintln!("{target} on the frozen queue ended after {:?}", started.elapsed());
     }
     // Ctrl-C on the frozen queue ends a run whose deadline is far away: 130, partial results.
