@@ -290,6 +290,85 @@ fn a_fifo_closed_mid_run_ends_with_one_error_and_the_events_so_far() {
     assert!(!events.is_empty() && events.len() <= 100, "{} events", events.len());
 }
 
+/// A writer that sends three messages and then keeps the FIFO open without a word: a timed d2h
+/// stream still ends at its deadline. The engine's read waits in the kernel (a blocking read,
+/// as `dd`'s); only the slice alarm's tick lets it look at the deadline.
+#[test]
+fn a_silent_writer_does_not_hold_a_timed_stream_past_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, rx) = (dir.path().join("tx"), dir.path().join("rx"));
+    mkfifo(&tx);
+    mkfifo(&rx);
+    let drain = std::thread::spawn({
+        let tx = tx.clone();
+        move || std::io::copy(&mut File::open(tx).unwrap(), &mut std::io::sink()).unwrap()
+    });
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn({
+        let rx = rx.clone();
+        move || {
+            let mut output = std::fs::OpenOptions::new().write(true).open(&rx).unwrap();
+            let mut message = vec![0x33; 64];
+            for sequence in 0..3 {
+                stamp(&mut message, sequence, 0);
+                output.write_all(&message).unwrap();
+            }
+            let _ = finished.recv();
+        }
+    });
+    let mut engine = open(&format!("chardev:{},{}", tx.display(), rx.display()));
+    // On a thread, so that a read that never wakes fails the test instead of hanging it.
+    let (ended, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let (end, events) = stream(engine.as_mut(), &plan(StreamDirection::D2h, 64, StreamStop::Duration(Duration::from_millis(300))));
+        ended.send((end.map(|e| e.stopped_early), events.len(), start.elapsed())).unwrap();
+    });
+    let (end, events, took) = outcome.recv_timeout(Duration::from_secs(3)).expect("the stream ended within 3 s of a 300 ms run");
+    done.send(()).unwrap();
+    writer.join().unwrap();
+    drain.join().unwrap();
+    assert_eq!((end.unwrap(), events), (None, 3));
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_millis(600), "ended after {took:?}");
+}
+
+/// A reader that takes one message and then keeps the FIFO open without reading: the engine
+/// (h2d, 48 KiB messages into the 64 KiB pipe) is left with half a message to write, waits for
+/// the rest in the kernel (a blocking write), and still gives up at the stall limit with one
+/// line naming the node — the slice alarm's tick lets it look.
+#[test]
+fn a_reader_that_stops_ends_an_h2d_stream_at_the_stall_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("node");
+    mkfifo(&fifo);
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let reader = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            let mut input = File::open(&fifo).unwrap();
+            let mut message = vec![0; 48 << 10];
+            input.read_exact(&mut message).unwrap();
+            let _ = finished.recv();
+        }
+    });
+    let mut engine = open(&format!("chardev:{}", fifo.display()));
+    let (ended, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let (end, events) = stream(engine.as_mut(), &plan(StreamDirection::H2d, 48 << 10, StreamStop::Messages(100)));
+        ended.send((end.map(|_| ()).map_err(|e| e.to_string()), events.len(), start.elapsed())).unwrap();
+    });
+    let limit = pcieperf::engine::msgstream::STALL_LIMIT;
+    let (end, events, took) = outcome.recv_timeout(limit + Duration::from_secs(3)).expect("the stream ended at the stall limit");
+    done.send(()).unwrap();
+    reader.join().unwrap();
+    let error = end.unwrap_err();
+    assert!(error.contains("accepted nothing") && error.contains(&fifo.display().to_string()) && !error.contains('\n'), "{error}");
+    // One message read, one whole in the pipe, the third only in part.
+    assert_eq!(events, 2);
+    assert!(took >= limit && took < limit + Duration::from_secs(1), "ended after {took:?}");
+}
+
 /// The write guard: a regular file is a user's data, never written without consent.
 #[test]
 fn the_write_guard_refuses_a_regular_file_as_the_write_node() {
