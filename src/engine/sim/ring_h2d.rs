@@ -29,8 +29,8 @@ use super::ring::{RingBehaviour, RingTruth, FLAG_BYTES};
 const DONE_BASE: u64 = 1 << 38;
 /// The host's writes of a message waiting in the root port's transmitter at most: the rest are
 /// issued as the link takes them (a CPU's write-combining buffers drain at the link's pace), so
-/// a read the host issues meanwhile (pull, beside this ring) waits behind a few writes, not a
-/// whole message (a read may not pass the posted writes queued before it).
+/// what the host sends meanwhile for the other ring (the d2h doorbells, beside this ring) waits
+/// behind a few writes, not a whole message.
 const QUEUED_TLPS: usize = 4;
 
 /// A message the host has written: device-side times known once its doorbell left.
