@@ -233,7 +233,7 @@ impl Streaming for SimRing {
         // Both rings in the plan's mode (push or pull, lossless or lossy), each with its own draws.
         self.check(&RingPlan { direction: StreamDirection::D2h, ..plan.clone() })?;
         let mut d2h_rng = self.rng.fork(0x5712_EA);
-        let mut h2d_rng = self.rng.fork(0x42D_5712);
+        let mut h2d_rng = self.rng.fork(0x42D0_5712);
         self.truth = None;
         let (ends, truth) = super::ring_both::run(LinkSim::driven(config)?, config, plan, &self.behaviour, [&mut d2h_rng, &mut h2d_rng], sinks)?;
         // The d2h ring's truth, the h2d ring's beside it.
