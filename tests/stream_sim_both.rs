@@ -1,21 +1,23 @@
-//! Both directions at once on one simulated link (issue 21, `--direction both`): the d2h push
-//! ring and the h2d push ring share the lanes, the Acks and the credits, so each comes out a
-//! little slower than alone, and each keeps its own limits. Over several seeds.
+//! Both directions at once on one simulated link (issue 21, `--direction both`): the d2h ring
+//! and the h2d ring, in the same mode, share the lanes, the Acks and the credits, so each comes
+//! out a little slower than alone, and each keeps its own limits. Over several seeds. Pull and
+//! lossy per side (injected delays, drops): `stream_sim_both_modes.rs`.
 
-use pcieperf::bench::stream::{self, StreamDocument, StreamOptions};
+use pcieperf::bench::stream::StreamDocument;
 use pcieperf::engine::ring::{Backpressure, RingPlan, StreamDirection, StreamStop, Transport, WaitCause};
-use pcieperf::engine::sim::ring::RingTruth;
-use pcieperf::engine::sim::{SimConfig, SimEngine};
+
+#[path = "support/sim_stream.rs"]
+mod sim_stream;
 
 const SEEDS: [u64; 3] = [1, 7, 2026];
 const MESSAGES: u64 = 300;
 
-fn options(direction: StreamDirection, seed: u64) -> StreamOptions {
-    with_mode(direction, Transport::Push, Backpressure::Lossless, seed)
+fn plan(direction: StreamDirection) -> RingPlan {
+    with_mode(direction, Transport::Push, Backpressure::Lossless)
 }
 
-fn with_mode(direction: StreamDirection, transport: Transport, backpressure: Backpressure, seed: u64) -> StreamOptions {
-    let plan = RingPlan {
+fn with_mode(direction: StreamDirection, transport: Transport, backpressure: Backpressure) -> RingPlan {
+    RingPlan {
         direction,
         transport,
         backpressure,
@@ -24,30 +26,20 @@ fn with_mode(direction: StreamDirection, transport: Transport, backpressure: Bac
         buffer_bytes: 16384,
         message_bytes: 16352,
         stop: StreamStop::Messages(MESSAGES),
-    };
-    StreamOptions { message_sizes: vec![plan.message_bytes], plan, bubble_threshold_ns: 1_000.0, host_memory_bytes: None, seed }
-}
-
-fn engine(target: &str, seed: u64) -> SimEngine {
-    SimEngine::new(&format!("sim:{target}"), SimConfig::parse(target).unwrap(), seed)
+    }
 }
 
 fn alone(target: &str, direction: StreamDirection, seed: u64) -> f64 {
-    let doc = stream::run(&mut engine(target, seed), &options(direction, seed)).unwrap();
-    doc.points[0].throughput.sustained_mbps
+    sim_stream::run(target, seed, plan(direction)).0.points[0].throughput.sustained_mbps
+}
+
+/// Both directions at once, both rings in `plan`'s mode.
+fn both_in(target: &str, seed: u64, plan: RingPlan) -> StreamDocument {
+    sim_stream::run_both(target, seed, plan).0
 }
 
 fn both(target: &str, seed: u64) -> StreamDocument {
-    stream::run_both(&mut engine(target, seed), &options(StreamDirection::D2h, seed)).unwrap()
-}
-
-/// Both directions with the d2h ring in `transport`/`backpressure`; the document and the d2h
-/// ring's truth.
-fn both_in(target: &str, seed: u64, options: &StreamOptions) -> (StreamDocument, RingTruth) {
-    let mut engine = engine(target, seed);
-    let doc = stream::run_both(&mut engine, options).unwrap();
-    let truth = engine.ring_truth().expect("both directions keep the d2h ring's truth").clone();
-    (doc, truth)
+    both_in(target, seed, plan(StreamDirection::D2h))
 }
 
 /// Gen1 x4 (doc003): 2.5 GT/s × 4 lanes × 8/10 (8b/10b) ÷ 8 bits = 1000 MB/s each way, before
@@ -100,65 +92,27 @@ fn a_slow_device_consumer_limits_only_its_own_direction() {
     }
 }
 
-/// Lossy d2h beside the lossless h2d ring: a small host ring and a host away now and then make
-/// the device drop; the report's sequence gaps are exactly the drops the device counted (those
-/// after the last delivered message leave no gap), and the h2d host, which waits, drops nothing.
+/// Pull both ways (`--pull` applies to both rings): each side reads with one read in flight,
+/// so each is held by the read round trips, far under push at once; the host's reads wait on
+/// the device's completions (host_late bubbles), the device's reactions are its own pause.
+/// Each side against itself alone, its drops and injected delays: `stream_sim_both_modes.rs`.
 #[test]
-fn lossy_both_counts_the_devices_drops_exactly() {
+fn pull_both_is_read_bound_on_each_side_and_slower_than_push_both() {
     for seed in SEEDS {
-        let mut options = with_mode(StreamDirection::D2h, Transport::Push, Backpressure::Lossy, seed);
-        options.plan.host_buffers = 4;
-        let (doc, truth) = both_in("doc003,host_stall_every=25,host_stall_ns=200000", seed, &options);
-        let d2h = &doc.points[0];
-        let h2d = &doc.both.as_ref().unwrap().h2d_points[0];
-        assert!(truth.dropped > 20, "seed {seed}: the stalls must make drops ({})", truth.dropped);
-        assert_eq!(d2h.dropped_by_producer, Some(truth.dropped), "seed {seed}");
-        assert_eq!(d2h.dropped, truth.dropped - truth.dropped_after_last, "seed {seed}: drops from sequence gaps");
-        assert_eq!(d2h.messages + d2h.dropped + truth.dropped_after_last, d2h.produced, "seed {seed}");
-        assert_eq!(d2h.produced, MESSAGES, "seed {seed}: the producer numbers the plan's messages");
-        assert_eq!((h2d.dropped, h2d.messages), (0, MESSAGES), "seed {seed}: the h2d host waits");
-        // Lossless, the same stalls only slow the device: nothing dropped.
-        let mut lossless = options.clone();
-        lossless.plan.backpressure = Backpressure::Lossless;
-        let (doc, truth) = both_in("doc003,host_stall_every=25,host_stall_ns=200000", seed, &lossless);
-        assert_eq!((truth.dropped, doc.points[0].dropped, doc.points[0].messages), (0, 0, MESSAGES), "seed {seed}");
-    }
-}
-
-/// Pull d2h beside h2d push: the host reads each message with one read in flight, so its d2h
-/// is held by the read round trips, far under push at once. Each read request also waits behind
-/// the h2d data the host queued before it (a read may not pass posted writes), so pull at once
-/// is slower than alone (10 ms, seed 1: 221.3 against 314.1 MB/s), while the h2d ring beside it keeps
-/// near its rate alone.
-#[test]
-fn pull_both_is_read_bound_and_slower_than_push_both() {
-    // A time, not a count: both rings stream for all of it (h2d's 300 messages would end first).
-    let timed = |transport| {
-        let mut options = with_mode(StreamDirection::D2h, transport, Backpressure::Lossless, 1);
-        options.plan.stop = StreamStop::Duration(std::time::Duration::from_millis(10));
-        options
-    };
-    for seed in SEEDS {
-        let with_seed = |transport| StreamOptions { seed, ..timed(transport) };
-        let pull_alone = stream::run(&mut engine("doc003", seed), &with_seed(Transport::Pull)).unwrap().points[0].throughput.sustained_mbps;
-        let h2d_alone = stream::run(&mut engine("doc003", seed), &StreamOptions { plan: RingPlan { direction: StreamDirection::H2d, ..with_seed(Transport::Push).plan }, ..with_seed(Transport::Push) }).unwrap().points[0].throughput.sustained_mbps;
-        let (push, _) = both_in("doc003", seed, &with_seed(Transport::Push));
-        let (pull, _) = both_in("doc003", seed, &with_seed(Transport::Pull));
-        let (pull_d2h, push_d2h) = (pull.points[0].throughput.sustained_mbps, push.points[0].throughput.sustained_mbps);
-        assert!(pull.points[0].messages > 100, "seed {seed}");
-        assert!(pull_d2h < 0.6 * push_d2h, "seed {seed}: pull d2h {pull_d2h:.1} MB/s at once, push {push_d2h:.1}");
-        assert!(pull_d2h < pull_alone * 0.95 && pull_d2h > 0.6 * pull_alone, "seed {seed}: pull d2h {pull_d2h:.1} MB/s at once, {pull_alone:.1} alone");
-        let h2d = pull.both.as_ref().unwrap().h2d_points[0].throughput.sustained_mbps;
-        assert!(h2d <= h2d_alone * 1.001 && h2d > 0.85 * h2d_alone, "seed {seed}: h2d {h2d:.1} MB/s beside pull, {h2d_alone:.1} alone");
-        // The host's reads wait on the device's completions: host_late bubbles, none for a buffer.
+        let push = both("doc003", seed);
+        let pull = both_in("doc003", seed, with_mode(StreamDirection::D2h, Transport::Pull, Backpressure::Lossless));
+        let (push_h2d, pull_h2d) = (&push.both.as_ref().unwrap().h2d_points[0], &pull.both.as_ref().unwrap().h2d_points[0]);
+        for (side, pulled, pushed) in [("d2h", &pull.points[0], &push.points[0]), ("h2d", pull_h2d, push_h2d)] {
+            let (pull_mbps, push_mbps) = (pulled.throughput.sustained_mbps, pushed.throughput.sustained_mbps);
+            assert_eq!(pulled.messages, MESSAGES, "seed {seed} {side}");
+            assert!(pull_mbps < 0.6 * push_mbps, "seed {seed} {side}: pull {pull_mbps:.1} MB/s at once, push {push_mbps:.1}");
+        }
         assert!(pull.points[0].bubbles.iter().any(|b| b.cause == WaitCause::HostLate), "seed {seed}");
-        // Both run all the time: their spans agree.
-        let (d, h) = (pull.points[0].duration_ns, pull.both.as_ref().unwrap().h2d_points[0].duration_ns);
-        assert!(d.min(h) / d.max(h) > 0.95, "seed {seed}: spans {d} and {h} ns");
+        assert!(pull_h2d.bubbles.iter().any(|b| b.cause == WaitCause::DeviceDwell), "seed {seed}");
     }
 }
 
-/// Whatever the d2h mode, no direction at once carries more than it does alone, nor more than
+/// Whatever the mode, no direction at once carries more than it does alone, nor more than
 /// the line rate; the sum is never above the two alone.
 #[test]
 fn the_sum_is_never_above_the_link() {
@@ -166,7 +120,7 @@ fn the_sum_is_never_above_the_link() {
     let d2h_push_alone = alone("doc003", StreamDirection::D2h, seed);
     let h2d_alone = alone("doc003", StreamDirection::H2d, seed);
     for (transport, backpressure) in [(Transport::Push, Backpressure::Lossless), (Transport::Push, Backpressure::Lossy), (Transport::Pull, Backpressure::Lossless), (Transport::Pull, Backpressure::Lossy)] {
-        let (doc, _) = both_in("doc003,source_mbps=2000", seed, &with_mode(StreamDirection::D2h, transport, backpressure, seed));
+        let doc = both_in("doc003,source_mbps=2000", seed, with_mode(StreamDirection::D2h, transport, backpressure));
         let sum = &doc.both.as_ref().unwrap().sum[0];
         let what = format!("{transport:?} {backpressure:?}");
         assert!(sum.d2h_mbps <= d2h_push_alone * 1.001 && sum.d2h_mbps <= DOC003_LINE_MBPS, "{what}: d2h {:.1} MB/s", sum.d2h_mbps);

@@ -5,14 +5,12 @@
 //! several seeds. The truth is the link's own starvation counter
 //! (`RingTruth::credit_starvation`), never the report's figures.
 
-use pcieperf::bench::stream::{self, StreamDocument, StreamOptions};
+use pcieperf::bench::stream::StreamDocument;
 use pcieperf::engine::ring::{Backpressure, RingPlan, StreamDirection, StreamStop, Transport, WaitCause};
-use pcieperf::engine::sim::ring::RingTruth;
-use pcieperf::engine::sim::{SimConfig, SimEngine};
 
 #[path = "support/sim_stream.rs"]
 mod sim_stream;
-use sim_stream::run;
+use sim_stream::{h2d_document, run, run_both};
 
 const SEEDS: [u64; 3] = [1, 7, 2026];
 /// Holds of 20–50 µs, 5000 per second: far longer than the credits the device holds cover.
@@ -137,30 +135,22 @@ fn pull_and_h2d_bubbles_recover_the_holds() {
     }
 }
 
-fn run_both(target: &str, seed: u64, plan: RingPlan) -> (StreamDocument, RingTruth) {
-    let mut engine = SimEngine::new(&format!("sim:{target}"), SimConfig::parse(target).unwrap(), seed);
-    let options = StreamOptions { message_sizes: vec![plan.message_bytes], plan, bubble_threshold_ns: 1_000.0, host_memory_bytes: None, seed };
-    let doc = stream::run_both(&mut engine, &options).unwrap();
-    let truth = engine.ring_truth().unwrap().clone();
-    (doc, truth)
-}
-
 /// Both directions at once: the d2h push device starves as alone (its credits bubbles within
 /// 3 % of the link's starvation), and the h2d ring's "done" writes wait behind it; without holds
 /// neither has a credits bubble.
 #[test]
 fn both_directions_recover_the_holds() {
     for seed in SEEDS {
-        let (doc, truth) = run_both(HOLDS, seed, plan(16352, 1000, Backpressure::Lossless));
+        let (doc, truth, _) = run_both(HOLDS, seed, plan(16352, 1000, Backpressure::Lossless));
         let starvation = truth.credit_starvation;
         assert!(starvation.count > 10, "seed {seed}: {starvation:?}");
         let (count, total_ns) = credit_bubbles(&doc);
         assert!(count > 0 && count <= starvation.count, "seed {seed}: {count} d2h credits bubbles, {} starvations", starvation.count);
         assert!(total_ns <= starvation.total_ns * 1.001, "seed {seed}: d2h credits bubbles {total_ns} ns, link starved {} ns", starvation.total_ns);
-        let h2d = StreamDocument { points: doc.both.as_ref().unwrap().h2d_points.clone(), ..doc.clone() };
+        let h2d = h2d_document(&doc);
         assert!(credit_bubbles(&h2d).0 > 0, "seed {seed}: the h2d ring's done writes wait behind the starving device");
-        let (clean, clean_truth) = run_both("doc003", seed, plan(16352, 1000, Backpressure::Lossless));
-        let clean_h2d = StreamDocument { points: clean.both.as_ref().unwrap().h2d_points.clone(), ..clean.clone() };
+        let (clean, clean_truth, _) = run_both("doc003", seed, plan(16352, 1000, Backpressure::Lossless));
+        let clean_h2d = h2d_document(&clean);
         assert_eq!((credit_bubbles(&clean).0, credit_bubbles(&clean_h2d).0, clean_truth.credit_starvation.count), (0, 0, 0), "seed {seed}");
     }
 }

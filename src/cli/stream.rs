@@ -46,13 +46,14 @@ pub struct StreamArgs {
     #[arg(long, default_value = "16352")]
     pub msg_size: String,
     /// The consumer reads from the producer's buffers (one read in flight) instead of the
-    /// producer writing into the consumer's.
+    /// producer writing into the consumer's; with --direction both, on both rings.
     #[arg(long, conflicts_with = "push")]
     pub pull: bool,
     /// The producer writes into the consumer's buffers (the default).
     #[arg(long)]
     pub push: bool,
-    /// Drop messages when no buffer is free instead of waiting.
+    /// Drop messages when no buffer is free instead of waiting; with --direction both, both
+    /// producers (the d2h device and the h2d host).
     #[arg(long)]
     pub lossy: bool,
     /// d2h (device produces), h2d (host produces), or both at once on the same link.
@@ -91,7 +92,7 @@ pub struct StreamArgs {
 pub const DEFAULT_MESSAGES: u64 = 2000;
 
 fn options(args: &StreamArgs) -> Result<StreamOptions, InvalidInput> {
-    // `both` runs the d2h plan and its h2d twin at once (`stream::run_both`).
+    // `both` runs the d2h plan and its h2d twin, in the same mode, at once (`stream::run_both`).
     let direction = if args.direction == "h2d" { StreamDirection::H2d } else { StreamDirection::D2h };
     let buffer_bytes = u32::try_from(args.buf_size).map_err(|_| InvalidInput::new(format!("invalid --buf-size {}: at most 4 GiB − 1", args.buf_size)))?;
     let sizes = crate::units::parse_size_list(&args.msg_size)?;

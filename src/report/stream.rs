@@ -58,8 +58,8 @@ fn heading(doc: &StreamDocument) -> String {
         plan.device_buffers,
         plan.buffer_bytes,
         if doc.both.is_some() {
-            // The h2d ring beside the d2h one is push and lossless whatever the d2h ring's mode.
-            format!("both directions at once {} (d2h {}, {}; h2d of the same shape, push, lossless)", both_where(doc), word(plan.transport), word(plan.backpressure))
+            // Both rings run in the plan's mode (`--pull`, `--lossy` apply to both).
+            format!("both directions at once {} (each {}, {}; the h2d ring of the same shape)", both_where(doc), word(plan.transport), word(plan.backpressure))
         } else {
             format!("{}, {}, {}", word(plan.direction), word(plan.transport), word(plan.backpressure))
         },

@@ -146,10 +146,10 @@ pub fn run(engine: &mut dyn Engine, options: &StreamOptions) -> Result<StreamDoc
 }
 
 /// Stream every message size of `options` in both directions at once: the d2h ring of its
-/// plan and the h2d ring of the same shape, on the same link. Engines without two rings at
-/// once refuse in one line.
+/// plan and the h2d ring of the same shape and mode (push or pull, lossless or lossy), on the
+/// same link. Engines without two rings at once (or without that mode) refuse in one line.
 pub fn run_both(engine: &mut dyn Engine, options: &StreamOptions) -> Result<StreamDocument, EngineError> {
-    use crate::engine::ring::{Backpressure, StreamDirection, Transport};
+    use crate::engine::ring::StreamDirection;
     check(options)?;
     let mut d2h_options = options.clone();
     d2h_options.plan.direction = StreamDirection::D2h;
@@ -161,9 +161,7 @@ pub fn run_both(engine: &mut dyn Engine, options: &StreamOptions) -> Result<Stre
     let mut stopped_early = None;
     for &size in &options.message_sizes {
         let plan = RingPlan { message_bytes: size, ..d2h_options.plan.clone() };
-        // The h2d ring beside it is push and lossless whatever the d2h ring's mode (a host
-        // producer waits for a free buffer).
-        let h2d_plan = RingPlan { direction: StreamDirection::H2d, transport: Transport::Push, backpressure: Backpressure::Lossless, ..plan.clone() };
+        let h2d_plan = RingPlan { direction: StreamDirection::H2d, ..plan.clone() };
         let mut d2h = recorder(&plan, options);
         let mut h2d = recorder(&h2d_plan, options);
         let [d2h_end, h2d_end] = streaming.stream_both(&plan, [&mut d2h, &mut h2d])?;

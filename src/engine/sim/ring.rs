@@ -26,6 +26,7 @@ use crate::link::{self, transaction, Direction as LinkDirection, LinkSim, TlpKin
 use super::rng::SimRng;
 
 pub(super) mod drive;
+pub(super) mod one_read;
 pub(super) mod rules;
 mod steady;
 
@@ -99,6 +100,8 @@ pub struct RingTruth {
     /// The device's (upstream) transmitter's credit starvation over the stream, as the link
     /// counted it (injected credit holds).
     pub credit_starvation: link::Starvation,
+    /// Both directions at once: the h2d ring's own truth (this one is the d2h ring's).
+    pub h2d: Option<Box<RingTruth>>,
 }
 
 /// Reaction delays kept in the truth (enough for percentiles in tests, bounded for long runs).
@@ -181,25 +184,16 @@ impl Streaming for SimRing {
         if plan.direction == StreamDirection::H2d || plan.transport == Transport::Pull {
             // One side under the shared loop (`ring/drive.rs`), as beside the other direction.
             let mut lanes = drive::Lanes::new(LinkSim::driven(config)?);
-            let (end, mut truth) = if plan.direction == StreamDirection::H2d && plan.transport == Transport::Pull {
-                let mut h2d = super::ring_h2d_pull::H2dPullSide::new(config, plan, &self.behaviour, &mut rng, sink);
-                let end = drive::drive(&mut lanes, &mut [&mut h2d]).map(|stopped| h2d.end(stopped));
-                (end, std::mem::take(&mut h2d.truth))
-            } else if plan.direction == StreamDirection::H2d {
-                let mut h2d = super::ring_h2d::H2dSide::new(config.mps_bytes, plan, &self.behaviour, sink);
-                let end = drive::drive(&mut lanes, &mut [&mut h2d]).map(|stopped| h2d.producer.end(stopped));
-                let span_ns = h2d.producer.last_release_ns - h2d.producer.first_start_ns.unwrap_or(0.0);
-                let (dropped, dropped_after_last) = (h2d.producer.dropped, h2d.dropped_after_last);
-                (end, RingTruth { span_ns, dropped, dropped_after_last, ..RingTruth::default() })
+            let mut side: Box<dyn drive::Side> = if plan.direction == StreamDirection::H2d {
+                super::ring_both::h2d_side(config, plan, &self.behaviour, &mut rng, sink)
             } else {
-                let mut pull = super::ring_pull::PullSide::new(config, plan, &self.behaviour, &mut rng, sink);
-                let stopped = drive::drive(&mut lanes, &mut [&mut pull]);
-                let end = stopped.map(|stopped| pull.end(stopped));
-                (end, std::mem::take(&mut pull.truth))
+                Box::new(super::ring_pull::PullSide::new(config, plan, &self.behaviour, &mut rng, sink))
             };
+            let result = drive::drive(&mut lanes, &mut [side.as_mut()]);
+            let (end, mut truth) = side.finish(result.as_ref().ok().cloned().flatten());
             truth.credit_starvation = lanes.sim.outcome().starvation[LinkDirection::Upstream.index()];
             self.truth = Some(truth);
-            return end;
+            return result.map(|_| end);
         }
         let mut run = Run {
             sim: LinkSim::driven(config)?,
@@ -236,13 +230,13 @@ impl Streaming for SimRing {
 
     fn stream_both(&mut self, plan: &RingPlan, sinks: [&mut dyn MessageSink; 2]) -> Result<[StreamEnd; 2], EngineError> {
         let config = self.link.as_ref().map_err(|e| EngineError::Unsupported(e.0.clone()))?;
-        // The d2h ring as asked (push or pull, lossless or lossy); the h2d ring beside it is
-        // push and lossless (a host producer waits).
+        // Both rings in the plan's mode (push or pull, lossless or lossy), each with its own draws.
         self.check(&RingPlan { direction: StreamDirection::D2h, ..plan.clone() })?;
-        let mut rng = self.rng.fork(0x5712_EA);
+        let mut d2h_rng = self.rng.fork(0x5712_EA);
+        let mut h2d_rng = self.rng.fork(0x42D0_5712);
         self.truth = None;
-        let (ends, truth) = super::ring_both::run(LinkSim::driven(config)?, config, plan, &self.behaviour, &mut rng, sinks)?;
-        // The truth of the d2h ring, with the shared link's upstream starvation.
+        let (ends, truth) = super::ring_both::run(LinkSim::driven(config)?, config, plan, &self.behaviour, [&mut d2h_rng, &mut h2d_rng], sinks)?;
+        // The d2h ring's truth, the h2d ring's beside it.
         self.truth = Some(truth);
         Ok(ends)
     }

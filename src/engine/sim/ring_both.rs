@@ -1,28 +1,32 @@
 //! Both directions at once (`--direction both`): a d2h ring (push as `ring.rs`, or pull as
-//! `ring_pull.rs`) and the h2d push ring of `ring_h2d.rs` on ONE driven link, so each pays for
-//! the other's traffic.
+//! `ring_pull.rs`) and an h2d ring of the same mode (push as `ring_h2d.rs`, or pull as
+//! `ring_h2d_pull.rs`) on ONE driven link, so each pays for the other's traffic.
 //!
 //! Upstream carry the d2h data, metadata and flag writes (pull: the flags and the completions
-//! of the host's reads) and the h2d device's "done" writes; downstream the h2d data and
-//! doorbells and the d2h host's doorbells (pull: and its read requests). Both share the lanes,
-//! the Acks and UpdateFCs and the credits of each direction.
+//! of the host's reads) and the h2d device's "done" writes (pull: its read requests and its
+//! "free" writes); downstream the h2d data and doorbells (pull: the doorbells and the
+//! completions of the device's reads) and the d2h host's doorbells (pull: and its read
+//! requests). Both share the lanes, the Acks and UpdateFCs and the credits of each direction.
 //!
 //! Each ring is a [`Side`] of the one event loop (`ring/drive.rs`), with the rules it has alone
-//! (`ring/rules.rs`; `dwell_ns` is the d2h device's pause and the h2d device's consume time).
-//! The d2h push device alone runs in `ring.rs` (its loop carries the steady-state fast-forward);
-//! beside the h2d ring it is [`PushD2hSide`], the same rules under the shared loop. Lossy: the
-//! d2h producer drops a message when no host buffer is free; the h2d host always waits.
+//! (`ring/rules.rs`, `ring/one_read.rs`; `dwell_ns` is the d2h device's pause and the h2d
+//! device's consume time, `react_ns` the d2h host's reaction and the h2d pull device's). The d2h
+//! push device alone runs in `ring.rs` (its loop carries the steady-state fast-forward); beside
+//! the h2d ring it is [`PushD2hSide`], the same rules under the shared loop. Lossy applies to
+//! both producers: the d2h device drops a message when no host buffer is free, the h2d host when
+//! no buffer is free (push: a device buffer; pull: one of its own).
 
 use std::collections::VecDeque;
 
-use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamEnd, Transport, WaitCause};
+use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamDirection, StreamEnd, Transport, WaitCause};
 use crate::engine::EngineError;
-use crate::link::{Direction as LinkDirection, LinkSim, TlpKind};
+use crate::link::{Direction as LinkDirection, LinkSim, SimConfig, TlpKind};
 
 use super::ring::drive::{drive, Lanes, Next, Producer, Side};
 use super::ring::rules::{self, upstream_starved_ns, HostConsumer};
 use super::ring::{RingBehaviour, RingTruth, DOORBELL_ADDR, DOORBELL_BYTES, REACTIONS_KEPT};
 use super::ring_h2d::H2dSide;
+use super::ring_h2d_pull::H2dPullSide;
 use super::ring_pull::PullSide;
 use super::rng::SimRng;
 
@@ -47,8 +51,8 @@ pub(super) struct PushD2hSide<'a> {
     behaviour: &'a RingBehaviour,
     rng: &'a mut SimRng,
     sink: &'a mut dyn MessageSink,
-    pub producer: Producer,
-    pub truth: RingTruth,
+    producer: Producer,
+    truth: RingTruth,
     lossy: bool,
     /// Messages whose flag has not landed; doorbells not yet rung (due times) and rung but not
     /// arrived (their numbers downstream); release times of landed messages.
@@ -135,10 +139,6 @@ impl<'a> PushD2hSide<'a> {
         rules::deliver(self.sink, &mut self.sink_error, &event);
     }
 
-    fn end(&mut self, stopped_early: Option<String>) -> StreamEnd {
-        self.truth.span_ns = self.producer.last_release_ns - self.producer.first_start_ns.unwrap_or(0.0);
-        self.producer.end(stopped_early)
-    }
 }
 
 impl Side for PushD2hSide<'_> {
@@ -194,25 +194,49 @@ impl Side for PushD2hSide<'_> {
     fn failed(&mut self) -> Option<EngineError> {
         self.sink_error.take()
     }
+
+    fn finish(&mut self, stopped_early: Option<String>) -> (StreamEnd, RingTruth) {
+        self.truth.span_ns = self.producer.last_release_ns - self.producer.first_start_ns.unwrap_or(0.0);
+        (self.producer.end(stopped_early), std::mem::take(&mut self.truth))
+    }
 }
 
-/// Run the d2h ring of `plan` (push or pull, lossless or lossy) and the h2d push ring of its
-/// shape at once on one link; `sinks[0]` gets the d2h messages, `sinks[1]` the h2d ones.
-/// Returns their ends and the d2h ring's truth (with the link's upstream starvation).
-pub(super) fn run(sim: LinkSim, link: &crate::link::SimConfig, plan: &RingPlan, behaviour: &RingBehaviour, rng: &mut SimRng, sinks: [&mut dyn MessageSink; 2]) -> Result<([StreamEnd; 2], RingTruth), EngineError> {
+/// The h2d ring of `plan` as a side of the shared loop: push (`ring_h2d.rs`) or pull
+/// (`ring_h2d_pull.rs`), lossless or lossy.
+pub(super) fn h2d_side<'a>(link: &'a SimConfig, plan: &'a RingPlan, behaviour: &'a RingBehaviour, rng: &'a mut SimRng, sink: &'a mut dyn MessageSink) -> Box<dyn Side + 'a> {
+    match plan.transport {
+        Transport::Push => Box::new(H2dSide::new(link.mps_bytes, plan, behaviour, sink)),
+        Transport::Pull => Box::new(H2dPullSide::new(link, plan, behaviour, rng, sink)),
+    }
+}
+
+/// The d2h ring of `plan` as a side of the shared loop: push (the rules of `ring.rs`) or pull
+/// (`ring_pull.rs`), lossless or lossy.
+fn d2h_side<'a>(link: &'a SimConfig, plan: &'a RingPlan, behaviour: &'a RingBehaviour, rng: &'a mut SimRng, sink: &'a mut dyn MessageSink) -> Box<dyn Side + 'a> {
+    match plan.transport {
+        Transport::Push => Box::new(PushD2hSide::new(link.mps_bytes, plan, behaviour, rng, sink)),
+        Transport::Pull => Box::new(PullSide::new(link, plan, behaviour, rng, sink)),
+    }
+}
+
+/// Run the d2h ring of `plan` and the h2d ring of the same shape and mode (push or pull,
+/// lossless or lossy) at once on one link; `sinks[0]` gets the d2h messages, `sinks[1]` the
+/// h2d ones. `rngs` are each ring's own draws (the d2h host's reactions, the h2d device's).
+/// Returns their ends and the d2h ring's truth with the h2d ring's beside it, each with the
+/// link's upstream starvation.
+pub(super) fn run(sim: LinkSim, link: &SimConfig, plan: &RingPlan, behaviour: &RingBehaviour, rngs: [&mut SimRng; 2], sinks: [&mut dyn MessageSink; 2]) -> Result<([StreamEnd; 2], RingTruth), EngineError> {
     let [d2h_sink, h2d_sink] = sinks;
-    let h2d_plan = RingPlan { direction: crate::engine::ring::StreamDirection::H2d, transport: Transport::Push, backpressure: Backpressure::Lossless, ..plan.clone() };
-    let mut h2d = H2dSide::new(link.mps_bytes, &h2d_plan, behaviour, h2d_sink);
+    let [d2h_rng, h2d_rng] = rngs;
+    let d2h_plan = RingPlan { direction: StreamDirection::D2h, ..plan.clone() };
+    let h2d_plan = RingPlan { direction: StreamDirection::H2d, ..plan.clone() };
+    let mut d2h = d2h_side(link, &d2h_plan, behaviour, d2h_rng, d2h_sink);
+    let mut h2d = h2d_side(link, &h2d_plan, behaviour, h2d_rng, h2d_sink);
     let mut lanes = Lanes::new(sim);
-    let (d2h_end, mut truth, stopped) = if plan.transport == Transport::Pull {
-        let mut d2h = PullSide::new(link, plan, behaviour, rng, d2h_sink);
-        let stopped = drive(&mut lanes, &mut [&mut d2h, &mut h2d])?;
-        (d2h.end(stopped.clone()), std::mem::take(&mut d2h.truth), stopped)
-    } else {
-        let mut d2h = PushD2hSide::new(link.mps_bytes, plan, behaviour, rng, d2h_sink);
-        let stopped = drive(&mut lanes, &mut [&mut d2h, &mut h2d])?;
-        (d2h.end(stopped.clone()), std::mem::take(&mut d2h.truth), stopped)
-    };
-    truth.credit_starvation = lanes.sim.outcome().starvation[LinkDirection::Upstream.index()];
-    Ok(([d2h_end, h2d.producer.end(stopped)], truth))
+    let stopped = drive(&mut lanes, &mut [d2h.as_mut(), h2d.as_mut()])?;
+    let (d2h_end, mut truth) = d2h.finish(stopped.clone());
+    let (h2d_end, mut h2d_truth) = h2d.finish(stopped);
+    let starvation = lanes.sim.outcome().starvation[LinkDirection::Upstream.index()];
+    (truth.credit_starvation, h2d_truth.credit_starvation) = (starvation, starvation);
+    truth.h2d = Some(Box::new(h2d_truth));
+    Ok(([d2h_end, h2d_end], truth))
 }

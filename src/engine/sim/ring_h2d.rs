@@ -17,20 +17,20 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, WaitCause};
+use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamEnd, WaitCause};
 use crate::engine::EngineError;
 use crate::link::{Direction as LinkDirection, TlpKind};
 
 use super::ring::drive::{Lanes, Next, Producer, Side};
 use super::ring::rules::{self, upstream_starved_ns};
-use super::ring::{RingBehaviour, FLAG_BYTES};
+use super::ring::{RingBehaviour, RingTruth, FLAG_BYTES};
 
 /// The host's "done" flags.
 const DONE_BASE: u64 = 1 << 38;
 /// The host's writes of a message waiting in the root port's transmitter at most: the rest are
 /// issued as the link takes them (a CPU's write-combining buffers drain at the link's pace), so
-/// a read the host issues meanwhile (pull, beside this ring) waits behind a few writes, not a
-/// whole message (a read may not pass the posted writes queued before it).
+/// what the host sends meanwhile for the other ring (the d2h doorbells, beside this ring) waits
+/// behind a few writes, not a whole message.
 const QUEUED_TLPS: usize = 4;
 
 /// A message the host has written: device-side times known once its doorbell left.
@@ -82,7 +82,7 @@ pub(super) struct H2dSide<'a> {
     plan: &'a RingPlan,
     behaviour: &'a RingBehaviour,
     sink: &'a mut dyn MessageSink,
-    pub producer: Producer,
+    producer: Producer,
     sent: VecDeque<Sent>,
     consuming: VecDeque<Consuming>,
     /// "Done" writes on their way up (their numbers).
@@ -93,7 +93,7 @@ pub(super) struct H2dSide<'a> {
     device: DeviceBuffers,
     lossy: bool,
     /// Drops since the last message the host wrote (lossy): no sequence gap can show them.
-    pub dropped_after_last: u64,
+    dropped_after_last: u64,
     sink_error: Option<EngineError>,
 }
 
@@ -237,5 +237,12 @@ impl Side for H2dSide<'_> {
 
     fn failed(&mut self) -> Option<EngineError> {
         self.sink_error.take()
+    }
+
+    fn finish(&mut self, stopped_early: Option<String>) -> (StreamEnd, RingTruth) {
+        let producer = &self.producer;
+        let span_ns = producer.last_release_ns - producer.first_start_ns.unwrap_or(0.0);
+        let truth = RingTruth { span_ns, dropped: producer.dropped, dropped_after_last: self.dropped_after_last, ..RingTruth::default() };
+        (producer.end(stopped_early), truth)
     }
 }

@@ -8,12 +8,12 @@
 //! once that doorbell has arrived, it is done with the message before and one of its
 //! `device_buffers` is free, pauses for its reaction (`react_ns` + jitter, drawn per message),
 //! then reads the message with MRd requests of at most MRRS (never crossing 4 KiB), exactly one
-//! in flight: the next request leaves when every completion of the one before has arrived (the
-//! host's memory answers after `latency_ns`, completions cut at RCB and MPS by the link
-//! simulator's completer). With the last completion in, it marks the host buffer free with a 1-DW
-//! MWr upstream to the host's flag (the host reuses the buffer when that write has landed) and
-//! hands its copy to the device's consumer, which takes its buffers one at a time for
-//! `dwell_ns` each. Lossy, a host with no free buffer drops the message (counted) and makes the
+//! in flight (`ring/one_read.rs`): the next request leaves when every completion of the one
+//! before has arrived (the host's memory answers after `latency_ns`, completions cut at RCB and
+//! MPS by the link simulator's completer). With the last completion in, it marks the host buffer
+//! free with a 1-DW MWr upstream to the host's flag (the host reuses the buffer when that write
+//! has landed) and hands its copy to the device's consumer, which takes its buffers one at a time
+//! for `dwell_ns` each. Lossy, a host with no free buffer drops the message (counted) and makes the
 //! next one a message time later. Every time comes from TLPs crossing the link simulator.
 //!
 //! Events: device start is the engine's first request leaving (device clock), device done its
@@ -28,9 +28,10 @@ use std::collections::VecDeque;
 
 use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamEnd, WaitCause};
 use crate::engine::EngineError;
-use crate::link::{transaction, Direction as LinkDirection, TlpKind};
+use crate::link::{Direction as LinkDirection, TlpKind};
 
 use super::ring::drive::{Lanes, Next, Producer, Side};
+use super::ring::one_read::{OneRead, Progress};
 use super::ring::rules::{self, upstream_starved_ns, HostConsumer};
 use super::ring::{RingBehaviour, RingTruth, DATA_BASE, DOORBELL_ADDR, DOORBELL_BYTES, FLAG_BYTES, REACTIONS_KEPT};
 use super::rng::SimRng;
@@ -50,13 +51,10 @@ struct Marked {
 /// The device's one read in flight.
 struct Pull {
     marked: Marked,
-    next_addr: u64,
-    end_addr: u64,
+    read: OneRead,
     start_ns: f64,
     /// The upstream starvation counted when the first request left.
     starved_at_start_ns: f64,
-    /// Downstream completions delivered once the request in flight is answered.
-    completions_due: u64,
     idle_ns: f64,
     idle_cause: WaitCause,
 }
@@ -83,16 +81,14 @@ enum Act {
 
 /// The h2d pull ring: the host producing into its buffers, the device reading and consuming.
 pub(super) struct H2dPullSide<'a> {
-    mps_bytes: u64,
-    mrrs_bytes: u64,
-    rcb_bytes: u64,
+    link: &'a crate::link::SimConfig,
     plan: &'a RingPlan,
     behaviour: &'a RingBehaviour,
     rng: &'a mut SimRng,
     sink: &'a mut dyn MessageSink,
-    pub truth: RingTruth,
+    truth: RingTruth,
     /// The host, over its `host_buffers`.
-    pub producer: Producer,
+    producer: Producer,
     lossy: bool,
     marked: VecDeque<Marked>,
     /// The device's engine: its read in flight, when it finished the one before, the reaction
@@ -100,7 +96,6 @@ pub(super) struct H2dPullSide<'a> {
     pulling: Option<Pull>,
     engine_free_ns: f64,
     reaction: Option<f64>,
-    completions_seen: u64,
     last_done_ns: Option<f64>,
     starved_at_done_ns: f64,
     /// Free writes on their way up (their numbers).
@@ -120,11 +115,9 @@ pub(super) struct H2dPullSide<'a> {
 }
 
 impl<'a> H2dPullSide<'a> {
-    pub fn new(link: &crate::link::SimConfig, plan: &'a RingPlan, behaviour: &'a RingBehaviour, rng: &'a mut SimRng, sink: &'a mut dyn MessageSink) -> Self {
+    pub fn new(link: &'a crate::link::SimConfig, plan: &'a RingPlan, behaviour: &'a RingBehaviour, rng: &'a mut SimRng, sink: &'a mut dyn MessageSink) -> Self {
         H2dPullSide {
-            mps_bytes: link.mps_bytes,
-            mrrs_bytes: link.mrrs_bytes,
-            rcb_bytes: link.rcb_bytes,
+            link,
             plan,
             behaviour,
             rng,
@@ -136,7 +129,6 @@ impl<'a> H2dPullSide<'a> {
             pulling: None,
             engine_free_ns: 0.0,
             reaction: None,
-            completions_seen: 0,
             last_done_ns: None,
             starved_at_done_ns: 0.0,
             frees: VecDeque::new(),
@@ -212,27 +204,9 @@ impl<'a> H2dPullSide<'a> {
         let marked = self.marked.pop_front().expect("engine_ready saw it");
         self.in_device += 1;
         let addr = DATA_BASE + marked.slot * u64::from(self.plan.buffer_bytes);
-        let mut pull = Pull {
-            marked,
-            next_addr: addr,
-            end_addr: addr + u64::from(self.plan.message_bytes),
-            start_ns: at_ns,
-            starved_at_start_ns: upstream_starved_ns(&lanes.sim),
-            completions_due: self.completions_seen,
-            idle_ns,
-            idle_cause,
-        };
-        self.request(lanes, &mut pull);
-        self.pulling = Some(pull);
-    }
-
-    /// Issue the next read of at most MRRS (not crossing 4 KiB) and count its completions.
-    fn request(&mut self, lanes: &mut Lanes, pull: &mut Pull) {
-        let mut split = transaction::Splitter::new(pull.next_addr, pull.end_addr - pull.next_addr, self.mrrs_bytes);
-        let (addr, len) = split.next_piece().expect("bytes left to read");
-        pull.next_addr = addr + len;
-        pull.completions_due += transaction::completions(addr, len, self.mps_bytes, self.rcb_bytes).count() as u64;
-        lanes.send(LinkDirection::Upstream, TlpKind::MemRead, addr, len);
+        let starved_at_start_ns = upstream_starved_ns(&lanes.sim);
+        let (read, _) = OneRead::start(lanes, self.link, LinkDirection::Upstream, addr, u64::from(self.plan.message_bytes));
+        self.pulling = Some(Pull { marked, read, start_ns: at_ns, starved_at_start_ns, idle_ns, idle_cause });
     }
 
     /// The last completion is in: the free write goes up, the consumer takes the copy.
@@ -293,12 +267,6 @@ impl<'a> H2dPullSide<'a> {
         rules::deliver(self.sink, &mut self.sink_error, &event);
     }
 
-    /// How the stream ended; the truth's span.
-    pub fn end(&mut self, stopped_early: Option<String>) -> StreamEnd {
-        let end = self.producer.end(stopped_early);
-        self.truth.span_ns = end.end_ns - self.first_start_ns.unwrap_or(0.0);
-        end
-    }
 }
 
 impl Side for H2dPullSide<'_> {
@@ -332,17 +300,9 @@ impl Side for H2dPullSide<'_> {
             self.producer.freed_one(now);
         }
         let Some(mut pull) = self.pulling.take() else { return };
-        let delivered = lanes.sim.delivered_completions(LinkDirection::Downstream);
-        if delivered < pull.completions_due {
-            self.pulling = Some(pull);
-            return;
-        }
-        self.completions_seen = delivered;
-        if pull.next_addr < pull.end_addr {
-            self.request(lanes, &mut pull);
-            self.pulling = Some(pull);
-        } else {
-            self.landed(lanes, pull);
+        match pull.read.advance(lanes) {
+            Progress::Reading => self.pulling = Some(pull),
+            Progress::Done => self.landed(lanes, pull),
         }
     }
 
@@ -356,5 +316,11 @@ impl Side for H2dPullSide<'_> {
 
     fn failed(&mut self) -> Option<EngineError> {
         self.sink_error.take()
+    }
+
+    fn finish(&mut self, stopped_early: Option<String>) -> (StreamEnd, RingTruth) {
+        let end = self.producer.end(stopped_early);
+        self.truth.span_ns = end.end_ns - self.first_start_ns.unwrap_or(0.0);
+        (end, std::mem::take(&mut self.truth))
     }
 }

@@ -4,9 +4,9 @@
 //! Per message the device, once its source has made the message and a device buffer holds it,
 //! writes a 1-DW flag upstream. The host sees the flag after its reaction time, then reads the
 //! message with MRd requests of at most MRRS (never crossing 4 KiB), exactly one in flight: the
-//! next request leaves when every completion of the previous one has arrived. The completions
-//! come from the link simulator's own completer on the device side (its `latency_ns`, cut at RCB
-//! and MPS). With the last completion in, the host rings a doorbell (a 1-DW MWr downstream) that
+//! next request leaves when every completion of the previous one has arrived (`ring/one_read.rs`).
+//! The completions come from the link simulator's own completer on the device side (its
+//! `latency_ns`, cut at RCB and MPS). With the last completion in, the host rings a doorbell (a 1-DW MWr downstream) that
 //! frees the device buffer when it arrives, uses its copy and takes the next message.
 //!
 //! The source makes a message every `message_bytes / source_mbps` (0: whenever a device buffer is
@@ -21,11 +21,12 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, WaitCause};
+use crate::engine::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamEnd, WaitCause};
 use crate::engine::EngineError;
-use crate::link::{transaction, Direction as LinkDirection, TlpKind};
+use crate::link::{Direction as LinkDirection, TlpKind};
 
 use super::ring::drive::{Lanes, Next, Side};
+use super::ring::one_read::{OneRead, Progress};
 use super::ring::rules::{self, upstream_starved_ns, HostConsumer, Limits, DEVICE_DATA_BASE};
 use super::ring::{RingBehaviour, RingTruth, DOORBELL_ADDR, DOORBELL_BYTES, FLAG_BASE, FLAG_BYTES, REACTIONS_KEPT};
 use super::rng::SimRng;
@@ -46,29 +47,23 @@ struct Held {
 /// The host's one read in flight.
 struct Reading {
     message: Held,
-    /// Pieces of the message not yet requested.
-    next_addr: u64,
-    end_addr: u64,
+    read: OneRead,
     /// Number of the first request downstream (its arrival starts the device's service).
     first_request_index: u64,
     device_start_ns: Option<f64>,
     /// The upstream starvation counted when the device's service started.
     starved_at_start_ns: f64,
-    /// Upstream completions delivered once the request in flight is answered.
-    completions_due: u64,
     wait_cause: WaitCause,
 }
 
 /// The pull ring: the device's source and buffers, the host reading.
 pub(super) struct PullSide<'a> {
-    mps_bytes: u64,
-    mrrs_bytes: u64,
-    rcb_bytes: u64,
+    link: &'a crate::link::SimConfig,
     plan: &'a RingPlan,
     behaviour: &'a RingBehaviour,
     rng: &'a mut SimRng,
     sink: &'a mut dyn MessageSink,
-    pub truth: RingTruth,
+    truth: RingTruth,
     limits: Limits,
     stopped: bool,
     /// The source: a message every `period_ns` (0: as soon as a buffer is free).
@@ -84,7 +79,6 @@ pub(super) struct PullSide<'a> {
     host: HostConsumer,
     /// The reaction drawn for the next read, kept until it is issued.
     reaction: Option<f64>,
-    completions_seen: u64,
     /// Doorbells on their way down: (number, slot).
     doorbells: VecDeque<(u64, u64)>,
     last_done_ns: Option<f64>,
@@ -96,14 +90,11 @@ pub(super) struct PullSide<'a> {
 }
 
 impl<'a> PullSide<'a> {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(link: &crate::link::SimConfig, plan: &'a RingPlan, behaviour: &'a RingBehaviour, rng: &'a mut SimRng, sink: &'a mut dyn MessageSink) -> Self {
+    pub fn new(link: &'a crate::link::SimConfig, plan: &'a RingPlan, behaviour: &'a RingBehaviour, rng: &'a mut SimRng, sink: &'a mut dyn MessageSink) -> Self {
         let device_buffers = u64::from(plan.device_buffers.max(1));
         let period_ns = if behaviour.source_mbps > 0.0 { f64::from(plan.message_bytes) * 1e3 / behaviour.source_mbps } else { 0.0 };
         PullSide {
-            mps_bytes: link.mps_bytes,
-            mrrs_bytes: link.mrrs_bytes,
-            rcb_bytes: link.rcb_bytes,
+            link,
             plan,
             behaviour,
             rng,
@@ -121,7 +112,6 @@ impl<'a> PullSide<'a> {
             reading: None,
             host: HostConsumer::default(),
             reaction: None,
-            completions_seen: 0,
             doorbells: VecDeque::new(),
             last_done_ns: None,
             starved_at_done_ns: 0.0,
@@ -185,28 +175,8 @@ impl<'a> PullSide<'a> {
             }
             _ => WaitCause::HostLate,
         };
-        let mut read = Reading {
-            message,
-            next_addr: addr,
-            end_addr: addr + u64::from(self.plan.message_bytes),
-            first_request_index: 0,
-            device_start_ns: None,
-            starved_at_start_ns: 0.0,
-            completions_due: self.completions_seen,
-            wait_cause,
-        };
-        read.first_request_index = self.request(lanes, &mut read);
-        self.reading = Some(read);
-    }
-
-    /// Issue the next read of at most MRRS (not crossing 4 KiB) and count its completions;
-    /// returns its number downstream.
-    fn request(&mut self, lanes: &mut Lanes, read: &mut Reading) -> u64 {
-        let mut split = transaction::Splitter::new(read.next_addr, read.end_addr - read.next_addr, self.mrrs_bytes);
-        let (addr, len) = split.next_piece().expect("bytes left to read");
-        read.next_addr = addr + len;
-        read.completions_due += transaction::completions(addr, len, self.mps_bytes, self.rcb_bytes).count() as u64;
-        lanes.send(LinkDirection::Downstream, TlpKind::MemRead, addr, len)
+        let (read, first_request_index) = OneRead::start(lanes, self.link, LinkDirection::Downstream, addr, u64::from(self.plan.message_bytes));
+        self.reading = Some(Reading { message, read, first_request_index, device_start_ns: None, starved_at_start_ns: 0.0, wait_cause });
     }
 
     /// The last completion is in: doorbell, the event, the host's use.
@@ -244,19 +214,6 @@ impl<'a> PullSide<'a> {
         rules::deliver(self.sink, &mut self.sink_error, &event);
     }
 
-    /// How the stream ended and the truth.
-    pub fn end(&mut self, stopped_early: Option<String>) -> crate::engine::ring::StreamEnd {
-        let start_ns = self.first_start_ns.unwrap_or(0.0);
-        self.truth.span_ns = self.last_release_ns - start_ns;
-        crate::engine::ring::StreamEnd {
-            produced: self.committed + self.truth.dropped,
-            dropped_by_producer: Some(self.truth.dropped),
-            start_ns,
-            end_ns: self.last_release_ns,
-            stopped_early,
-            fast_forwarded: 0,
-        }
-    }
 }
 
 impl Side for PullSide<'_> {
@@ -293,17 +250,9 @@ impl Side for PullSide<'_> {
             read.device_start_ns = Some(now);
             read.starved_at_start_ns = starved_ns;
         }
-        let delivered = lanes.sim.delivered_completions(LinkDirection::Upstream);
-        if delivered < read.completions_due {
-            self.reading = Some(read);
-            return;
-        }
-        self.completions_seen = delivered;
-        if read.next_addr < read.end_addr {
-            self.request(lanes, &mut read);
-            self.reading = Some(read);
-        } else {
-            self.complete(lanes, read);
+        match read.read.advance(lanes) {
+            Progress::Reading => self.reading = Some(read),
+            Progress::Done => self.complete(lanes, read),
         }
     }
 
@@ -317,5 +266,19 @@ impl Side for PullSide<'_> {
 
     fn failed(&mut self) -> Option<EngineError> {
         self.sink_error.take()
+    }
+
+    fn finish(&mut self, stopped_early: Option<String>) -> (StreamEnd, RingTruth) {
+        let start_ns = self.first_start_ns.unwrap_or(0.0);
+        self.truth.span_ns = self.last_release_ns - start_ns;
+        let end = StreamEnd {
+            produced: self.committed + self.truth.dropped,
+            dropped_by_producer: Some(self.truth.dropped),
+            start_ns,
+            end_ns: self.last_release_ns,
+            stopped_early,
+            fast_forwarded: 0,
+        };
+        (end, std::mem::take(&mut self.truth))
     }
 }

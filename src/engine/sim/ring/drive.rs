@@ -13,6 +13,7 @@ use crate::engine::EngineError;
 use crate::link::{transaction, Direction as LinkDirection, LinkSim, TlpKind};
 
 use super::rules::Limits;
+use super::RingTruth;
 
 /// Starts between two looks at the cancel flag.
 const CANCEL_EVERY: u64 = 64;
@@ -88,6 +89,9 @@ pub trait Side {
     fn unfinished(&self) -> bool;
     /// The sink's first error, taken.
     fn failed(&mut self) -> Option<EngineError>;
+    /// After the loop: how the stream ended (`stopped_early`: why the loop stopped early) and
+    /// what the simulator knows that the events do not say.
+    fn finish(&mut self, stopped_early: Option<String>) -> (StreamEnd, RingTruth);
 }
 
 /// Run `sides` on `lanes` until none has anything left; returns why it stopped early (a signal).
