@@ -29,7 +29,6 @@ use std::time::Duration;
 use io_uring::{opcode, types, IoUring};
 
 use super::devfile::{self, HostClock, Step};
-use super::slice_alarm::SliceAlarm;
 use super::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamDirection, StreamEnd, StreamStop, Transport, WaitCause};
 use super::EngineError;
 use crate::error::InvalidInput;
@@ -265,10 +264,10 @@ fn both_by_poll(producer: &mut Run<'_, '_>, consumer: &mut Run<'_, '_>, d2h_sink
         }
         let mut progressed = false;
         if producing {
-            progressed |= producer.write_some(write, write.file.as_raw_fd(), true, h2d_sink)?;
+            progressed |= producer.write_some(write, true, h2d_sink)?;
         }
         if consuming {
-            progressed |= consumer.read_some(read, read.file.as_raw_fd(), d2h_sink)?;
+            progressed |= consumer.read_some(read, d2h_sink)?;
         }
         if progressed {
             continue;
@@ -358,8 +357,6 @@ struct Run<'n, 'p> {
     input: Vec<u8>,
     input_fill: usize,
     waiting_since_ns: Option<f64>,
-    /// The last read of a FIFO found no writer yet (EOF without a hang-up).
-    writer_absent: bool,
     delivered: u64,
     last_progress_ns: f64,
 }
@@ -400,7 +397,6 @@ impl<'n, 'p> Run<'n, 'p> {
             input: vec![0; read_bytes],
             input_fill: 0,
             waiting_since_ns: None,
-            writer_absent: false,
             delivered: 0,
             last_progress_ns: now,
         }
@@ -481,11 +477,6 @@ impl<'n, 'p> Run<'n, 'p> {
     fn produce(&mut self, sink: &mut dyn MessageSink) -> Result<(), Stop> {
         let write = self.nodes.write.as_ref().expect("checked");
         let read = if self.nodes.loopback { self.nodes.read.as_ref() } else { None };
-        // One way into a FIFO, the rest of a message a short write left waits in the write
-        // ([`KernelWait`]). Not its first bytes: they carry the stamp, taken before the call,
-        // and a wait before them is the message's bubble, which poll() measures. With a
-        // loopback to read too, poll() waits for either.
-        let waiting_write = read.is_none().then(|| KernelWait::start(write.file, true)).flatten();
         loop {
             self.check_signal()?;
             let producing = self.producing();
@@ -494,29 +485,24 @@ impl<'n, 'p> Run<'n, 'p> {
             }
             let mut progressed = false;
             if producing {
-                let fd = KernelWait::fd(&waiting_write, write.file, self.out_done > 0);
-                match self.write_some(write, fd, read.is_none(), sink) {
+                match self.write_some(write, read.is_none(), sink) {
                     Ok(moved) => progressed |= moved,
                     // The device went away: what it sent back before is still the run's.
                     Err(Stop::Failed(error)) if read.is_some() => {
-                        let back = read.expect("loopback");
-                        while let Ok(true) = self.read_some(back, back.file.as_raw_fd(), sink) {}
+                        while let Ok(true) = self.read_some(read.expect("loopback"), sink) {}
                         return Err(Stop::Failed(error));
                     }
                     Err(stop) => return Err(stop),
                 }
             }
             if let Some(read) = read {
-                progressed |= self.read_some(read, read.file.as_raw_fd(), sink)?;
+                progressed |= self.read_some(read, sink)?;
             }
             if progressed {
                 continue;
             }
             self.flush();
             self.check_waiting(self.nodes.clock.now_ns(), || self.stall(producing, read.is_some()))?;
-            if waiting_write.is_some() && self.out_done > 0 {
-                continue;
-            }
             let mut fds = Vec::with_capacity(2);
             if producing {
                 fds.push(libc::pollfd { fd: write.file.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
@@ -543,14 +529,11 @@ impl<'n, 'p> Run<'n, 'p> {
 
     /// One write of the current message (stamped when it starts); true when bytes moved.
     /// `one_way`: nothing reads the messages back, so the producer's event is the message's.
-    /// `fd` is the node's or, to wait in the write, a blocking description of it ([`KernelWait`]).
-    fn write_some(&mut self, write: &Node<'_>, fd: RawFd, one_way: bool, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
+    fn write_some(&mut self, write: &Node<'_>, one_way: bool, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
+        let fd = write.file.as_raw_fd();
         let rest = self.next_write();
-        // SAFETY: `rest` is a valid slice for the call. Interrupted (a slice alarm's tick in a
-        // blocking write): as nothing yet.
-        let step = devfile::interruptible_step(&write.name, || unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) })
-            .map_err(|e| closed_on_write(e, &write.name))?
-            .unwrap_or(Step::WouldBlock);
+        // SAFETY: `rest` is a valid slice for the call.
+        let step = devfile::syscall_step(&write.name, || unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) }).map_err(|e| closed_on_write(e, &write.name))?;
         let Step::Moved(n) = step else {
             if self.out_done == 0 && self.blocked_since_ns.is_none() {
                 self.blocked_since_ns = Some(self.out_started_ns);
@@ -621,13 +604,12 @@ impl<'n, 'p> Run<'n, 'p> {
 
     /// One read from a byte stream (or one packet without io_uring), every whole message in it
     /// handed to the sink; true when bytes moved.
-    /// `fd` is the node's or, to wait in the read, a blocking description of it ([`KernelWait`]).
-    fn read_some(&mut self, read: &Node<'_>, fd: RawFd, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
+    fn read_some(&mut self, read: &Node<'_>, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
+        let fd = read.file.as_raw_fd();
         let room = &mut self.input[self.input_fill..];
         let room_bytes = room.len();
         // SAFETY: `room` is a valid mutable slice for the call.
-        // Interrupted (a slice alarm's tick in a blocking read): as nothing yet.
-        let step = devfile::interruptible_step(&read.name, || unsafe { libc::read(fd, room.as_mut_ptr().cast(), room.len()) })?.unwrap_or(Step::WouldBlock);
+        let step = devfile::syscall_step(&read.name, || unsafe { libc::read(fd, room.as_mut_ptr().cast(), room.len()) })?;
         let n = match step {
             Step::Moved(n) => n,
             Step::WouldBlock => {
@@ -636,13 +618,11 @@ impl<'n, 'p> Run<'n, 'p> {
             }
             // A FIFO whose writer has not come yet reads as EOF too, without a hang-up.
             Step::Eof if !hung_up(fd) => {
-                self.writer_absent = true;
                 self.waiting_since_ns.get_or_insert_with(|| self.nodes.clock.now_ns());
                 return Ok(false);
             }
             Step::Eof => return Err(Stop::Failed(self.closed_on_read(read))),
         };
-        self.writer_absent = false;
         let seen_ns = self.nodes.clock.now_ns();
         self.last_progress_ns = seen_ns;
         // A pipe's read returns less than asked only once it is empty: the consumer waits from here.
@@ -739,65 +719,19 @@ impl<'n, 'p> Run<'n, 'p> {
         }
     }
 
-    /// d2h: read whole messages (or packets, one read each) until the plan's end. From a FIFO
-    /// the read itself waits, as `dd`'s does ([`KernelWait`]); elsewhere poll() waits.
+    /// d2h: read whole messages (or packets, one read each) until the plan's end.
     fn consume_by_read(&mut self, sink: &mut dyn MessageSink) -> Result<(), Stop> {
         let read = self.nodes.read.as_ref().expect("checked");
-        let waiting_read = (self.nodes.framing == Framing::ByteStream).then(|| KernelWait::start(read.file, false)).flatten();
-        let mut known_empty = false;
         loop {
             self.check_signal()?;
             if self.consumer_done(self.now_if_timed_ns()) {
                 return Ok(());
             }
-            known_empty = !self.read_some(read, KernelWait::fd(&waiting_read, read.file, known_empty), sink)?;
-            if !known_empty {
+            if self.read_some(read, sink)? {
                 continue;
             }
             self.check_waiting(self.nodes.clock.now_ns(), || format!("nothing arrived on {} ({} messages so far)", read.name, self.delivered))?;
-            // A blocking read of a FIFO without a writer returns at once: poll() waits for one.
-            if waiting_read.is_none() || self.writer_absent {
-                poll(&mut [libc::pollfd { fd: read.file.as_raw_fd(), events: libc::POLLIN, revents: 0 }])?;
-            }
-        }
-    }
-}
-
-/// A FIFO read or write that waits in the kernel, as a blocking `dd`'s does: once the pipe is
-/// known empty (a read came back short or found nothing) or full (a write did), the next call
-/// is a blocking one, one system call per wake-up instead of poll() then the call. A 64 KiB
-/// message crosses the 64 KiB pipe in pieces as the other side frees its pages, each piece a
-/// wake-up (performance.md, "Message streaming through a FIFO"). The blocking call goes through
-/// a second open file description of the same FIFO (`/proc/self/fd/N`, O_NONBLOCK cleared), so
-/// the node's own descriptor stays non-blocking for the call that cannot know whether it would
-/// wait (and finds the wait's start, the bubble's); a [`SliceAlarm`] interrupts the blocking
-/// call every slice so Ctrl-C, the deadline and a stalled peer are still seen. None (poll()
-/// waits) for other nodes, whose drivers' blocking calls may not end on a signal, or when the
-/// alarm or the second description cannot be had.
-struct KernelWait {
-    blocking: File,
-    _alarm: SliceAlarm,
-}
-
-impl KernelWait {
-    fn start(node: &File, write: bool) -> Option<Self> {
-        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-        if !node.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
-            return None;
-        }
-        let alarm = SliceAlarm::start()?;
-        let path = format!("/proc/self/fd/{}", node.as_raw_fd());
-        // Non-blocking to open (a FIFO's open would wait for the other end), blocking to use.
-        let blocking = std::fs::OpenOptions::new().read(!write).write(write).custom_flags(libc::O_NONBLOCK).open(path).ok()?;
-        devfile::set_blocking(&blocking, true).ok()?;
-        Some(KernelWait { blocking, _alarm: alarm })
-    }
-
-    /// The descriptor for the next call: the blocking one when it would wait.
-    fn fd(wait: &Option<KernelWait>, node: &File, would_wait: bool) -> RawFd {
-        match wait {
-            Some(wait) if would_wait => wait.blocking.as_raw_fd(),
-            _ => node.as_raw_fd(),
+            poll(&mut [libc::pollfd { fd: read.file.as_raw_fd(), events: libc::POLLIN, revents: 0 }])?;
         }
     }
 }
