@@ -282,6 +282,13 @@ impl InjectState {
     pub fn jitter(&mut self) -> f64 {
         self.jitter.unit()
     }
+
+    /// A generator of its own for a segment simulated apart, forked by `salt`.
+    pub fn fork_jitter(&mut self, salt: u64) {
+        let mut fork = Rng(self.jitter.0 ^ salt.rotate_left(17) ^ 0xF0_4C);
+        fork.unit();
+        self.jitter = fork;
+    }
 }
 
 #[cfg(test)]

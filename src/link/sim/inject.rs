@@ -142,6 +142,17 @@ impl LinkSim {
         (inject.holds.is_empty() && inject.holds_per_s > 0.0).then_some((inject.hold_min_ns, inject.hold_max_ns))
     }
 
+    /// Poisson credit holds per ns (0 with listed holds or none).
+    pub(in crate::link) fn holds_per_ns(&self) -> f64 {
+        self.hold_lengths_ns().map_or(0.0, |_| self.config.inject.holds_per_s / 1e9)
+    }
+
+    /// Give this link (a clone that simulates a segment of its own) a generator of random leads
+    /// of its own, forked by `salt` (where the segment starts).
+    pub(in crate::link) fn fork_jitter(&mut self, salt: u64) {
+        self.inject.fork_jitter(salt);
+    }
+
     /// Starvations longer than this are counted over the threshold, ns.
     pub(in crate::link) fn threshold_ns(&self) -> f64 {
         self.config.inject.threshold_ns
