@@ -40,9 +40,18 @@ impl LinkSim {
 
     /// The hold in progress or the next one, [start, end) in ticks.
     fn hold_ticks(&mut self) -> Option<(u64, u64)> {
-        let (start_ns, end_ns) = self.inject.holds.at(self.phy.ns(self.now))?;
+        let now_ns = self.phy.ns(self.now);
+        if let Some((end_ns, start, end)) = self.inject.hold_ticks {
+            // `at` would drop nothing before this end: the same hold.
+            if now_ns < end_ns {
+                return Some((start, end));
+            }
+        }
+        let (start_ns, end_ns) = self.inject.holds.at(now_ns)?;
         let start = self.phy.ticks(start_ns);
-        Some((start, self.phy.ticks(end_ns).max(start + 1)))
+        let end = self.phy.ticks(end_ns).max(start + 1);
+        self.inject.hold_ticks = Some((end_ns, start, end));
+        Some((start, end))
     }
 
     /// The transmitter of `direction` has a TLP ready that its credits refuse.
@@ -128,6 +137,7 @@ impl LinkSim {
     /// another length); false if it cannot (another hold first, or the next one too near).
     pub(in crate::link) fn set_hold_end(&mut self, start_ns: f64, end_ns: f64) -> bool {
         let now_ns = self.phy.ns(self.now);
+        self.inject.hold_ticks = None;
         self.inject.holds.set_end(now_ns, start_ns, end_ns)
     }
 
