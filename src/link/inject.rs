@@ -251,6 +251,10 @@ pub struct InjectState {
     pub error_rate: bool,
     /// A FcTimer release is queued for the end of this hold (ticks).
     pub release_at: Option<u64>,
+    /// The hold [`HoldSchedule::at`] last gave, as its end in ns and [start, end) in ticks:
+    /// it stays the hold in progress or next until the clock reaches that end, and the event
+    /// loop asks at every UpdateFC (converting ns to ticks rounds, a call each).
+    pub hold_ticks: Option<(f64, u64, u64)>,
     /// Since when each direction's transmitter has been refused by its credits (ticks).
     pub starving_since: [Option<u64>; 2],
     /// Until when (ticks) the link is still recovering from the last injected event: the
@@ -269,6 +273,7 @@ impl InjectState {
             errors: ErrorSchedule::new(injection),
             error_rate: injection.tlp_errors_per_tb > 0.0,
             release_at: None,
+            hold_ticks: None,
             starving_since: [None; 2],
             settle_until: 0,
             recover_until: None,
@@ -281,6 +286,13 @@ impl InjectState {
     /// lead from wherever the skip began would meet every hold at a biased point of the loop.
     pub fn jitter(&mut self) -> f64 {
         self.jitter.unit()
+    }
+
+    /// A generator of its own for a segment simulated apart, forked by `salt`.
+    pub fn fork_jitter(&mut self, salt: u64) {
+        let mut fork = Rng(self.jitter.0 ^ salt.rotate_left(17) ^ 0xF0_4C);
+        fork.unit();
+        self.jitter = fork;
     }
 }
 

@@ -36,7 +36,7 @@ pub use packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind};
 pub use record::{dump, Crossing, DirectionStats, LeftOut, LeftOutCounts};
 pub use replay::{ReplayConfig, ReplayStats};
 pub use sim::{LinkSim, Outcome};
-pub use steady::{fast_forward, simulate_steady, Steady, SteadyOptions};
+pub use steady::{fast_forward, fast_forward_on_one_thread, simulate_steady, Steady, SteadyOptions};
 
 use crate::error::InvalidInput;
 

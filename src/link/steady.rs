@@ -52,6 +52,9 @@ pub struct Steady {
     /// Credit holds left out whose outcome a simulated hold of the same steady state gave
     /// (see `between.rs`).
     pub reused_holds: u64,
+    /// Segments of the stream simulated apart (on another thread) and joined in (see
+    /// `between.rs`, "split").
+    pub segments: u64,
 }
 
 /// Simulate `workload`, fast-forwarding through the steady state of a long DMA stream.
@@ -61,17 +64,27 @@ pub fn simulate_steady(config: &SimConfig, workload: &Workload) -> Result<Outcom
 
 /// [`simulate_steady`] with explicit options, telling how much was left out.
 pub fn fast_forward(config: &SimConfig, workload: &Workload, options: &SteadyOptions) -> Result<Steady, InvalidInput> {
+    fast_forward_on(config, workload, options, true)
+}
+
+/// [`fast_forward`] on this thread alone: a run with credit holds simulates the segments it
+/// splits off one after the other instead of at once. The result is the same.
+pub fn fast_forward_on_one_thread(config: &SimConfig, workload: &Workload, options: &SteadyOptions) -> Result<Steady, InvalidInput> {
+    fast_forward_on(config, workload, options, false)
+}
+
+fn fast_forward_on(config: &SimConfig, workload: &Workload, options: &SteadyOptions, parallel: bool) -> Result<Steady, InvalidInput> {
     if options.window_tlps == 0 || !(options.tolerance >= 0.0 && options.tolerance.is_finite()) {
         return Err(InvalidInput::new("invalid fast-forward options: the window must be 1 TLP or more, the tolerance 0 or more"));
     }
     let mut sim = LinkSim::new(config, workload)?;
-    let mut skipped = Steady { outcome: Outcome::default(), skipped_ns: 0.0, skipped_tlps: 0, reused_holds: 0 };
+    let mut skipped = Steady { outcome: Outcome::default(), skipped_ns: 0.0, skipped_tlps: 0, reused_holds: 0, segments: 0 };
     // Bit errors draw per packet and flits pack TLPs across boundaries: neither repeats by
     // whole TLP periods, so those runs are simulated whole.
     let repeats = config.errors.ber == 0.0 && config.errors.corrupt.is_empty() && config.link.generation != crate::model::Generation::Gen6;
     if repeats && config.inject.enabled() {
         // Injected events break the repetition: simulate each, leave out the time between.
-        return super::between::fast_forward(config, workload, options);
+        return super::between::fast_forward(config, workload, options, parallel);
     }
     if sim.dma.is_some() && repeats {
         // Each search simulates at least a window, so this ends with the run. A steady span
@@ -105,6 +118,7 @@ pub(super) struct Checkpoint {
 }
 
 /// Two checkpoints: what happened between them.
+#[derive(Clone, Copy)]
 pub(super) struct Span {
     pub(super) from: Checkpoint,
     pub(super) to: Checkpoint,
@@ -130,7 +144,7 @@ impl Span {
     }
 }
 
-fn checkpoint(sim: &LinkSim) -> Checkpoint {
+pub(super) fn checkpoint(sim: &LinkSim) -> Checkpoint {
     let issued = sim.dma.as_ref().map_or([0; 2], |dma| dma.issued_bytes());
     let stats = sim.outcome.stats;
     // Write payload travels upstream, read completions downstream.

@@ -59,6 +59,7 @@ struct Sample {
 }
 
 /// A hold about to be simulated: the link's state before its lead.
+#[derive(Clone)]
 pub(super) struct Pending {
     hold_ns: (f64, f64),
     from: Mark,
@@ -101,7 +102,7 @@ pub(super) struct Reused {
 }
 
 /// The samples of one steady state.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct HoldReuse {
     samples: Vec<Sample>,
     /// A check failed: this steady state's holds are all simulated.
@@ -119,9 +120,15 @@ impl Pending {
 }
 
 impl HoldReuse {
-    /// Whether a hold starting now should be watched to become a sample.
-    fn wants_samples(&self) -> bool {
+    /// Whether a hold starting now should be watched to become a sample (while it does, the
+    /// stream is not split: both segments start from the same samples, as one run would go on).
+    pub(super) fn wants_samples(&self) -> bool {
         !self.refused && self.samples.len() < MAX_SAMPLES && self.watched < WATCH_AT_MOST
+    }
+
+    /// Whether a check failed: this steady state's holds are all simulated.
+    pub(super) fn refused(&self) -> bool {
+        self.refused
     }
 
     /// Whether a simulated hold is still worth watching: for samples, or as a check.

@@ -40,9 +40,18 @@ impl LinkSim {
 
     /// The hold in progress or the next one, [start, end) in ticks.
     fn hold_ticks(&mut self) -> Option<(u64, u64)> {
-        let (start_ns, end_ns) = self.inject.holds.at(self.phy.ns(self.now))?;
+        let now_ns = self.phy.ns(self.now);
+        if let Some((end_ns, start, end)) = self.inject.hold_ticks {
+            // `at` would drop nothing before this end: the same hold.
+            if now_ns < end_ns {
+                return Some((start, end));
+            }
+        }
+        let (start_ns, end_ns) = self.inject.holds.at(now_ns)?;
         let start = self.phy.ticks(start_ns);
-        Some((start, self.phy.ticks(end_ns).max(start + 1)))
+        let end = self.phy.ticks(end_ns).max(start + 1);
+        self.inject.hold_ticks = Some((end_ns, start, end));
+        Some((start, end))
     }
 
     /// The transmitter of `direction` has a TLP ready that its credits refuse.
@@ -128,6 +137,7 @@ impl LinkSim {
     /// another length); false if it cannot (another hold first, or the next one too near).
     pub(in crate::link) fn set_hold_end(&mut self, start_ns: f64, end_ns: f64) -> bool {
         let now_ns = self.phy.ns(self.now);
+        self.inject.hold_ticks = None;
         self.inject.holds.set_end(now_ns, start_ns, end_ns)
     }
 
@@ -140,6 +150,17 @@ impl LinkSim {
     pub(in crate::link) fn hold_lengths_ns(&self) -> Option<(f64, f64)> {
         let inject = &self.config.inject;
         (inject.holds.is_empty() && inject.holds_per_s > 0.0).then_some((inject.hold_min_ns, inject.hold_max_ns))
+    }
+
+    /// Poisson credit holds per ns (0 with listed holds or none).
+    pub(in crate::link) fn holds_per_ns(&self) -> f64 {
+        self.hold_lengths_ns().map_or(0.0, |_| self.config.inject.holds_per_s / 1e9)
+    }
+
+    /// Give this link (a clone that simulates a segment of its own) a generator of random leads
+    /// of its own, forked by `salt` (where the segment starts).
+    pub(in crate::link) fn fork_jitter(&mut self, salt: u64) {
+        self.inject.fork_jitter(salt);
     }
 
     /// Starvations longer than this are counted over the threshold, ns.
