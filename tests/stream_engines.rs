@@ -291,7 +291,8 @@ fn a_fifo_closed_mid_run_ends_with_one_error_and_the_events_so_far() {
 }
 
 /// A writer that sends three messages and then keeps the FIFO open without a word: a timed d2h
-/// stream still ends at its deadline (the engine's wait must wake to look at it).
+/// stream still ends at its deadline. The engine's read waits in the kernel (a blocking read,
+/// as `dd`'s); only the slice alarm's tick lets it look at the deadline.
 #[test]
 fn a_silent_writer_does_not_hold_a_timed_stream_past_its_deadline() {
     let dir = tempfile::tempdir().unwrap();
@@ -332,8 +333,9 @@ fn a_silent_writer_does_not_hold_a_timed_stream_past_its_deadline() {
 }
 
 /// A reader that takes one message and then keeps the FIFO open without reading: the engine
-/// (h2d, 48 KiB messages into the 64 KiB pipe) is left with half a message to write and gives
-/// up at the stall limit with one line naming the node.
+/// (h2d, 48 KiB messages into the 64 KiB pipe) is left with half a message to write, waits for
+/// the rest in the kernel (a blocking write), and still gives up at the stall limit with one
+/// line naming the node — the slice alarm's tick lets it look.
 #[test]
 fn a_reader_that_stops_ends_an_h2d_stream_at_the_stall_limit() {
     let dir = tempfile::tempdir().unwrap();

@@ -296,22 +296,29 @@ pub enum Step {
 /// Run one syscall returning a byte count; EINTR is retried here, EAGAIN becomes `WouldBlock`.
 pub fn syscall_step(what: &str, mut call: impl FnMut() -> isize) -> Result<Step, EngineError> {
     loop {
-        let result = call();
-        if result > 0 {
-            return Ok(Step::Moved(result as usize));
+        if let Some(step) = interruptible_step(what, &mut call)? {
+            return Ok(step);
         }
-        if result == 0 {
-            return Ok(Step::Eof);
-        }
-        let error = io::Error::last_os_error();
-        match error.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(code) if code == libc::EAGAIN || code == libc::EWOULDBLOCK => return Ok(Step::WouldBlock),
-            Some(libc::ENOSPC) => {
-                return Err(EngineError::Io { what: format!("{what}: the device or file has no space left (ENOSPC)"), source: error })
-            }
-            _ => return Err(EngineError::Io { what: what.to_string(), source: error }),
-        }
+    }
+}
+
+/// One syscall as [`syscall_step`], but EINTR comes back as None: a blocking call woken by a
+/// [`super::slice_alarm::SliceAlarm`] tick lets its caller look at the signal flag, the
+/// deadline and a stalled peer before calling again.
+pub fn interruptible_step(what: &str, mut call: impl FnMut() -> isize) -> Result<Option<Step>, EngineError> {
+    let result = call();
+    if result > 0 {
+        return Ok(Some(Step::Moved(result as usize)));
+    }
+    if result == 0 {
+        return Ok(Some(Step::Eof));
+    }
+    let error = io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::EINTR) => Ok(None),
+        Some(code) if code == libc::EAGAIN || code == libc::EWOULDBLOCK => Ok(Some(Step::WouldBlock)),
+        Some(libc::ENOSPC) => Err(EngineError::Io { what: format!("{what}: the device or file has no space left (ENOSPC)"), source: error }),
+        _ => Err(EngineError::Io { what: what.to_string(), source: error }),
     }
 }
 
@@ -370,13 +377,20 @@ pub fn positional_all_flags(file: &File, io: super::Io<'_>, offset: u64, deadlin
     Ok(())
 }
 
-/// Set or clear O_NONBLOCK so stream waits go through poll() and a deadline.
+/// Set O_NONBLOCK so stream waits go through poll() and a deadline.
 pub fn set_nonblocking(file: &File) -> Result<(), EngineError> {
+    set_blocking(file, false).map_err(|source| EngineError::Io { what: "cannot make the device file non-blocking".into(), source })
+}
+
+/// Set (`blocking`: clear) O_NONBLOCK on the file's open description.
+pub fn set_blocking(file: &File, blocking: bool) -> io::Result<()> {
     let fd = file.as_raw_fd();
     // SAFETY: fcntl on an fd we own.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(EngineError::Io { what: "cannot make the device file non-blocking".into(), source: io::Error::last_os_error() });
+    let wanted = if blocking { flags & !libc::O_NONBLOCK } else { flags | libc::O_NONBLOCK };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, wanted) } < 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }

@@ -27,6 +27,7 @@ pub mod pattern;
 pub mod registry;
 pub mod ring;
 pub mod scratch;
+pub mod slice_alarm;
 pub mod sim;
 pub mod stream;
 pub mod vfio;

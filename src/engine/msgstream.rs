@@ -29,6 +29,7 @@ use std::time::Duration;
 use io_uring::{opcode, types, IoUring};
 
 use super::devfile::{self, HostClock, Step};
+use super::slice_alarm::SliceAlarm;
 use super::ring::{Backpressure, MessageEvent, MessageSink, RingPlan, StreamDirection, StreamEnd, StreamStop, Transport, WaitCause};
 use super::EngineError;
 use crate::error::InvalidInput;
@@ -41,6 +42,12 @@ pub const MAX_READS_IN_FLIGHT: u32 = 64;
 
 /// A side that makes no progress for this long ends the stream with a timeout naming it.
 pub const STALL_LIMIT: Duration = Duration::from_secs(5);
+
+/// A pipe's unit of buffering (a page on Linux).
+const PAGE_BYTES: usize = 4096;
+
+/// How often a consumer that must not poll its FIFO looks for a writer that has not come yet.
+const WRITER_LOOK: Duration = Duration::from_millis(1);
 
 /// A producer that does not wait, and a consumer, read the occupancy at most this often (ns).
 const OCCUPANCY_SAMPLE_NS: f64 = 1e6;
@@ -264,10 +271,10 @@ fn both_by_poll(producer: &mut Run<'_, '_>, consumer: &mut Run<'_, '_>, d2h_sink
         }
         let mut progressed = false;
         if producing {
-            progressed |= producer.write_some(write, true, h2d_sink)?;
+            progressed |= producer.write_some(write, write.file.as_raw_fd(), true, h2d_sink)?;
         }
         if consuming {
-            progressed |= consumer.read_some(read, d2h_sink)?;
+            progressed |= consumer.read_some(read, read.file.as_raw_fd(), d2h_sink)?;
         }
         if progressed {
             continue;
@@ -357,6 +364,10 @@ struct Run<'n, 'p> {
     input: Vec<u8>,
     input_fill: usize,
     waiting_since_ns: Option<f64>,
+    /// The last read of a FIFO found no writer yet (EOF without a hang-up).
+    writer_absent: bool,
+    /// The consumer waits in blocking reads and must never poll() its FIFO ([`KernelWait`]).
+    never_poll: bool,
     delivered: u64,
     last_progress_ns: f64,
 }
@@ -397,6 +408,8 @@ impl<'n, 'p> Run<'n, 'p> {
             input: vec![0; read_bytes],
             input_fill: 0,
             waiting_since_ns: None,
+            writer_absent: false,
+            never_poll: false,
             delivered: 0,
             last_progress_ns: now,
         }
@@ -477,6 +490,11 @@ impl<'n, 'p> Run<'n, 'p> {
     fn produce(&mut self, sink: &mut dyn MessageSink) -> Result<(), Stop> {
         let write = self.nodes.write.as_ref().expect("checked");
         let read = if self.nodes.loopback { self.nodes.read.as_ref() } else { None };
+        // One way into a FIFO the producer waits in blocking writes and never polls
+        // ([`KernelWait`]): the rest of a message a short write left, and a full pipe at a
+        // message's start ([`Run::wait_for_room`]). With a loopback to read too, poll() waits
+        // for either.
+        let waiting_write = read.is_none().then(|| KernelWait::start(write.file, true)).flatten();
         loop {
             self.check_signal()?;
             let producing = self.producing();
@@ -485,24 +503,33 @@ impl<'n, 'p> Run<'n, 'p> {
             }
             let mut progressed = false;
             if producing {
-                match self.write_some(write, read.is_none(), sink) {
+                let step = match &waiting_write {
+                    Some(wait) if self.out_done == 0 && self.blocked_since_ns.is_some() => self.wait_for_room(write, wait.blocking.as_raw_fd(), sink),
+                    wait => self.write_some(write, KernelWait::fd(wait, write.file, self.out_done > 0), read.is_none(), sink),
+                };
+                match step {
                     Ok(moved) => progressed |= moved,
                     // The device went away: what it sent back before is still the run's.
                     Err(Stop::Failed(error)) if read.is_some() => {
-                        while let Ok(true) = self.read_some(read.expect("loopback"), sink) {}
+                        let back = read.expect("loopback");
+                        while let Ok(true) = self.read_some(back, back.file.as_raw_fd(), sink) {}
                         return Err(Stop::Failed(error));
                     }
                     Err(stop) => return Err(stop),
                 }
             }
             if let Some(read) = read {
-                progressed |= self.read_some(read, sink)?;
+                progressed |= self.read_some(read, read.file.as_raw_fd(), sink)?;
             }
             if progressed {
                 continue;
             }
             self.flush();
             self.check_waiting(self.nodes.clock.now_ns(), || self.stall(producing, read.is_some()))?;
+            // Waiting in the kernel, the next turn's call waits; the FIFO is never polled.
+            if waiting_write.is_some() {
+                continue;
+            }
             let mut fds = Vec::with_capacity(2);
             if producing {
                 fds.push(libc::pollfd { fd: write.file.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
@@ -529,11 +556,14 @@ impl<'n, 'p> Run<'n, 'p> {
 
     /// One write of the current message (stamped when it starts); true when bytes moved.
     /// `one_way`: nothing reads the messages back, so the producer's event is the message's.
-    fn write_some(&mut self, write: &Node<'_>, one_way: bool, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
-        let fd = write.file.as_raw_fd();
+    /// `fd` is the node's or, to wait in the write, a blocking description of it ([`KernelWait`]).
+    fn write_some(&mut self, write: &Node<'_>, fd: RawFd, one_way: bool, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
         let rest = self.next_write();
-        // SAFETY: `rest` is a valid slice for the call.
-        let step = devfile::syscall_step(&write.name, || unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) }).map_err(|e| closed_on_write(e, &write.name))?;
+        // SAFETY: `rest` is a valid slice for the call. Interrupted (a slice alarm's tick in a
+        // blocking write): as nothing yet.
+        let step = devfile::interruptible_step(&write.name, || unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) })
+            .map_err(|e| closed_on_write(e, &write.name))?
+            .unwrap_or(Step::WouldBlock);
         let Step::Moved(n) = step else {
             if self.out_done == 0 && self.blocked_since_ns.is_none() {
                 self.blocked_since_ns = Some(self.out_started_ns);
@@ -541,6 +571,25 @@ impl<'n, 'p> Run<'n, 'p> {
             return Ok(false);
         };
         self.wrote(n, fd, one_way, sink)?;
+        Ok(true)
+    }
+
+    /// The pipe was full at the message's start, and the producer waits in the kernel: a
+    /// blocking write of the stamp's sequence number alone (8 bytes: a pipe takes it whole)
+    /// returns once there is room. The message starts then — its stamp's time, the next 8 bytes
+    /// and not written yet, is set to that moment — and the wait before it is its bubble, as
+    /// poll() would have measured it. True when the bytes went in.
+    fn wait_for_room(&mut self, write: &Node<'_>, fd: RawFd, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
+        let sequence = &self.out[..8];
+        // SAFETY: `sequence` is a valid 8-byte slice for the call.
+        let step = devfile::interruptible_step(&write.name, || unsafe { libc::write(fd, sequence.as_ptr().cast(), sequence.len()) })
+            .map_err(|e| closed_on_write(e, &write.name))?
+            .unwrap_or(Step::WouldBlock);
+        let Step::Moved(n) = step else { return Ok(false) };
+        let now = self.nodes.clock.now_ns();
+        stamp(&mut self.out, self.next_sequence, now as u64);
+        self.out_started_ns = now;
+        self.wrote(n, fd, true, sink)?;
         Ok(true)
     }
 
@@ -604,12 +653,13 @@ impl<'n, 'p> Run<'n, 'p> {
 
     /// One read from a byte stream (or one packet without io_uring), every whole message in it
     /// handed to the sink; true when bytes moved.
-    fn read_some(&mut self, read: &Node<'_>, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
-        let fd = read.file.as_raw_fd();
+    /// `fd` is the node's or, to wait in the read, a blocking description of it ([`KernelWait`]).
+    fn read_some(&mut self, read: &Node<'_>, fd: RawFd, sink: &mut dyn MessageSink) -> Result<bool, Stop> {
         let room = &mut self.input[self.input_fill..];
         let room_bytes = room.len();
         // SAFETY: `room` is a valid mutable slice for the call.
-        let step = devfile::syscall_step(&read.name, || unsafe { libc::read(fd, room.as_mut_ptr().cast(), room.len()) })?;
+        // Interrupted (a slice alarm's tick in a blocking read): as nothing yet.
+        let step = devfile::interruptible_step(&read.name, || unsafe { libc::read(fd, room.as_mut_ptr().cast(), room.len()) })?.unwrap_or(Step::WouldBlock);
         let n = match step {
             Step::Moved(n) => n,
             Step::WouldBlock => {
@@ -617,12 +667,14 @@ impl<'n, 'p> Run<'n, 'p> {
                 return Ok(false);
             }
             // A FIFO whose writer has not come yet reads as EOF too, without a hang-up.
-            Step::Eof if !hung_up(fd) => {
+            Step::Eof if self.writer_may_come(fd) => {
+                self.writer_absent = true;
                 self.waiting_since_ns.get_or_insert_with(|| self.nodes.clock.now_ns());
                 return Ok(false);
             }
             Step::Eof => return Err(Stop::Failed(self.closed_on_read(read))),
         };
+        self.writer_absent = false;
         let seen_ns = self.nodes.clock.now_ns();
         self.last_progress_ns = seen_ns;
         // A pipe's read returns less than asked only once it is empty: the consumer waits from here.
@@ -665,6 +717,17 @@ impl<'n, 'p> Run<'n, 'p> {
         self.input_fill -= used;
         // Drained: the next read would find nothing, so the caller waits (poll) instead.
         Ok(!drained)
+    }
+
+    /// EOF on a FIFO: no writer yet (keep waiting) rather than the writer gone. poll() tells
+    /// them apart (a hang-up); a consumer that must not poll ([`KernelWait`]) takes EOF before
+    /// any byte for "not yet" — a writer that opens and closes without writing then ends the
+    /// run at the stall limit, as a silent one does.
+    fn writer_may_come(&self, fd: RawFd) -> bool {
+        if self.never_poll {
+            return self.delivered == 0 && self.input_fill == 0;
+        }
+        !hung_up(fd)
     }
 
     /// A message back from the loopback, with what the producer knew of it. The ring is
@@ -719,19 +782,78 @@ impl<'n, 'p> Run<'n, 'p> {
         }
     }
 
-    /// d2h: read whole messages (or packets, one read each) until the plan's end.
+    /// d2h: read whole messages (or packets, one read each) until the plan's end. From a FIFO
+    /// the read itself waits, as `dd`'s does ([`KernelWait`]); elsewhere poll() waits.
     fn consume_by_read(&mut self, sink: &mut dyn MessageSink) -> Result<(), Stop> {
         let read = self.nodes.read.as_ref().expect("checked");
+        let waiting_read = (self.nodes.framing == Framing::ByteStream).then(|| KernelWait::start(read.file, false)).flatten();
+        self.never_poll = waiting_read.is_some();
+        if self.never_poll && self.message_bytes >= PAGE_BYTES {
+            // Room for two messages: a read that brings one (or less) has emptied the pipe, so
+            // the next read may wait without another read to find that out — a read that, after
+            // a message of a page or more, mostly meets the writer copying the next one in and
+            // sleeps on the pipe's lock (a wake-up across CPUs per message). Small messages keep
+            // one per read: reading two drains the pipe more often (measured, performance.md).
+            self.input.resize(2 * self.message_bytes, 0);
+        }
+        let mut known_empty = false;
         loop {
             self.check_signal()?;
             if self.consumer_done(self.now_if_timed_ns()) {
                 return Ok(());
             }
-            if self.read_some(read, sink)? {
+            known_empty = !self.read_some(read, KernelWait::fd(&waiting_read, read.file, known_empty), sink)?;
+            if !known_empty {
                 continue;
             }
             self.check_waiting(self.nodes.clock.now_ns(), || format!("nothing arrived on {} ({} messages so far)", read.name, self.delivered))?;
-            poll(&mut [libc::pollfd { fd: read.file.as_raw_fd(), events: libc::POLLIN, revents: 0 }])?;
+            // A blocking read of a FIFO without a writer returns at once: wait a little for one.
+            if waiting_read.is_none() {
+                poll(&mut [libc::pollfd { fd: read.file.as_raw_fd(), events: libc::POLLIN, revents: 0 }])?;
+            } else if self.writer_absent {
+                std::thread::sleep(WRITER_LOOK);
+            }
+        }
+    }
+}
+
+/// A FIFO read or write that waits in the kernel, as a blocking `dd`'s does: once the pipe is
+/// known empty (a read came back short or found nothing) or full (a write did), the next call
+/// is a blocking one, one system call per wake-up instead of poll() then the call. Above all a
+/// consumer that waits this way never polls its FIFO: Linux marks a pipe that was ever polled
+/// (`poll_usage`) and from then on every write into it wakes the readers' wait queue, taking its
+/// lock, even when the pipe was not empty — 12 % of a 64-byte stream's rate on one CPU
+/// (performance.md, "Message streaming through a FIFO"). The blocking call goes through
+/// a second open file description of the same FIFO (`/proc/self/fd/N`, O_NONBLOCK cleared), so
+/// the node's own descriptor stays non-blocking for the call that cannot know whether it would
+/// wait (and finds the wait's start, the bubble's); a [`SliceAlarm`] interrupts the blocking
+/// call every slice so Ctrl-C, the deadline and a stalled peer are still seen. None (poll()
+/// waits) for other nodes, whose drivers' blocking calls may not end on a signal, or when the
+/// alarm or the second description cannot be had.
+struct KernelWait {
+    blocking: File,
+    _alarm: SliceAlarm,
+}
+
+impl KernelWait {
+    fn start(node: &File, write: bool) -> Option<Self> {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        if !node.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
+            return None;
+        }
+        let alarm = SliceAlarm::start()?;
+        let path = format!("/proc/self/fd/{}", node.as_raw_fd());
+        // Non-blocking to open (a FIFO's open would wait for the other end), blocking to use.
+        let blocking = std::fs::OpenOptions::new().read(!write).write(write).custom_flags(libc::O_NONBLOCK).open(path).ok()?;
+        devfile::set_blocking(&blocking, true).ok()?;
+        Some(KernelWait { blocking, _alarm: alarm })
+    }
+
+    /// The descriptor for the next call: the blocking one when it would wait.
+    fn fd(wait: &Option<KernelWait>, node: &File, would_wait: bool) -> RawFd {
+        match wait {
+            Some(wait) if would_wait => wait.blocking.as_raw_fd(),
+            _ => node.as_raw_fd(),
         }
     }
 }
