@@ -91,13 +91,9 @@ impl<'a> PushD2hSide<'a> {
     /// The device writes one message into a host buffer (data, metadata, flag, upstream), or,
     /// lossy with every host buffer full, drops it.
     fn start(&mut self, lanes: &mut Lanes, start_ns: f64) {
-        if !self.producer.buffer_free(self.buffers()) {
-            self.producer.drop_one();
-            self.truth.dropped = self.producer.dropped;
-            self.truth.dropped_after_last += 1;
+        if !self.producer.admit(self.buffers()) {
             return;
         }
-        self.truth.dropped_after_last = 0;
         let idle = if self.behaviour.dwell_ns > 0.0 { WaitCause::DeviceDwell } else { WaitCause::None };
         let (idle_ns, idle_cause) = self.producer.wait(start_ns, self.buffers(), idle);
         let slot = self.producer.committed % self.buffers();
@@ -197,6 +193,7 @@ impl Side for PushD2hSide<'_> {
 
     fn finish(&mut self, stopped_early: Option<String>) -> (StreamEnd, RingTruth) {
         self.truth.span_ns = self.producer.last_release_ns - self.producer.first_start_ns.unwrap_or(0.0);
+        (self.truth.dropped, self.truth.dropped_after_last) = (self.producer.dropped, self.producer.dropped_after_last);
         (self.producer.end(stopped_early), std::mem::take(&mut self.truth))
     }
 }

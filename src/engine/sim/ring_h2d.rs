@@ -92,8 +92,6 @@ pub(super) struct H2dSide<'a> {
     queued: VecDeque<u64>,
     device: DeviceBuffers,
     lossy: bool,
-    /// Drops since the last message the host wrote (lossy): no sequence gap can show them.
-    dropped_after_last: u64,
     sink_error: Option<EngineError>,
 }
 
@@ -112,7 +110,6 @@ impl<'a> H2dSide<'a> {
             queued: VecDeque::new(),
             device: DeviceBuffers::default(),
             lossy: plan.backpressure == Backpressure::Lossy,
-            dropped_after_last: 0,
             sink_error: None,
         }
     }
@@ -124,13 +121,11 @@ impl<'a> H2dSide<'a> {
     /// The host writes one message into a device buffer: data and doorbell, downstream; or,
     /// lossy with every device buffer taken, drops it.
     fn start(&mut self, lanes: &mut Lanes, start_ns: f64) {
-        if !self.producer.buffer_free(self.buffers()) {
-            self.producer.drop_one();
-            self.dropped_after_last += 1;
+        if !self.producer.admit(self.buffers()) {
             return;
         }
         // Lossy: the time since the last message went to messages dropped for want of a buffer.
-        let idle = if self.dropped_after_last > 0 {
+        let idle = if self.producer.dropped_after_last > 0 {
             WaitCause::NoFreeBuffer
         } else if self.behaviour.host_use_ns > 0.0 {
             WaitCause::ProducerIdle
@@ -140,7 +135,6 @@ impl<'a> H2dSide<'a> {
         let (idle_ns, idle_cause) = self.producer.wait(start_ns, self.buffers(), idle);
         // The host's own writes go downstream and never starve; a "done" write it waited for may.
         let (wait_before_ns, wait_cause) = rules::credit_bubble(idle_ns, idle_cause, upstream_starved_ns(&lanes.sim) - self.producer.starved_at_done_ns, 0.0);
-        self.dropped_after_last = 0;
         // Buffers come back in the order they were filled: the next one is the oldest.
         let slot = self.producer.committed % self.buffers();
         self.to_queue.extend(rules::h2d_push_pieces(self.plan, slot, self.mps_bytes));
@@ -242,7 +236,7 @@ impl Side for H2dSide<'_> {
     fn finish(&mut self, stopped_early: Option<String>) -> (StreamEnd, RingTruth) {
         let producer = &self.producer;
         let span_ns = producer.last_release_ns - producer.first_start_ns.unwrap_or(0.0);
-        let truth = RingTruth { span_ns, dropped: producer.dropped, dropped_after_last: self.dropped_after_last, ..RingTruth::default() };
+        let truth = RingTruth { span_ns, dropped: producer.dropped, dropped_after_last: producer.dropped_after_last, ..RingTruth::default() };
         (producer.end(stopped_early), truth)
     }
 }

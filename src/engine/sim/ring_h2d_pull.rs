@@ -155,13 +155,9 @@ impl<'a> H2dPullSide<'a> {
     /// drops the message. It prepares the next from its doorbell on (a posted write: the CPU
     /// does not wait for it).
     fn host_start(&mut self, lanes: &mut Lanes, at_ns: f64) {
-        if !self.producer.buffer_free(self.host_buffers()) {
-            self.producer.drop_one();
-            self.truth.dropped = self.producer.dropped;
-            self.truth.dropped_after_last += 1;
+        if !self.producer.admit(self.host_buffers()) {
             return;
         }
-        self.truth.dropped_after_last = 0;
         let sequence = self.producer.sequence;
         let slot = self.producer.committed % self.host_buffers();
         let doorbell = lanes.send(LinkDirection::Downstream, TlpKind::MemWrite, DOORBELL_ADDR, DOORBELL_BYTES);
@@ -321,6 +317,7 @@ impl Side for H2dPullSide<'_> {
     fn finish(&mut self, stopped_early: Option<String>) -> (StreamEnd, RingTruth) {
         let end = self.producer.end(stopped_early);
         self.truth.span_ns = end.end_ns - self.first_start_ns.unwrap_or(0.0);
+        (self.truth.dropped, self.truth.dropped_after_last) = (self.producer.dropped, self.producer.dropped_after_last);
         (end, std::mem::take(&mut self.truth))
     }
 }

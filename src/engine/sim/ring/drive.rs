@@ -177,6 +177,9 @@ pub struct Producer {
     pub last_freed_ns: f64,
     pub last_release_ns: f64,
     pub dropped: u64,
+    /// Of those, the drops since the last message started: after the last one, no sequence
+    /// gap can show them.
+    pub dropped_after_last: u64,
 }
 
 impl Producer {
@@ -196,6 +199,7 @@ impl Producer {
             last_freed_ns: 0.0,
             last_release_ns: 0.0,
             dropped: 0,
+            dropped_after_last: 0,
         }
     }
 
@@ -230,14 +234,26 @@ impl Producer {
     /// A message started at `start_ns`; `last_tlp` is its last TLP's number.
     pub fn started(&mut self, last_tlp: u64, start_ns: f64) {
         self.first_start_ns.get_or_insert(start_ns);
+        self.dropped_after_last = 0;
         self.sending = Some(last_tlp);
         self.committed += 1;
         self.sequence += 1;
     }
 
+    /// A free buffer among `buffers` for the next message; or, none free (lossy), the message
+    /// is numbered and dropped, and false.
+    pub fn admit(&mut self, buffers: u64) -> bool {
+        if self.buffer_free(buffers) {
+            return true;
+        }
+        self.drop_one();
+        false
+    }
+
     /// A lossy source found no free buffer: the message is numbered and dropped.
     pub fn drop_one(&mut self) {
         self.dropped += 1;
+        self.dropped_after_last += 1;
         self.sequence += 1;
         self.ready_ns = super::rules::ready_after_drop(self.ready_ns, self.period_ns);
     }
