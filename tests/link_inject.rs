@@ -9,6 +9,7 @@ use pcieperf::link::{self, ClassCredits, Hold, Injection, Outcome, SimConfig, St
 
 const MIB: u64 = 1 << 20;
 const UP: usize = 1;
+const DOWN: usize = 0;
 
 /// The link as the `sim` engine configures it for a preset: Ack/UpdateFC timers, the host's
 /// finite credits.
@@ -42,6 +43,13 @@ fn tlp_and_credit_ns(config: &SimConfig) -> (f64, f64) {
     (tlp_ns, header as f64 * tlp_ns)
 }
 
+/// Lane time of the data every tag's read request brings: what the reads in flight when a hold
+/// begins still deliver, so how much of a hold a read's pause may hide, by the hold's phase.
+fn tags_in_flight_ns(config: &SimConfig) -> f64 {
+    let phy = link::phy::Phy::new(config.link);
+    config.tags as f64 * phy.ns(config.largest_replay_entry_bytes()) * (config.mrrs_bytes / config.mps_bytes).max(1) as f64
+}
+
 fn end_ns(outcome: &Outcome) -> f64 {
     outcome.arrived_ns.iter().cloned().fold(0.0, f64::max)
 }
@@ -69,6 +77,33 @@ fn a_credit_hold_starves_the_device_for_about_its_length() {
             // TLPs (the burst after the release meets the UpdateFC loop and the SKPs anew).
             let later_ns = end_ns(&held) - end_ns(&quiet);
             assert!((later_ns - starved.total_ns).abs() <= 4.0 * tlp_ns, "{preset}: {later_ns} ns later, starved {} ns", starved.total_ns);
+        }
+    }
+}
+
+/// A hold is the host's receiver consuming nothing: read requests that reach it during the hold
+/// are served at its end, so the device's reads see no completion for about the hold's length
+/// (less what the requests already being served deliver) and the transfer ends that much later.
+/// The device does not starve for credits: it waits with its tags out.
+#[test]
+fn a_hold_pauses_the_reads_it_catches_for_about_its_length() {
+    for preset in ["doc001", "gen3x8", "gen5x16"] {
+        let config = endpoint_link(preset);
+        let in_flight_ns = tags_in_flight_ns(&config);
+        let quiet = link::simulate(&config, &read(2 * MIB)).unwrap();
+        let normal_gap_ns = quiet.payload_gaps[DOWN].longest_ns;
+        for hold_ns in [5_000.0, 60_000.0] {
+            let start_ns = end_ns(&quiet) / 3.0;
+            let injection = Injection { holds: vec![Hold { start_ns, duration_ns: hold_ns }], threshold_ns: 50_000.0, ..Default::default() };
+            let held = link::simulate(&with(config.clone(), injection), &read(2 * MIB)).unwrap();
+            let gap = held.payload_gaps[DOWN];
+            let later_ns = end_ns(&held) - end_ns(&quiet);
+            println!("{preset}: hold {hold_ns} ns: longest gap {:.1} ns (undisturbed {normal_gap_ns:.1} ns), {:.1} ns of tags in flight, transfer {later_ns:.1} ns later", gap.longest_ns, in_flight_ns);
+            assert!(normal_gap_ns < 0.2 * hold_ns, "{preset}: undisturbed reads pause {normal_gap_ns} ns");
+            assert!(gap.longest_ns >= hold_ns - in_flight_ns && gap.longest_ns <= hold_ns + config.host_completion_latency_ns, "{preset}: {gap:?}");
+            assert_eq!(gap.over_threshold, (hold_ns > 50_000.0) as u64, "{preset}");
+            assert!(later_ns >= hold_ns - in_flight_ns - normal_gap_ns && later_ns <= hold_ns + normal_gap_ns, "{preset}: {later_ns} ns later");
+            assert_eq!(held.starvation, [Default::default(); 2], "{preset}: the device waits on its tags, it does not starve");
         }
     }
 }
@@ -116,6 +151,35 @@ fn injected_errors_are_the_retries_and_their_replays_are_the_time_lost() {
 }
 
 /// The fast-forward between injected events against full simulation.
+/// How far the fast-forward's end may stray from full simulation's: one channel, 0.1 %. Both at
+/// once, reads and writes can interleave in more than one steady way and each hold may move
+/// the stream from one to another; the fast-forward leaves its stretches out at the rates of
+/// the way the run was in after its first disturbance. Over seeds 1–6 this case measured
+/// −0.003 … +0.153 % (docs/link-simulator.md, "Both at once: more than one steady way").
+const SINGLE: f64 = 1e-3;
+const BOTH_WAYS: f64 = 2e-3;
+
+/// The steady-state fast-forward leaves whole periods out of an undisturbed stream: the payload
+/// of those periods arrived too, so no pause is longer than the fully simulated stream's (its
+/// packets' spacing, a read's round of tags). A pause counted across a skip would read as a
+/// stall of the skip's length.
+#[test]
+fn fast_forwarded_streams_pause_no_longer_than_simulated_ones() {
+    for preset in ["doc001", "gen5x16"] {
+        let config = endpoint_link(preset);
+        for workload in [write(64 * MIB), read(64 * MIB), both(64 * MIB)] {
+            let fast = link::fast_forward(&config, &workload, &SteadyOptions::default()).unwrap();
+            let full = link::simulate(&config, &workload).unwrap();
+            println!("{preset} {workload:?}: {} TLPs left out; longest pauses {:?} / {:?}", fast.skipped_tlps, fast.outcome.payload_gaps.map(|g| g.longest_ns), full.payload_gaps.map(|g| g.longest_ns));
+            assert!(fast.skipped_tlps > 0, "{preset} {workload:?}: fast-forwarded");
+            for d in [UP, DOWN] {
+                // Within a tenth (where in its period a skip falls moves a SKP by a few symbols).
+                assert!(fast.outcome.payload_gaps[d].longest_ns <= 1.1 * full.payload_gaps[d].longest_ns + 1.0, "{preset} {workload:?}: {:?} / {:?}", fast.outcome.payload_gaps, full.payload_gaps);
+            }
+        }
+    }
+}
+
 #[test]
 fn leaving_out_the_time_between_events_agrees_with_full_simulation() {
     let holds = |per_s: f64, min_ns: f64, max_ns: f64, seed: u64| Injection {
@@ -132,17 +196,16 @@ fn leaving_out_the_time_between_events_agrees_with_full_simulation() {
     // about 2 × 64 holds are split in two segments simulated at once (`segments`); those with
     // injected errors never are.
     let cases = [
-        ("gen3x8 write, holds", with(endpoint_link("gen3x8"), holds(20_000.0, 1_500.0, 5_000.0, 1)), write(64 * MIB), 50),
-        ("doc001 write, holds", with(endpoint_link("doc001"), holds(8_600.0, 2_500.0, 7_000.0, 2)), write(16 * MIB), 30),
-        ("doc001 read, holds", with(endpoint_link("doc001"), holds(4_000.0, 15_000.0, 25_000.0, 3)), read(32 * MIB), 30),
-        // Every hold longer than the reads' largest cover (about 1.18 µs): each starves once. A
-        // few reused (3), then a check refuses: at some points of the round of tags a stall of up
-        // to ~320 ns costs the reads nothing, so their time lost is not the stall plus a constant.
-        ("gen5x16 read, holds", with(endpoint_link("gen5x16"), holds(60_000.0, 1_300.0, 2_000.0, 5)), read(128 * MIB), 1),
-        ("gen5x16 both, holds", with(endpoint_link("gen5x16"), holds(20_000.0, 1_000.0, 2_000.0, 4)), both(64 * MIB), 0),
-        ("gen3x8 write, errors", with(endpoint_link("gen3x8"), errors), write(64 * MIB), 0),
+        ("gen3x8 write, holds", with(endpoint_link("gen3x8"), holds(20_000.0, 1_500.0, 5_000.0, 1)), write(64 * MIB), 50, SINGLE),
+        ("doc001 write, holds", with(endpoint_link("doc001"), holds(8_600.0, 2_500.0, 7_000.0, 2)), write(16 * MIB), 30, SINGLE),
+        // Reads do not starve (the host serves no request during a hold, so the device waits
+        // with its tags out): their holds are all simulated, none reused.
+        ("doc001 read, holds", with(endpoint_link("doc001"), holds(4_000.0, 15_000.0, 25_000.0, 3)), read(32 * MIB), 0, SINGLE),
+        ("gen5x16 read, holds", with(endpoint_link("gen5x16"), holds(20_000.0, 1_300.0, 2_000.0, 5)), read(128 * MIB), 0, SINGLE),
+        ("gen5x16 both, holds", with(endpoint_link("gen5x16"), holds(10_000.0, 1_000.0, 2_000.0, 4)), both(128 * MIB), 0, BOTH_WAYS),
+        ("gen3x8 write, errors", with(endpoint_link("gen3x8"), errors), write(64 * MIB), 0, SINGLE),
     ];
-    for (name, config, workload, reused) in cases {
+    for (name, config, workload, reused, tolerance) in cases {
         let full = link::simulate(&config, &workload).unwrap();
         let fast = link::fast_forward(&config, &workload, &SteadyOptions::default()).unwrap();
         let (a, b) = (end_ns(&full), end_ns(&fast.outcome));
@@ -158,9 +221,14 @@ fn leaving_out_the_time_between_events_agrees_with_full_simulation() {
             full.replay[UP].replays,
             fast.outcome.replay[UP].replays
         );
-        assert!((b - a).abs() <= 1e-3 * a, "{name}: {a} against {b}");
+        assert!((b - a).abs() <= tolerance * a, "{name}: {a} against {b}");
         let (s, t) = (full.starvation[UP], fast.outcome.starvation[UP]);
-        assert_eq!(s.count, t.count, "{name}: the same stalls");
+        if tolerance == SINGLE {
+            assert_eq!(s.count, t.count, "{name}: the same stalls");
+        } else {
+            // A read request let through mid-hold splits a starvation in two, by phase.
+            assert!(s.count.abs_diff(t.count) <= 1 + s.count / 20, "{name}: {s:?} against {t:?}");
+        }
         // A stall is the hold less the credits in hand when it began, which depend on where in
         // the UpdateFC loop the hold falls: the few stalls within a TLP or two of the threshold
         // may land on either side of it.
@@ -168,7 +236,16 @@ fn leaving_out_the_time_between_events_agrees_with_full_simulation() {
         assert!((s.total_ns - t.total_ns).abs() <= 1e-3 * a, "{name}: starved {} against {}", s.total_ns, t.total_ns);
         assert_eq!(full.injected_errors, fast.outcome.injected_errors, "{name}");
         assert_eq!(full.replay.map(|r| r.replays), fast.outcome.replay.map(|r| r.replays), "{name}: the same retries");
-        assert!(s.count > 0 || full.replay[UP].replays > 0, "{name}: something was injected");
+        let (g, h) = (full.payload_gaps, fast.outcome.payload_gaps);
+        println!("{name}: payload gaps {g:?} / {h:?}");
+        for d in [DOWN, UP] {
+            // The longest pause is a simulated hold's in both runs, but met at another phase of
+            // the UpdateFC loop and of the round of tags (the random lead).
+            let phase_ns = 0.05 * g[d].longest_ns + tags_in_flight_ns(&config);
+            assert!((g[d].longest_ns - h[d].longest_ns).abs() <= phase_ns, "{name}: longest pause {g:?} against {h:?}");
+            assert!(g[d].over_threshold.abs_diff(h[d].over_threshold) <= 2 + g[d].over_threshold / 20, "{name}: {g:?} against {h:?}");
+        }
+        assert!(s.count > 0 || full.replay[UP].replays > 0 || g[DOWN].longest_ns >= config.inject.hold_min_ns, "{name}: something was injected");
         assert_eq!(full.stats.map(|s| s.payload_bytes), fast.outcome.stats.map(|s| s.payload_bytes), "{name}");
         assert!(fast.skipped_tlps * 3 >= tlps, "{name}: at least a third left out ({} of {tlps})", fast.skipped_tlps);
         assert!(fast.reused_holds >= reused, "{name}: {} holds reused", fast.reused_holds);
@@ -209,9 +286,8 @@ fn split_segments_do_not_depend_on_threads() {
 fn covered_holds_are_left_out_and_starve_nothing_in_full_simulation() {
     let holds = |per_s: f64, min_ns: f64, max_ns: f64, seed: u64| Injection { holds_per_s: per_s, hold_min_ns: min_ns, hold_max_ns: max_ns, threshold_ns: 3_000.0, seed, ..Default::default() };
     let cases = [
-        // The read engine's 4 requests fit the non-posted credits: about 10 µs covered.
-        ("doc001 read", with(endpoint_link("doc001"), holds(20_000.0, 300.0, 6_000.0, 6)), read(32 * MIB), 0.97),
-        ("gen5x16 read", with(endpoint_link("gen5x16"), holds(200_000.0, 100.0, 600.0, 7)), read(64 * MIB), 0.9),
+        // Writes only: a hold delays every read request it catches, whatever the credits.
+        ("doc001 write", with(endpoint_link("doc001"), holds(20_000.0, 100.0, 1_500.0, 6)), write(32 * MIB), 0.9),
         ("gen3x8 write", with(endpoint_link("gen3x8"), holds(100_000.0, 10.0, 60.0, 8)), write(64 * MIB), 0.9),
     ];
     for (name, config, workload, share) in cases {
@@ -288,4 +364,28 @@ fn process_cpu_s() -> f64 {
     let fields: Vec<&str> = text.rsplit_once(')').map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
     let ticks: f64 = [11, 12].iter().filter_map(|&i| fields.get(i).and_then(|v| v.parse::<f64>().ok())).sum();
     ticks / 100.0
+}
+
+/// When one channel of a both-ways stream has issued everything, the fast-forward leaves nothing
+/// out until its last payload has arrived: a stretch left out would delay that arrival by its
+/// length, so the channel's end and its longest pause with it.
+#[test]
+fn a_finished_channel_arrives_before_anything_is_left_out() {
+    let endpoint = Endpoint::preset("doc001").unwrap();
+    let injection = Injection { holds_per_s: endpoint.stalls_per_s, hold_min_ns: endpoint.stall_min_ns, hold_max_ns: endpoint.stall_max_ns, threshold_ns: 50_000.0, seed: 2, ..Default::default() };
+    let config = with(endpoint_link("doc001"), injection);
+    let workload = both(256 * MIB);
+    let fast = link::fast_forward(&config, &workload, &SteadyOptions::default()).unwrap();
+    let full = link::simulate(&config, &workload).unwrap();
+    println!("writes end {:.0} ns (full {:.0} ns), reads {:.0} ns (full {:.0} ns); pauses {:?}", fast.outcome.arrived_ns[UP], full.arrived_ns[UP], fast.outcome.arrived_ns[DOWN], full.arrived_ns[DOWN], fast.outcome.payload_gaps);
+    assert!(fast.skipped_tlps > 0, "the stream was fast-forwarded");
+    for d in [UP, DOWN] {
+        assert!(fast.outcome.payload_gaps[d].longest_ns <= 1.2 * config.inject.hold_max_ns, "{:?}", fast.outcome.payload_gaps);
+        assert_eq!(fast.outcome.payload_gaps[d].over_threshold, 0);
+    }
+    // The writes end before the reads: their end is where the full run's is, within the
+    // both-ways interleaving's spread (see BOTH_WAYS), not a stretch later.
+    let writes_end = (fast.outcome.arrived_ns[UP], full.arrived_ns[UP]);
+    assert!(writes_end.0 < fast.outcome.arrived_ns[DOWN]);
+    assert!((writes_end.0 - writes_end.1).abs() <= 3.0 * BOTH_WAYS * writes_end.1, "{writes_end:?}");
 }

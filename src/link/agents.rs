@@ -146,9 +146,24 @@ impl DmaEngine {
         false
     }
 
+    /// Whether a read request still waits for completions.
+    pub fn reads_outstanding(&self) -> bool {
+        self.free_tags.len() < self.outstanding.len()
+    }
+
     /// Bytes issued so far per channel (writes, reads).
     pub fn issued_bytes(&self) -> [u64; 2] {
         self.channels.each_ref().map(|c| c.as_ref().map_or(0, Channel::issued_bytes))
+    }
+
+    /// Give channel i `bytes[i]` more to move (a copy of a run looking for its steady state).
+    pub fn extend(&mut self, bytes: [u64; 2]) {
+        for (channel, more) in self.channels.iter_mut().zip(bytes) {
+            if let Some(channel) = channel {
+                channel.splitter.extend(more);
+                self.bytes_left += more;
+            }
+        }
     }
 
     /// Leave out `bytes[i]` of channel i, as if they had been sent and answered (the steady-state

@@ -11,7 +11,7 @@
 //! channel by whole TLPs of its rate (the fraction carried to the next stretch, so nothing
 //! drifts). It ends before the next hold the device's credits in hand may not cover (a hold
 //! they certainly cover is left out with it: [`covered_ticks`] proves it from the simulated
-//! steady state; a hold whose outcome a simulated hold of the same steady state already gave is
+//! steady state, for writes only, as a hold delays every read request it catches; a hold whose outcome a simulated hold of the same steady state already gave is
 //! left out too, its stall counted: [`reuse`]), before the payload reaches the next injected
 //! error, and leaves the end of every channel to full simulation. After a starvation it skips
 //! again once the link's state is back in its steady range ([`SteadyRange`]). Leaving out
@@ -26,7 +26,7 @@ use super::inject::Injection;
 use super::packet::Direction;
 use super::record::DirectionStats;
 use super::sim::LinkSim;
-use super::steady::{is_steady, run_for, Span, Steady, SteadyOptions};
+use super::steady::{is_steady, run_for, Span, Steady, SteadyOptions, PAYLOAD};
 use crate::error::InvalidInput;
 use reuse::{HoldReuse, Limits, Pending, Reused};
 
@@ -49,9 +49,6 @@ const MIN_SKIP_TLPS: f64 = 32.0;
 /// `tests/link_inject.rs`, 4–6 miss one (docs/link-simulator.md, "Sixth attempt").
 const LOOK_EVERY_STEPS: u32 = 3;
 
-/// The payload direction of each DMA channel: writes go upstream, read completions downstream.
-const PAYLOAD: [Direction; 2] = [Direction::Upstream, Direction::Downstream];
-
 /// [`super::fast_forward`] for a run with injected events, with the second segment of each
 /// split ([`split`]) on a thread of its own (`parallel`) or after the first on this one: the
 /// results are the same either way.
@@ -68,7 +65,7 @@ pub(super) fn fast_forward(config: &SimConfig, workload: &Workload, options: &St
         let mut split_mixes = [!splittable; 4];
         while let Exit::Split(mix) = run.go(&mut baselines, config, workload, options, Goal::End { may_split: split_mixes }) {
             split_mixes[mix] = true;
-            let Some(Some(baseline)) = baselines[mix].clone() else { continue };
+            let Some(Some(baseline)) = baselines.of_mix[mix].clone() else { continue };
             split(&mut run, &baseline, &baselines, config, workload, options, parallel);
         }
     }
@@ -76,7 +73,17 @@ pub(super) fn fast_forward(config: &SimConfig, workload: &Workload, options: &St
     Ok(Steady { outcome: std::mem::take(&mut run.sim.outcome), skipped_ns: run.skipped_ns, skipped_tlps: run.skipped_tlps, reused_holds: run.reused_holds, segments: run.segments })
 }
 
-type Baselines = [Option<Option<Baseline>>; 4];
+/// The steady state of each channel mix, once looked for (None inside: it could not be found).
+#[derive(Clone, Default)]
+struct Baselines {
+    of_mix: [Option<Option<Baseline>>; 4],
+    /// The both-ways baseline was taken again from the run itself after its first disturbance
+    /// ([`run_baseline`]).
+    taken_from_run: bool,
+}
+
+/// Both channels moving.
+const BOTH_MIX: usize = 3;
 
 /// One stretch of a stream simulated with the fast-forward: the link, and what was left out.
 #[derive(Clone)]
@@ -125,7 +132,7 @@ impl Segment {
             }
             steps = 0;
             let sim = &mut self.sim;
-            if !sim.undisturbed() {
+            if !sim.undisturbed() || sim.draining() {
                 continue;
             }
             let mix = channel_mix(sim);
@@ -135,7 +142,11 @@ impl Segment {
             if self.carry.mix != mix {
                 self.carry = Carry { mix, ..Carry::default() };
             }
-            let baseline = baselines[mix].get_or_insert_with(|| steady_baseline(config, workload, mix, options));
+            if mix == BOTH_MIX && !baselines.taken_from_run && sim.disturbed() {
+                baselines.taken_from_run = true;
+                baselines.of_mix[mix] = Some(run_baseline(sim, config, options));
+            }
+            let baseline = baselines.of_mix[mix].get_or_insert_with(|| steady_baseline(config, workload, mix, options));
             let Some(Baseline { span, covered_ticks, range }) = baseline.as_ref() else { continue };
             if !settled(sim, range.as_ref()) {
                 continue;
@@ -253,6 +264,9 @@ fn split(run: &mut Segment, baseline: &Baseline, baselines: &Baselines, config: 
     if b.longest_ns > a.longest_ns {
         starvation.longest_ns = starvation.longest_ns.max(b.longest_ns);
     }
+    for d in 0..2 {
+        sim.outcome.payload_gaps[d].join(&from.payload_gaps[d], &to.payload_gaps[d]);
+    }
     run.skipped_ns += second.skipped_ns;
     run.skipped_tlps += second.skipped_tlps;
     run.reused_holds += second.reused_holds;
@@ -264,11 +278,12 @@ struct Mark {
     ticks: u64,
     checkpoint: super::steady::Checkpoint,
     starvation: crate::link::inject::Starvation,
+    payload_gaps: [crate::link::inject::PayloadGaps; 2],
 }
 
 impl Mark {
     fn of(sim: &LinkSim) -> Mark {
-        Mark { ticks: sim.now_ticks(), checkpoint: super::steady::checkpoint(sim), starvation: sim.outcome.starvation[Direction::Upstream.index()] }
+        Mark { ticks: sim.now_ticks(), checkpoint: super::steady::checkpoint(sim), starvation: sim.outcome.starvation[Direction::Upstream.index()], payload_gaps: sim.outcome.payload_gaps }
     }
 }
 
@@ -398,14 +413,33 @@ fn steady_baseline(config: &SimConfig, workload: &Workload, mix: usize, options:
         _ => return None,
     };
     // Enough TLPs that no channel ends during the search.
-    let tlps = options.warmup_tlps + (MAX_WINDOWS + RATE_WINDOWS + 4) * options.window_tlps * 2;
+    let tlps = search_tlps(options);
     let (write_bytes, read_bytes) = (tlps * config.mps_bytes, tlps * config.mrrs_bytes);
     let stream = match mix {
         1 => Workload::DmaWrite { addr: write_addr, bytes: write_bytes },
         2 => Workload::DmaRead { addr: read_addr, bytes: read_bytes },
         _ => Workload::DmaBoth { write_addr, write_bytes, read_addr, read_bytes },
     };
-    let mut sim = LinkSim::new(&quiet, &stream).ok()?;
+    baseline_of(LinkSim::new(&quiet, &stream).ok()?, config, options)
+}
+
+/// TLPs of the baseline search (no channel may end during it).
+fn search_tlps(options: &SteadyOptions) -> u64 {
+    options.warmup_tlps + (MAX_WINDOWS + RATE_WINDOWS + 4) * options.window_tlps * 2
+}
+
+/// The both-ways steady state the run itself settles into, from a quiet copy of it. Reads and
+/// writes sharing the device's transmit queue can interleave in more than one steady way, and
+/// a disturbance (a hold, a replay) can move the stream from the way a clean start settles into
+/// to another that persists (doc001 both at once: reads 797 MB/s from a clean start, 781 MB/s
+/// after a single hold); the run's stretches are left out at the rates of the way it is in.
+fn run_baseline(run: &LinkSim, config: &SimConfig, options: &SteadyOptions) -> Option<Baseline> {
+    let tlps = search_tlps(options);
+    baseline_of(run.quiet_copy([tlps * config.mps_bytes, tlps * config.mrrs_bytes]), config, options)
+}
+
+/// The steady state `sim` settles into: simulated until two successive windows agree.
+fn baseline_of(mut sim: LinkSim, config: &SimConfig, options: &SteadyOptions) -> Option<Baseline> {
     let mut a = run_for(&mut sim, options.warmup_tlps, None)?;
     let mut b = run_for(&mut sim, options.window_tlps, Some(a.in_flight))?;
     for _ in 0..MAX_WINDOWS {
@@ -479,6 +513,11 @@ fn covered_ticks(sim: &mut LinkSim, sample_ticks: u64) -> (u64, Option<SteadyRan
                 covered = covered.min(room / rate - lag);
             }
         }
+    }
+    // A hold delays every read request that reaches the host during it ([`LinkSim::served_from`]),
+    // whatever the credits in hand: with reads in flight no hold is covered.
+    if range.in_flight[1].1 > 0 {
+        covered = 0.0;
     }
     (covered.clamp(0.0, u64::MAX as f64 / 4.0) as u64, Some(range))
 }
@@ -580,20 +619,27 @@ fn leave_out(sim: &mut LinkSim, span: &Span, ticks: u64, reused: &[Reused], carr
     let lost_ticks = [0, 1].map(|c| reused.iter().map(|r| r.lost_ns[c]).sum::<f64>() / tick_ns);
     let moving = [0, 1].map(|c| (ticks as f64 - lost_ticks[c]).max(0.0) / span.ticks().max(1) as f64);
     let threshold_ns = sim.threshold_ns();
-    let starvation = &mut sim.outcome.starvation[Direction::Upstream.index()];
+    let up = Direction::Upstream.index();
     for r in reused {
+        let starvation = &mut sim.outcome.starvation[up];
         starvation.count += 1;
         starvation.total_ns += r.stall_ns;
         starvation.longest_ns = starvation.longest_ns.max(r.stall_ns);
         starvation.over_threshold += (r.stall_ns > threshold_ns) as u64;
+        // Only writes are reused (reads never starve): the writes' payload pauses for the stall
+        // (a TLP's time more, within the margin that keeps reuse clear of the threshold).
+        sim.outcome.payload_gaps[up].add(r.stall_ns, threshold_ns);
     }
     // The totals (TLPs, DLLPs, SKPs) move as the stream does: by its slower channel's time.
     let share = moving[0].min(moving[1]);
     let share = if span.bytes(0) == 0 { moving[1] } else if span.bytes(1) == 0 { moving[0] } else { share };
     let mut bytes = [0u64; 2];
+    let flight = in_flight(sim);
+    let mut unfinished = [false; 2];
     if let Some(dma) = sim.dma.as_ref() {
         for c in 0..2 {
             let Some(channel) = dma.channels[c].as_ref() else { continue };
+            unfinished[c] = channel.left_bytes() > 0 || flight[c] > 0;
             carry.bytes[c] += span.bytes(c) as f64 * moving[c];
             let whole = (carry.bytes[c] / channel.chunk_bytes as f64).floor() as u64 * channel.chunk_bytes;
             bytes[c] = whole.min(channel.left_bytes());
@@ -628,6 +674,12 @@ fn leave_out(sim: &mut LinkSim, span: &Span, ticks: u64, reused: &[Reused], carr
         stats.last_end_ns += shift_ns;
     }
     for c in 0..2 {
+        // A channel's payload left out arrived too, and what it has in flight arrives after the
+        // stretch: its last arrival moves with the stretch (no pause across it). A channel
+        // already done keeps its end.
+        if unfinished[c] && sim.outcome.arrived_ns[PAYLOAD[c].index()] > 0.0 {
+            sim.outcome.arrived_ns[PAYLOAD[c].index()] += shift_ns;
+        }
         sim.outcome.stats[PAYLOAD[c].index()].payload_bytes += bytes[c];
         sim.skip_payload(PAYLOAD[c], bytes[c]);
     }

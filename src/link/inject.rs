@@ -66,6 +66,31 @@ pub struct Starvation {
     pub over_threshold: u64,
 }
 
+/// Pauses in one direction's payload, from one data TLP's arrival (a write or a completion) to
+/// the next: what document 001 calls a stall, "no data could be transferred". A credit
+/// starvation of writes is one; a read whose completions a hold delays is another.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PayloadGaps {
+    pub longest_ns: f64,
+    /// Gaps longer than [`Injection::threshold_ns`] (none counted while it is 0).
+    pub over_threshold: u64,
+}
+
+impl PayloadGaps {
+    pub fn add(&mut self, gap_ns: f64, threshold_ns: f64) {
+        self.longest_ns = self.longest_ns.max(gap_ns);
+        self.over_threshold += (threshold_ns > 0.0 && gap_ns > threshold_ns) as u64;
+    }
+
+    /// Add what happened on another run of the same link between `from` and `to`.
+    pub fn join(&mut self, from: &PayloadGaps, to: &PayloadGaps) {
+        self.over_threshold += to.over_threshold - from.over_threshold;
+        if to.longest_ns > from.longest_ns {
+            self.longest_ns = self.longest_ns.max(to.longest_ns);
+        }
+    }
+}
+
 /// SplitMix64: one u64 of state, the same sequence on every platform.
 #[derive(Debug, Clone)]
 struct Rng(u64);
@@ -263,6 +288,9 @@ pub struct InjectState {
     /// After a starvation: until when (ticks) at the latest the fast-forward waits for the link
     /// to be back in its steady state (it checks the state itself, and may skip earlier).
     pub recover_until: Option<u64>,
+    /// An injected event has met the stream (a hold while credits or requests were due, or an
+    /// error): the fast-forward takes the both-ways steady state from the run from then on.
+    pub disturbed: bool,
     jitter: Rng,
 }
 
@@ -277,6 +305,7 @@ impl InjectState {
             starving_since: [None; 2],
             settle_until: 0,
             recover_until: None,
+            disturbed: false,
             jitter: Rng(injection.seed ^ 0x5E77_1E),
         }
     }

@@ -31,7 +31,7 @@ pub mod wire;
 pub use agents::Workload;
 pub use config::{AckPolicy, ClassCredits, Credits, FcPolicy, Receiver, SimConfig};
 pub use errors::{Corrupt, ErrorConfig};
-pub use inject::{Hold, Injection, Starvation};
+pub use inject::{Hold, Injection, PayloadGaps, Starvation};
 pub use packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind};
 pub use record::{dump, Crossing, DirectionStats, LeftOut, LeftOutCounts};
 pub use replay::{ReplayConfig, ReplayStats};

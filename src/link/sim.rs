@@ -17,7 +17,7 @@ use super::config::{AckPolicy, FcPolicy, Receiver, SimConfig};
 use super::errors::ErrorProcess;
 use super::events::{Event, EventQueue};
 use super::flit::FLIT_SEQ_MODULO;
-use super::inject::{InjectState, Starvation};
+use super::inject::{InjectState, PayloadGaps, Starvation};
 use super::replay::{ReplayBuffer, ReplayStats, ReplayTimer, RxSequence};
 use super::flow::{RxCredits, TxCredits};
 use super::packet::{Direction, Dllp, FcClass, Packet, Tlp, TlpKind, SEQ_MODULO};
@@ -46,6 +46,8 @@ pub struct Outcome {
     pub arrived_ns: [f64; 2],
     /// Credit starvation of each direction's transmitter ([`Direction::index`]).
     pub starvation: [Starvation; 2],
+    /// Pauses in each direction's payload ([`Direction::index`]), from its first arrival on.
+    pub payload_gaps: [PayloadGaps; 2],
     /// TLPs corrupted by the injected error process ([`crate::link::Injection`]), per direction.
     pub injected_errors: [u64; 2],
     /// What the steady-state fast-forward left out of the record, one entry per skip, in time
@@ -233,6 +235,7 @@ impl LinkSim {
                 corrupted: Vec::new(),
                 arrived_ns: [0.0; 2],
                 starvation: Default::default(),
+                payload_gaps: Default::default(),
                 injected_errors: [0; 2],
                 left_out: Vec::new(),
             },
@@ -689,7 +692,7 @@ impl LinkSim {
         match tlp.kind {
             TlpKind::MemWrite => self.data_arrived(direction),
             TlpKind::MemRead => {
-                let at = self.now + self.ticks.completion_latency[direction.index()];
+                let at = self.served_from(direction) + self.ticks.completion_latency[direction.index()];
                 self.requests[direction.opposite().index()].push_back(*tlp);
                 self.schedule(at, Event::CompletionReady(direction.opposite()));
             }
@@ -701,8 +704,13 @@ impl LinkSim {
     }
 
     fn data_arrived(&mut self, direction: Direction) {
-        self.outcome.done_ns = self.phy.ns(self.now);
-        self.outcome.arrived_ns[direction.index()] = self.outcome.done_ns;
+        let now_ns = self.phy.ns(self.now);
+        let i = direction.index();
+        if self.outcome.arrived_ns[i] > 0.0 {
+            self.outcome.payload_gaps[i].add(now_ns - self.outcome.arrived_ns[i], self.config.inject.threshold_ns);
+        }
+        self.outcome.done_ns = now_ns;
+        self.outcome.arrived_ns[i] = now_ns;
     }
 
     /// A completion reached its requester: the DMA engine (upstream requests) or the CPU.

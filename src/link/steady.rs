@@ -223,6 +223,9 @@ fn periods_to_skip(sim: &LinkSim, span: &Span) -> u64 {
     if periods == u64::MAX { 0 } else { periods }
 }
 
+/// The payload direction of each DMA channel: writes go upstream, read completions downstream.
+pub(super) const PAYLOAD: [Direction; 2] = [Direction::Upstream, Direction::Downstream];
+
 /// Leave out `periods` repetitions of `span` (and mark the gap in the record, if kept).
 fn skip(sim: &mut LinkSim, span: &Span, periods: u64) {
     let (start_ns, before) = (sim.phy().ns(sim.now_ticks()), sim.outcome.stats);
@@ -242,6 +245,12 @@ fn skip(sim: &mut LinkSim, span: &Span, periods: u64) {
         stats.payload_bytes += (to.payload_bytes - from.payload_bytes) * periods;
         stats.last_tlp_end_ns += shift_ns;
         stats.last_end_ns += shift_ns;
+    }
+    // The payload left out arrived too: no pause across the periods.
+    for (c, direction) in PAYLOAD.into_iter().enumerate() {
+        if span.bytes(c) > 0 && sim.outcome.arrived_ns[direction.index()] > 0.0 {
+            sim.outcome.arrived_ns[direction.index()] += shift_ns;
+        }
     }
     if sim.keeps_record() {
         // A packet put on the lanes at the moment of the skip is the first of the periods after

@@ -37,6 +37,11 @@ impl Splitter {
         self.end.saturating_sub(self.next)
     }
 
+    /// Hand out `bytes` more at the end.
+    pub fn extend(&mut self, bytes: u64) {
+        self.end += bytes;
+    }
+
     /// Move on by `bytes` without handing them out (at most what remains).
     pub fn skip(&mut self, bytes: u64) {
         self.next = (self.next + bytes).min(self.end);

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use crate::error::InvalidInput;
 use crate::link::inject::{ErrorSchedule, HoldSchedule};
-use crate::link::{self, AckPolicy, ClassCredits, Credits, FcPolicy, Receiver, Starvation, Workload};
+use crate::link::{self, AckPolicy, ClassCredits, Credits, FcPolicy, PayloadGaps, Receiver, Workload};
 use crate::model::LinkParams;
 
 /// Most distinct questions kept (a property test asks thousands; each answer is a few bytes).
@@ -36,8 +36,10 @@ pub struct DmaTimes {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct DmaRun {
     pub times: DmaTimes,
-    /// Credit starvation of the device's transmitter (upstream: write TLPs and read requests).
-    pub starvation: Starvation,
+    /// Pauses in each direction's payload longer than the undisturbed stream's, by
+    /// [`link::Direction::index`] (upstream: the device's writes; downstream: the completions of
+    /// its reads): the device's stalls. None in an undisturbed run.
+    pub payload_gaps: [PayloadGaps; 2],
     /// TLPs corrupted by injected errors, by [`link::Direction::index`] (upstream: the device's
     /// writes; downstream: the completions of its reads).
     pub errors: [u64; 2],
@@ -52,6 +54,7 @@ struct Answer {
     times: DmaTimes,
     last_ns: f64,
     payload_bytes: [u64; 2],
+    payload_gaps: [PayloadGaps; 2],
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,10 +93,9 @@ impl LinkTimes {
         let mut config = self.config.as_ref().map_err(Clone::clone)?.clone();
         config.inject = injection.clone();
         let outcome = link::simulate_steady(&config, &dma_workload(write_bytes, read_bytes))?;
-        let up = link::Direction::Upstream.index();
         Ok(DmaRun {
             times: times_of(&outcome),
-            starvation: outcome.starvation[up],
+            payload_gaps: stalls(outcome.payload_gaps, undisturbed.payload_gaps),
             errors: outcome.injected_errors,
             replays: outcome.replay.map(|r| r.replays),
         })
@@ -149,7 +151,14 @@ fn simulate(config: &link::SimConfig, question: Question) -> Result<Answer, Inva
         times: times_of(&outcome),
         last_ns: outcome.stats.iter().map(|s| s.last_end_ns).fold(0.0, f64::max),
         payload_bytes: outcome.stats.map(|s| s.payload_bytes),
+        payload_gaps: outcome.payload_gaps,
     })
+}
+
+/// The pauses of a disturbed run that are stalls: only a pause longer than any the undisturbed
+/// stream has (its packets' spacing, a read's round of tags) is one.
+fn stalls(disturbed: [PayloadGaps; 2], undisturbed: [PayloadGaps; 2]) -> [PayloadGaps; 2] {
+    std::array::from_fn(|d| if disturbed[d].longest_ns > undisturbed[d].longest_ns { disturbed[d] } else { PayloadGaps::default() })
 }
 
 /// Whether an injected event of `injection` falls inside the undisturbed run: a hold that

@@ -231,17 +231,16 @@ impl SimEngine {
         }
     }
 
-    /// The link's run of `write_bytes` d2h and `read_bytes` h2d with this endpoint's bit errors
-    /// (`errors_per_tb`) injected, seeded from the engine's generator; and the generator for the
-    /// rest of the transfer. The flow-control stalls are still drawn ([`timing`]): the link could
-    /// simulate the host withholding its credits, but not yet fast enough for streams of
-    /// seconds (docs/simulator.md).
+    /// The link's run of `write_bytes` d2h and `read_bytes` h2d with this endpoint's flow-control
+    /// stalls (the host's receiver pausing: credit holds) and bit errors (`errors_per_tb`)
+    /// injected, seeded from the engine's generator; and the generator for the rest of the
+    /// transfer.
     fn link_run(&mut self, write_bytes: u64, read_bytes: u64, salt: u64) -> Result<(DmaRun, SimRng), EngineError> {
         let mut rng = self.rng.fork(salt);
         let injection = crate::link::Injection {
-            holds_per_s: 0.0,
-            hold_min_ns: 0.0,
-            hold_max_ns: 0.0,
+            holds_per_s: self.config.stalls_per_s,
+            hold_min_ns: self.config.stall_min_ns,
+            hold_max_ns: self.config.stall_max_ns,
             holds: Vec::new(),
             tlp_errors_per_tb: self.config.errors_per_tb,
             seed: rng.next_u64(),
@@ -250,16 +249,15 @@ impl SimEngine {
         Ok((self.link.dma_injected(write_bytes, read_bytes, &injection)?, rng))
     }
 
-    /// One direction's data movement (`data_ns` on the simulated link, with the starvation and
-    /// errors of `run`), plus the drawn long stalls and `l1_ns` of L1 exit before it.
+    /// One direction's data movement (`data_ns` on the simulated link, with the payload's pauses
+    /// and errors of `run`), plus the drawn long stalls and `l1_ns` of L1 exit before it.
     fn stream(&self, rng: &mut SimRng, data_ns: f64, run: &DmaRun, d2h: bool, l1_ns: f64) -> StreamOutcome {
         let threshold_ns = self.regs.threshold_ns();
-        let mut out = timing::stream(&self.config, rng, data_ns, &run.starvation, timing::errors_of(run, d2h), threshold_ns);
+        let i = timing::payload_index(d2h);
+        let mut out = timing::stream(&self.config, rng, data_ns, &run.payload_gaps[i], run.errors[i], threshold_ns);
         if l1_ns > 0.0 {
             out.busy_ns += l1_ns;
             out.max_stall_ns = out.max_stall_ns.max(l1_ns);
-            // Counters saturate: a stall rate the user set absurdly high must not wrap them.
-            out.stalls = out.stalls.saturating_add(1);
             out.stalls_over_threshold = out.stalls_over_threshold.saturating_add((l1_ns > threshold_ns) as u64);
         }
         out
@@ -339,10 +337,6 @@ impl SimEngine {
             self.regs.rx = Some(PendingResult { done_at_ns: start_ns + busy, tenths: tenths(busy) });
             self.regs.rx_bit_errors = out.errors as u32;
             (max_stall_ns, over, end_ns) = (max_stall_ns.max(out.max_stall_ns), over.saturating_add(out.stalls_over_threshold), end_ns.max(start_ns + busy));
-        }
-        if read && write {
-            // One link run: its starvations were counted in both streams.
-            over = over.saturating_sub(run.starvation.over_threshold);
         }
         self.regs.max_stall = (max_stall_ns / crate::device::STALL_UNIT_NS).round() as u32;
         self.regs.stall_count = over.min(u32::MAX as u64) as u32;
@@ -480,8 +474,7 @@ impl Engine for SimEngine {
         let l1_ns = self.l1_exit_ns(data_start_ns);
         // Both DMA channels at once on the simulated link: each direction's time includes the
         // other's TLPs and DLLPs sharing its lanes.
-        // The device's one transmitter carries both channels' TLPs: both transfers report its
-        // starvation.
+        // Each transfer reports the pauses of its own payload.
         let (run, mut rng) = self.link_run(d2h.len() as u64, h2d.len() as u64, 0x4e7e)?;
         let out_h2d = self.stream(&mut rng, run.times.h2d_ns, &run, false, l1_ns);
         let out_d2h = self.stream(&mut rng, run.times.d2h_ns, &run, true, l1_ns);

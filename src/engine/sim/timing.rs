@@ -1,20 +1,20 @@
 //! What the device's counters see of one stream of data.
 //!
 //! The stream's time comes from the link simulator ([`super::link_time`]), and with it what the
-//! link simulated of the injected bit errors: the corrupted TLPs and their replays. On top of it,
-//! stalls are two seeded Poisson processes over the time data moves — flow-control starvation
-//! (`stalls_per_s`) and long system stalls (`long_stalls_per_s`) — each stall lasting uniformly
-//! between a minimum and a maximum; their count, total, maximum and the number above a threshold
-//! are drawn as aggregates (exact distributions for the maximum and the count above the
-//! threshold, a normal approximation for large totals), so a 30-second stream costs a handful of
-//! random draws. They are drawn, not emergent: the link can simulate the host withholding its
-//! credits ([`crate::link::Injection`]), but every hold of a demo stream (170 000 per doc001
-//! stream) costs its neighbourhood's simulation, 45–100 s instead of 0.4 s (docs/simulator.md).
+//! link simulated of the target's flow-control stall keys (`stalls_per_s`, `stall_min_ns`,
+//! `stall_max_ns`: the host's receiver pausing, [`crate::link::Injection`]) and of its bit
+//! errors: the device's stalls are the pauses in its payload the link simulated
+//! ([`crate::link::PayloadGaps`]), its errors the corrupted TLPs. Long system stalls
+//! (`long_stalls_per_s`: power management, SMIs — nothing the link does) are still a seeded
+//! Poisson process over the time data moves, each lasting uniformly between a minimum and a
+//! maximum, drawn as aggregates (exact distributions for the maximum and the count above the
+//! threshold, a normal approximation for large totals).
 
 use super::config::SimConfig;
+#[allow(unused_imports)] // named in the documentation
 use super::link_time::DmaRun;
 use super::rng::SimRng;
-use crate::link::Starvation;
+use crate::link::PayloadGaps;
 
 /// Nanoseconds to move `bytes` at `mbps` (10^6 B/s).
 pub fn ns_for(bytes: u64, mbps: f64) -> f64 {
@@ -24,36 +24,34 @@ pub fn ns_for(bytes: u64, mbps: f64) -> f64 {
 /// What happened while one stream of data moved.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StreamOutcome {
-    /// Data time plus every stall: what the device's counter sees.
+    /// Data time plus every system stall: what the device's counter sees.
     pub busy_ns: f64,
-    pub stalls: u64,
     pub max_stall_ns: f64,
     pub stalls_over_threshold: u64,
+    /// Drawn long system stalls.
+    pub system_stalls: u64,
     /// TLPs of the stream that the link's injected bit errors corrupted (each replayed).
     pub errors: u64,
 }
 
-/// One stream: `data_ns` on the simulated link with its credit `starvation` (what the link
-/// simulated of injected credit holds, if any) and `errors` (simulated), plus the drawn stalls.
-pub fn stream(config: &SimConfig, rng: &mut SimRng, data_ns: f64, starvation: &Starvation, errors: u64, threshold_ns: f64) -> StreamOutcome {
-    let seconds = data_ns / 1e9;
-    let short = StallProcess { per_s: config.stalls_per_s, min_ns: config.stall_min_ns, max_ns: config.stall_max_ns };
+/// One stream: `data_ns` on the simulated link with the pauses of its payload (`gaps`) and
+/// `errors` (both simulated), plus the drawn long system stalls.
+pub fn stream(config: &SimConfig, rng: &mut SimRng, data_ns: f64, gaps: &PayloadGaps, errors: u64, threshold_ns: f64) -> StreamOutcome {
     let long = StallProcess { per_s: config.long_stalls_per_s, min_ns: config.long_stall_min_ns, max_ns: config.long_stall_max_ns };
-    let a = short.draw(rng, seconds, threshold_ns);
-    let b = long.draw(rng, seconds, threshold_ns);
+    let drawn = long.draw(rng, data_ns / 1e9, threshold_ns);
     StreamOutcome {
-        busy_ns: data_ns + a.total_ns + b.total_ns,
-        stalls: starvation.count.saturating_add(a.count).saturating_add(b.count),
-        max_stall_ns: starvation.longest_ns.max(a.max_ns).max(b.max_ns),
-        stalls_over_threshold: starvation.over_threshold.saturating_add(a.over).saturating_add(b.over),
+        busy_ns: data_ns + drawn.total_ns,
+        max_stall_ns: gaps.longest_ns.max(drawn.max_ns),
+        stalls_over_threshold: gaps.over_threshold.saturating_add(drawn.over),
+        system_stalls: drawn.count,
         errors,
     }
 }
 
-/// The payload direction's errors of a run: d2h payload goes upstream, h2d downstream.
-pub fn errors_of(run: &DmaRun, d2h: bool) -> u64 {
-    let direction = if d2h { crate::link::Direction::Upstream } else { crate::link::Direction::Downstream };
-    run.errors[direction.index()]
+/// Where a stream's payload travels, as [`crate::link::Direction::index`]: d2h upstream, h2d
+/// downstream (a [`DmaRun`]'s per-direction fields).
+pub fn payload_index(d2h: bool) -> usize {
+    if d2h { crate::link::Direction::Upstream } else { crate::link::Direction::Downstream }.index()
 }
 
 struct StallProcess {
@@ -108,27 +106,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stalls_stay_in_range_and_follow_their_rate() {
+    fn system_stalls_stay_in_range_and_follow_their_rate() {
         let mut config = SimConfig::preset("doc001").unwrap();
-        let mut rng = SimRng::new(1);
-        let out = stream(&config, &mut rng, 26e9, &Starvation::default(), 0, 50_000.0);
-        assert!(out.max_stall_ns <= config.stall_max_ns && out.max_stall_ns >= config.stall_min_ns);
-        assert_eq!(out.stalls_over_threshold, 0);
-        let expected = 26.0 * config.stalls_per_s;
-        assert!((out.stalls as f64 - expected).abs() < 5.0 * expected.sqrt());
-        assert!(out.busy_ns > 26e9);
-        config.stalls_per_s = 0.0;
         config.long_stalls_per_s = 100.0;
         let mut rng = SimRng::new(1);
-        let starvation = Starvation { count: 3, total_ns: 9_000.0, longest_ns: 4_000.0, over_threshold: 0 };
-        let out = stream(&config, &mut rng, 26e9, &starvation, 2, 50_000.0);
+        let gaps = PayloadGaps { longest_ns: 4_000.0, over_threshold: 0 };
+        let out = stream(&config, &mut rng, 26e9, &gaps, 2, 50_000.0);
         assert!(out.max_stall_ns <= config.long_stall_max_ns && out.max_stall_ns >= config.long_stall_min_ns);
-        assert_eq!(out.stalls_over_threshold, out.stalls - 3, "every long stall is over 50 µs, no starvation is");
+        assert_eq!(out.stalls_over_threshold, out.system_stalls, "every long stall is over 50 µs, no payload gap is");
         let expected = 26.0 * config.long_stalls_per_s;
-        assert!(((out.stalls - 3) as f64 - expected).abs() < 5.0 * expected.sqrt());
+        assert!((out.system_stalls as f64 - expected).abs() < 5.0 * expected.sqrt());
         assert!(out.busy_ns > 26e9 && out.errors == 2);
         config.long_stalls_per_s = 0.0;
-        let quiet = stream(&config, &mut rng, 1e6, &starvation, 0, 50_000.0);
-        assert_eq!((quiet.busy_ns, quiet.max_stall_ns, quiet.stalls), (1e6, 4_000.0, 3), "the link's starvation is already in its time");
+        let quiet = stream(&config, &mut rng, 1e6, &gaps, 0, 50_000.0);
+        assert_eq!((quiet.busy_ns, quiet.max_stall_ns, quiet.system_stalls), (1e6, 4_000.0, 0), "the link's pauses are already in its time");
     }
 }

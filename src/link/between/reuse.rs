@@ -23,9 +23,9 @@
 //! starvation threshold, and it stays below the longest stall a simulated hold gave (so the
 //! longest stall is always a simulated one).
 //!
-//! Reads at gen5x16 are refused by the check: at some points of the round of tags a stall of up
-//! to ~320 ns costs them nothing (the held-back requests go out as one burst), so their lost
-//! time is the stall plus a constant only for longer stalls (docs/link-simulator.md).
+//! Reads give no samples: a hold does not starve them (the host serves none of the requests
+//! that reach it during the hold, so the device waits with its tags out), and a sample needs
+//! exactly one starvation. Only writes are reused.
 
 use super::{Span, PAYLOAD};
 use crate::link::inject::Starvation;
