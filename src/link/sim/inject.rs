@@ -25,13 +25,7 @@ impl LinkSim {
     /// The receiver of `direction` may not send UpdateFCs now: the host's receiver is in a
     /// credit hold. Its release (an FcTimer event at the hold's end) is queued.
     pub(super) fn credits_held(&mut self, direction: Direction) -> bool {
-        if direction != Direction::Upstream {
-            return false;
-        }
-        let Some((start, end)) = self.hold_ticks() else { return false };
-        if start > self.now || end <= self.now {
-            return false;
-        }
+        let Some(end) = self.hold_in_progress(direction) else { return false };
         if self.inject.release_at != Some(end) {
             self.inject.release_at = Some(end);
             self.schedule(end, Event::FcTimer(direction));
@@ -49,13 +43,7 @@ impl LinkSim {
     /// until they are served, then for the link to be back in its steady state, as after a
     /// starvation.
     pub(super) fn served_from(&mut self, direction: Direction) -> u64 {
-        if direction != Direction::Upstream {
-            return self.now;
-        }
-        let Some((start, end)) = self.hold_ticks() else { return self.now };
-        if start > self.now || end <= self.now {
-            return self.now;
-        }
+        let Some(end) = self.hold_in_progress(direction) else { return self.now };
         // Until the last request held back is served, the link is not in its steady state
         // whatever its counters say (all tags may be out in both).
         self.inject.disturbed = true;
@@ -64,6 +52,16 @@ impl LinkSim {
         let settle = SETTLE_AFTER_STARVING_REPLAY_TIMEOUTS * self.ticks.replay_timeout;
         self.inject.recover_until = Some(self.inject.recover_until.unwrap_or(0).max(served_ticks + settle));
         end
+    }
+
+    /// The end (ticks) of the hold the receiver of `direction` is in now: only the host's
+    /// receiver (upstream) holds.
+    fn hold_in_progress(&mut self, direction: Direction) -> Option<u64> {
+        if direction != Direction::Upstream {
+            return None;
+        }
+        let (start, end) = self.hold_ticks()?;
+        (start <= self.now && self.now < end).then_some(end)
     }
 
     /// The hold in progress or the next one, [start, end) in ticks.
@@ -152,8 +150,7 @@ impl LinkSim {
     /// Nothing injected is in progress: no hold, no starvation, no recovery from an error, no
     /// replay. The fast-forward may leave out time from here.
     pub(in crate::link) fn undisturbed(&mut self) -> bool {
-        let now = self.now;
-        let holding = self.hold_ticks().is_some_and(|(start, end)| start <= now && now < end);
+        let holding = self.hold_in_progress(Direction::Upstream).is_some();
         !holding
             && self.now >= self.inject.settle_until
             && self.inject.starving_since.iter().all(Option::is_none)
