@@ -1,12 +1,17 @@
 //! The document 001 §4 register flow against the simulated endpoint.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use pcieperf::bench::demo::{block_amount, run_demo, start_code, DemoOptions, DemoReport, MODES};
+use pcieperf::bench::demo::{block_amount, label, run_demo, start_code, DemoOptions, DemoReport, MODES};
+use pcieperf::bench::demo_run::{DemoDocument, SCHEMA};
+use pcieperf::bench::results::Stopped;
 use pcieperf::engine::sim::demo_registers as reg;
 use pcieperf::engine::sim::{AccessKind, SimEngine};
 use pcieperf::engine::{EngineError, Mmio, OpenOptions};
 use pcieperf::model::{Link, Mode};
+
+static NOT_CANCELLED: AtomicBool = AtomicBool::new(false);
 
 fn sim(target: &str) -> SimEngine {
     SimEngine::open(target, &OpenOptions { seed: 1, ..OpenOptions::default() }).unwrap()
@@ -14,7 +19,7 @@ fn sim(target: &str) -> SimEngine {
 
 fn demo(engine: &mut SimEngine, modes: &[Mode]) -> Result<DemoReport, EngineError> {
     let link = pcieperf::engine::Engine::conditions(engine).unwrap();
-    run_demo(engine, &link, &DemoOptions { modes: modes.to_vec(), ..DemoOptions::default() })
+    run_demo(engine, &link, &DemoOptions { modes: modes.to_vec(), ..DemoOptions::default() }, &NOT_CANCELLED)
 }
 
 type Access = (AccessKind, u8, u64, Option<u32>);
@@ -84,7 +89,7 @@ fn polling_repeats_until_the_result_is_ready() {
     let mut engine = sim("sim:doc001");
     let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
     let options = DemoOptions { modes: vec![Mode::D2h], wait: Duration::from_secs(10), ..DemoOptions::default() };
-    let report = run_demo(&mut engine, &link, &options).unwrap();
+    let report = run_demo(&mut engine, &link, &options, &NOT_CANCELLED).unwrap();
     let polls: Vec<_> = engine.mmio_log().iter().filter(|a| (a.bar, a.offset) == reg::TX_RESULT).collect();
     assert!(polls.len() > 10, "{} polls", polls.len());
     assert!(polls[..polls.len() - 1].iter().all(|a| a.value == 0));
@@ -155,9 +160,74 @@ fn a_device_that_never_finishes_times_out() {
     let mut engine = sim("sim:doc001");
     let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
     let options = DemoOptions { modes: vec![Mode::H2d], timeout: Duration::from_secs(120), ..DemoOptions::default() };
-    let err = run_demo(&mut LosesWrites(&mut engine, reg::FIXED), &link, &options).unwrap_err();
+    let err = run_demo(&mut LosesWrites(&mut engine, reg::FIXED), &link, &options, &NOT_CANCELLED).unwrap_err();
     assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
     assert!(err.to_string().contains("still 0"));
+}
+
+/// The second measurement goes wrong: a signal comes during its wait (`cancel`), or else its
+/// start is lost, so it never finishes.
+struct SecondGoesWrong<'a> {
+    engine: &'a mut SimEngine,
+    starts: u32,
+    cancel: Option<&'a AtomicBool>,
+}
+
+impl Mmio for SecondGoesWrong<'_> {
+    fn read32(&mut self, bar: u8, offset: u64) -> Result<u32, EngineError> {
+        self.engine.read32(bar, offset)
+    }
+    fn write32(&mut self, bar: u8, offset: u64, value: u32) -> Result<(), EngineError> {
+        self.starts += u32::from((bar, offset) == reg::START);
+        if self.starts == 2 && self.cancel.is_none() && (bar, offset) == reg::START {
+            return Ok(());
+        }
+        self.engine.write32(bar, offset, value)
+    }
+    fn sleep(&mut self, duration: Duration) {
+        if let Some(cancel) = self.cancel.filter(|_| self.starts >= 2) {
+            cancel.store(true, Ordering::SeqCst);
+        }
+        self.engine.sleep(duration)
+    }
+}
+
+#[test]
+fn a_signal_ends_the_flow_with_the_finished_measurements() {
+    let mut engine = sim("sim:doc001");
+    let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
+    let cancel = AtomicBool::new(false);
+    let mut device = SecondGoesWrong { engine: &mut engine, starts: 0, cancel: Some(&cancel) };
+    let report = run_demo(&mut device, &link, &DemoOptions::default(), &cancel).unwrap();
+    assert_eq!(report.results.iter().map(|r| r.mode).collect::<Vec<_>>(), [Mode::D2h], "the first measurement is kept");
+    assert_eq!(report.stopped, Some(Stopped::Interrupted));
+    assert_eq!(device.starts, 2, "no measurement is started after the signal");
+    assert_eq!(Stopped::Interrupted.exit_code(), 130);
+    let info = pcieperf::engine::Engine::info(&engine).clone();
+    let document = DemoDocument { schema: SCHEMA, pcieperf_version: "test", simulated: true, engine: info, seed: 1, notes: Vec::new(), demo: report };
+    assert!(pcieperf::report::demo::text(&document).ends_with("\nINCOMPLETE: interrupted by Ctrl-C.\n"));
+    let json: serde_json::Value = serde_json::from_str(&pcieperf::report::demo::json(&document)).unwrap();
+    assert_eq!(json["demo"]["stopped"]["reason"], "interrupted");
+    assert_eq!(json["demo"]["results"].as_array().unwrap().len(), 1);
+
+    // A signal before anything finished is the error itself, and starts nothing.
+    let mut device = SecondGoesWrong { engine: &mut engine, starts: 0, cancel: Some(&cancel) };
+    let err = run_demo(&mut device, &link, &DemoOptions::default(), &cancel).unwrap_err();
+    assert!(matches!(err, EngineError::Interrupted), "{err}");
+    assert_eq!(device.starts, 0);
+}
+
+#[test]
+fn a_device_that_stops_finishing_keeps_the_measurements_before() {
+    let mut engine = sim("sim:doc001");
+    let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
+    let options = DemoOptions { timeout: Duration::from_secs(120), ..DemoOptions::default() };
+    let mut device = SecondGoesWrong { engine: &mut engine, starts: 0, cancel: None };
+    let report = run_demo(&mut device, &link, &options, &NOT_CANCELLED).unwrap();
+    assert_eq!(report.results.iter().map(|r| r.mode).collect::<Vec<_>>(), [Mode::D2h]);
+    let Some(Stopped::Error { message }) = &report.stopped else { panic!("{:?}", report.stopped) };
+    assert!(message.starts_with(&label(Mode::H2d)) && message.contains("still 0"), "{message}");
+    assert_eq!(device.starts, 2);
 }
 
 /// Not the demo endpoint: every register reads the same.
@@ -175,6 +245,6 @@ impl Mmio for OtherDevice {
 
 #[test]
 fn another_device_is_refused_before_any_write() {
-    let err = run_demo(&mut OtherDevice, &pcieperf::engine::Engine::conditions(&sim("sim:doc001")).unwrap(), &DemoOptions::default()).unwrap_err();
+    let err = run_demo(&mut OtherDevice, &pcieperf::engine::Engine::conditions(&sim("sim:doc001")).unwrap(), &DemoOptions::default(), &NOT_CANCELLED).unwrap_err();
     assert!(err.to_string().contains("0xdeadbeef") && err.to_string().contains("0x08021600"), "{err}");
 }

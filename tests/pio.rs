@@ -239,7 +239,7 @@ fn demo_through_a_bar_reads_the_version_before_writing_anything() {
         credits: None,
     };
     std::fs::write(device.dev.join("resource0"), vec![0xAB; 4096]).unwrap();
-    let err = run_demo(engine.mmio().unwrap(), &conditions, &DemoOptions::default()).unwrap_err().to_string();
+    let err = run_demo(engine.mmio().unwrap(), &conditions, &DemoOptions::default(), &std::sync::atomic::AtomicBool::new(false)).unwrap_err().to_string();
     assert!(err.contains("0xabababab") && err.contains("not the performance-demo endpoint"), "{err}");
     drop(engine);
     assert!(std::fs::read(device.dev.join("resource0")).unwrap().iter().all(|&b| b == 0xAB), "nothing was written");

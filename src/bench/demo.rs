@@ -9,6 +9,7 @@
 //! "Write" = device→host (d2h, TX result), "Read" = host→device (h2d, RX result). A measurement
 //! is a [`Mode`]; the document's words are only how it is displayed ([`document_word`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,7 @@ use crate::device::regmap as reg;
 use crate::engine::{Direction, EngineError, Mmio};
 use crate::model::status::{decode_status, StatusWord};
 use crate::bench::diagnose;
+use crate::bench::results::Stopped;
 use crate::model::{self, Conditions, Link, Mode};
 
 /// The GUI's three buttons in its order: "Start Write" (d2h, TX result), "Start Read" (h2d, RX
@@ -188,6 +190,10 @@ pub struct DemoReport {
     /// What the figures say beyond the table: results above the ceiling, a status word that
     /// disagrees with the conditions.
     pub findings: Vec<String>,
+    /// Why the flow ended before its last measurement (a signal, a device that stopped
+    /// answering); the measurements that finished before are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
 }
 
 /// Register access with the endianness found at step 0 applied.
@@ -223,15 +229,28 @@ fn check_version(mmio: &mut dyn Mmio) -> Result<(u32, bool), EngineError> {
     }
 }
 
-/// Run the flow for every mode in `options`.
-pub fn run_demo(mmio: &mut dyn Mmio, conditions: &Conditions, options: &DemoOptions) -> Result<DemoReport, EngineError> {
+/// Run the flow for every mode in `options`. `cancel` set (a signal) or an engine error after
+/// the first measurement ends the flow with the finished measurements kept (`stopped` says
+/// why); during the first, it is the error ([`EngineError::Interrupted`] for `cancel`).
+pub fn run_demo(mmio: &mut dyn Mmio, conditions: &Conditions, options: &DemoOptions, cancel: &AtomicBool) -> Result<DemoReport, EngineError> {
     let mut report = None::<DemoReport>;
+    let mut stopped = None;
     for &mode in &options.modes {
-        let (result, header) = run_one(mmio, conditions, mode, options)?;
-        report.get_or_insert(header).results.push(result);
+        match run_one(mmio, conditions, mode, options, cancel) {
+            Ok((result, header)) => report.get_or_insert(header).results.push(result),
+            Err(error) if report.is_some() => {
+                stopped = Some(match error {
+                    EngineError::Interrupted => Stopped::Interrupted,
+                    error => Stopped::Error { message: format!("{}: {error}", label(mode)) },
+                });
+                break;
+            }
+            Err(error) => return Err(error),
+        }
     }
     let mut report = report.ok_or_else(|| EngineError::InvalidInput(crate::error::InvalidInput::new("no demo measurement chosen")))?;
     report.findings = findings(&report, options.link_omits_skp_and_dllps);
+    report.stopped = stopped;
     Ok(report)
 }
 
@@ -291,7 +310,8 @@ fn above_ceiling(report: &DemoReport, r: &DemoResult, link_omits_skp_and_dllps: 
 }
 
 /// Steps 0–11 for one mode, then the stall count and status word.
-fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: Mode, options: &DemoOptions) -> Result<(DemoResult, DemoReport), EngineError> {
+fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: Mode, options: &DemoOptions, cancel: &AtomicBool) -> Result<(DemoResult, DemoReport), EngineError> {
+    interrupted(cancel)?;
     let link = conditions.params.link;
     let (version, swapped) = check_version(mmio)?;
     let mut bus = Bus { mmio, swapped };
@@ -305,6 +325,9 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: Mode, options: &D
     bus.mmio.sleep(options.wait);
     let mut waited = options.wait;
     let (tx, rx) = loop {
+        // The waits end early on a signal (`Mmio::sleep`); the device may still be running
+        // this measurement, and nothing the flow can write stops it.
+        interrupted(cancel)?;
         let tx = if mode.moves(Direction::D2h) { Some(bus.read(reg::TX_RESULT)?) } else { None };
         let rx = if mode.moves(Direction::H2d) { Some(bus.read(reg::RX_RESULT)?) } else { None };
         if tx != Some(0) && rx != Some(0) {
@@ -370,8 +393,14 @@ fn run_one(mmio: &mut dyn Mmio, conditions: &Conditions, mode: Mode, options: &D
         status,
         results: Vec::new(),
         findings: Vec::new(),
+        stopped: None,
     };
     Ok((result, header))
+}
+
+/// [`EngineError::Interrupted`] once `cancel` is set.
+fn interrupted(cancel: &AtomicBool) -> Result<(), EngineError> {
+    if cancel.load(Ordering::SeqCst) { Err(EngineError::Interrupted) } else { Ok(()) }
 }
 
 /// The model's ceiling for a mode under the run's conditions. Read/write reports one
@@ -434,7 +463,7 @@ mod tests {
     fn doc001_demo() -> DemoReport {
         let mut engine = crate::engine::sim::SimEngine::open("sim:doc001", &crate::engine::OpenOptions { seed: 1, ..Default::default() }).unwrap();
         let conditions = crate::engine::Engine::conditions(&engine).unwrap();
-        run_demo(&mut engine, &conditions, &DemoOptions { modes: vec![Mode::D2h], ..DemoOptions::default() }).unwrap()
+        run_demo(&mut engine, &conditions, &DemoOptions { modes: vec![Mode::D2h], ..DemoOptions::default() }, &AtomicBool::new(false)).unwrap()
     }
 
     /// The report with its d2h result `factor` × its ceiling, timed by `cycles` when given.

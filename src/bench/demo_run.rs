@@ -1,6 +1,7 @@
 //! `pcieperf demo` below the command line: the conditions, the co-simulation settings, the
 //! register flow of [`super::demo`], and the `pcieperf.demo/2` document they make.
 
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -29,7 +30,7 @@ pub struct DemoDocument {
 
 /// Run the flow on `engine` (opened from `target` with `seed`), with the engine's device clock
 /// and, for a co-simulated engine, a small block amount and fast polling.
-pub fn run(engine: &mut dyn Engine, target: &str, seed: u64, mut options: DemoOptions) -> anyhow::Result<DemoDocument> {
+pub fn run(engine: &mut dyn Engine, target: &str, seed: u64, mut options: DemoOptions, cancel: &AtomicBool) -> anyhow::Result<DemoDocument> {
     let info = engine.info().clone();
     let conditions = super::conditions::resolve(engine)
         .map_err(|why| anyhow::anyhow!("{target}: no link conditions ({why}); the block amount needs the link"))?;
@@ -52,6 +53,6 @@ pub fn run(engine: &mut dyn Engine, target: &str, seed: u64, mut options: DemoOp
     let mmio = engine.mmio().ok_or_else(|| {
         anyhow::anyhow!("{target}: this target has no registers; `pcieperf demo` needs the performance-demo endpoint (e.g. sim:doc001)")
     })?;
-    let demo = run_demo(mmio, &conditions, &options)?;
+    let demo = run_demo(mmio, &conditions, &options, cancel)?;
     Ok(DemoDocument { schema: SCHEMA, pcieperf_version: env!("CARGO_PKG_VERSION"), simulated: info.simulated, engine: info, seed, notes, demo })
 }

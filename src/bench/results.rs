@@ -70,6 +70,16 @@ pub enum Stopped {
     Error { message: String },
 }
 
+impl Stopped {
+    /// 130 after a signal (whichever came), 1 after an engine error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Stopped::Interrupted => crate::bench::cancel::EXIT_INTERRUPTED,
+            Stopped::Error { .. } => 1,
+        }
+    }
+}
+
 /// The conditions a run was measured under — command, target, engine, the link's
 /// [`crate::model::Conditions`] and the run's settings — enough to compare two runs honestly.
 /// The document's `conditions` object.
@@ -482,8 +492,7 @@ impl Results {
     /// verification failure or a point without a result, else 0.
     pub fn exit_code(&self) -> i32 {
         match &self.stopped {
-            Some(Stopped::Interrupted) => crate::bench::cancel::EXIT_INTERRUPTED,
-            Some(Stopped::Error { .. }) => 1,
+            Some(stopped) => stopped.exit_code(),
             None if self.verification_failed() || self.points.iter().any(|p| p.error.is_some()) => 1,
             None => 0,
         }

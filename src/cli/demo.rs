@@ -14,7 +14,8 @@ use crate::report::view::{self, Document, Format, ViewOptions};
   pcieperf demo --target sim:gen5x16 --write
   pcieperf demo --target sim:doc001 --json
 
-Document 001 is named on docs/sources.md. Exit codes: 0 success, 1 engine error, 2 bad input.")]
+Document 001 is named on docs/sources.md. Exit codes: 0 success, 1 engine error, 2 bad input,
+130 interrupted (Ctrl-C, SIGTERM, SIGHUP: the finished measurements are printed).")]
 pub struct DemoArgs {
     /// Target with the performance-demo endpoint's registers (see `pcieperf dma --help` for syntax).
     #[arg(long, default_value = "sim:doc001")]
@@ -53,9 +54,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     let modes = if chosen.is_empty() { demo::MODES.to_vec() } else { chosen };
     let options = DemoOptions { modes, block_amount: args.block_amount, ..DemoOptions::default() };
     let mut engine = crate::engine::open(&args.target, &OpenOptions { seed: args.seed, ..OpenOptions::default() })?;
-    let document = demo_run::run(engine.as_mut(), &args.target, args.seed, options)?;
+    let document = demo_run::run(engine.as_mut(), &args.target, args.seed, options, crate::bench::cancel::on_ctrl_c())?;
     super::engine_notes(engine.as_ref());
     let format = if args.json { Format::Json } else { Format::Text };
+    let stopped = document.demo.stopped.clone();
     view::print(&Document::Demo(document), format, &ViewOptions::default())?;
-    Ok(0)
+    Ok(stopped.map_or(0, |s| s.exit_code()))
 }

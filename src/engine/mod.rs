@@ -304,10 +304,11 @@ pub fn check_access(bar: u8, offset: u64, bytes: u64, size_bytes: u64) -> Result
 pub trait Mmio {
     fn read32(&mut self, bar: u8, offset: u64) -> Result<u32, EngineError>;
     fn write32(&mut self, bar: u8, offset: u64, value: u32) -> Result<(), EngineError>;
-    /// Wait, in the engine's time, e.g. while polling a register: real time for hardware;
-    /// simulated engines advance their own clock instead.
+    /// Wait, in the engine's time, e.g. while polling a register: real time for hardware,
+    /// ended early by a signal (the caller looks at [`crate::cancel::requested`]); simulated
+    /// engines advance their own clock instead.
     fn sleep(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
+        crate::cancel::sleep(duration);
     }
 
     /// One read of exactly `width` bytes, zero-extended.

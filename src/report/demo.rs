@@ -82,7 +82,7 @@ fn gui(info: &EngineInfo, report: &DemoReport) -> String {
         out += &format!("  assumed: {assumption}\n");
     }
     out += "(1 MB = 10^6 bytes)\n";
-    out
+    out + &super::text::incomplete(report.stopped.as_ref())
 }
 
 fn size(bytes: Option<u64>) -> String {

@@ -391,15 +391,19 @@ pub fn render_within(results: &Results, width: Option<usize>) -> String {
             let _ = writeln!(out, "  - {}", f.message);
         }
     }
-    match &results.stopped {
-        Some(Stopped::Interrupted) => out.push_str("\nINCOMPLETE: interrupted by Ctrl-C.\n"),
-        Some(Stopped::Error { message }) => {
-            let _ = writeln!(out, "\nINCOMPLETE: {message}");
-        }
-        None => {}
-    }
+    out.push_str(&incomplete(results.stopped.as_ref()));
     // A live run's strings (its target, a device's message) come from outside: shown escaped.
     crate::printable::escaped(&out).into_owned()
+}
+
+
+/// The closing line of a document that stopped early (empty when it did not).
+pub(super) fn incomplete(stopped: Option<&Stopped>) -> String {
+    match stopped {
+        Some(Stopped::Interrupted) => "\nINCOMPLETE: interrupted by Ctrl-C.\n".to_string(),
+        Some(Stopped::Error { message }) => format!("\nINCOMPLETE: {message}\n"),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]
