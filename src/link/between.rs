@@ -256,14 +256,7 @@ fn split(run: &mut Segment, baseline: &Baseline, baselines: &Baselines, config: 
     // Whatever part of the clone's stretch the link has not simulated itself, at the clone's
     // counts; its starvations all (none falls that near the middle of a gap between holds).
     leave_out(sim, &clone_span, ticks, &[], &mut Carry { mix, ..Carry::default() });
-    let starvation = &mut sim.outcome.starvation[Direction::Upstream.index()];
-    let (a, b) = (from.starvation, to.starvation);
-    starvation.count += b.count - a.count;
-    starvation.total_ns += b.total_ns - a.total_ns;
-    starvation.over_threshold += b.over_threshold - a.over_threshold;
-    if b.longest_ns > a.longest_ns {
-        starvation.longest_ns = starvation.longest_ns.max(b.longest_ns);
-    }
+    sim.outcome.starvation[Direction::Upstream.index()].join(&from.starvation, &to.starvation);
     for d in 0..2 {
         sim.outcome.payload_gaps[d].join(&from.payload_gaps[d], &to.payload_gaps[d]);
     }

@@ -66,6 +66,18 @@ pub struct Starvation {
     pub over_threshold: u64,
 }
 
+impl Starvation {
+    /// Add what happened on another run of the same link between `from` and `to`.
+    pub fn join(&mut self, from: &Starvation, to: &Starvation) {
+        self.count += to.count - from.count;
+        self.total_ns += to.total_ns - from.total_ns;
+        self.over_threshold += to.over_threshold - from.over_threshold;
+        if to.longest_ns > from.longest_ns {
+            self.longest_ns = self.longest_ns.max(to.longest_ns);
+        }
+    }
+}
+
 /// Pauses in one direction's payload, from one data TLP's arrival (a write or a completion) to
 /// the next: what document 001 calls a stall, "no data could be transferred". A credit
 /// starvation of writes is one; a read whose completions a hold delays is another.
