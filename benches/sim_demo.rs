@@ -22,7 +22,7 @@ fn demo(target: &str, runs: u32) -> (Duration, f64, u64) {
         let wall = Instant::now();
         let mut engine = SimEngine::open(target, &OpenOptions { seed: seed as u64, ..OpenOptions::default() }).unwrap();
         let link = pcieperf::engine::Engine::conditions(&engine).unwrap();
-        let report = run_demo(&mut engine, &link, &DemoOptions { modes: MODES.to_vec(), ..DemoOptions::default() }).unwrap();
+        let report = run_demo(&mut engine, &link, &DemoOptions { modes: MODES.to_vec(), ..DemoOptions::default() }, &std::sync::atomic::AtomicBool::new(false)).unwrap();
         let elapsed = wall.elapsed();
         let virtual_s = pcieperf::engine::Engine::now_ns(&engine) / 1e9;
         let bytes = report.results.iter().map(|r| r.bytes * if r.mode == Mode::Both { 2 } else { 1 }).sum();

@@ -52,3 +52,29 @@ pub fn sleep(duration: Duration) -> bool {
         std::thread::sleep(slice(left));
     }
 }
+
+/// Run `work` on a thread of its own and wait for it in [`POLL_SLICE`]s; None when a signal
+/// came first. A long computation (a simulated link run of a terabyte) then cannot hold the
+/// signal up: its thread is left to finish on its own and its result is dropped, while the
+/// process goes on to write what it has and exit. A panic in `work` is this thread's panic.
+pub fn compute<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    use std::sync::mpsc::RecvTimeoutError;
+    if requested() {
+        return None;
+    }
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        let _ = sender.send(work());
+    });
+    loop {
+        match receiver.recv_timeout(POLL_SLICE) {
+            Ok(value) => return Some(value),
+            Err(RecvTimeoutError::Timeout) if requested() => return None,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                let payload = worker.join().err().unwrap_or_else(|| Box::new("a computation ended without its result"));
+                std::panic::resume_unwind(payload)
+            }
+        }
+    }
+}

@@ -64,7 +64,7 @@ fn measure_all(preset: &str, seed: u64) -> Vec<f64> {
     let pio = figures.iter().any(|p| matches!(p.measure, Measure::PioDelayNs { .. } | Measure::PioMbps { .. } | Measure::StopwatchNs)).then(|| pio(preset, seed));
     let demo = figures.iter().any(|p| matches!(p.measure, Measure::DemoMbps { .. } | Measure::DemoMaxStallUs)).then(|| {
         let mut engine = open_preset(preset, seed);
-        pcieperf::bench::demo_run::run(engine.as_mut(), preset, seed, DemoOptions::default()).unwrap().demo
+        pcieperf::bench::demo_run::run(engine.as_mut(), preset, seed, DemoOptions::default(), &std::sync::atomic::AtomicBool::new(false)).unwrap().demo
     });
     let case = |test: u8, case: usize| {
         let run = pio.as_ref().unwrap();

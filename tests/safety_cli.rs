@@ -348,6 +348,32 @@ fn a_signal_during_a_stuck_transfer_ends_the_run_at_once_with_partial_results() 
     }
 }
 
+/// A simulated demo of a terabyte is one long computation on the link simulator (about half a
+/// minute here): a signal ends the wait for it at once, the finished measurements printed.
+#[test]
+fn a_signal_ends_a_long_simulated_demo_at_once() {
+    let _serial = timing();
+    let child = Process::new(binary())
+        .args(["demo", "--target", "sim:doc001", "--block-amount", "134217728"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_handler(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(300)); // inside the first measurement's link run
+    send(&child, libc::SIGINT);
+    let sent = Instant::now();
+    let mut child = child;
+    let mut stdout = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    let (code, stderr) = finish(child);
+    let took = sent.elapsed();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(took < Duration::from_secs(2), "returned {took:?} after the signal");
+    // Nothing had finished: the error itself, no table.
+    assert!(stderr.contains("pcieperf: interrupted") && stdout.is_empty(), "{stdout}{stderr}");
+}
+
 /// SIGINT at random moments from the first milliseconds after the handler exists: the run ends
 /// with 130 and a readable incomplete document, or (signal after the end) 0 and a complete one.
 #[test]

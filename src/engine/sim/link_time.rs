@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 
 use crate::error::InvalidInput;
+use crate::engine::EngineError;
 use crate::link::inject::{ErrorSchedule, HoldSchedule};
 use crate::link::{self, AckPolicy, ClassCredits, Credits, FcPolicy, PayloadGaps, Receiver, Workload};
 use crate::model::LinkParams;
@@ -85,14 +86,17 @@ impl LinkTimes {
 
     /// [`LinkTimes::dma`] with `injection`'s credit holds and TLP errors. A run in which no
     /// injected event falls is the undisturbed one (the runs are the same up to the first event).
-    pub fn dma_injected(&mut self, write_bytes: u64, read_bytes: u64, injection: &link::Injection) -> Result<DmaRun, InvalidInput> {
+    /// The run is computed on a thread of its own ([`crate::cancel::compute`]): a signal ends the
+    /// wait for it at once ([`EngineError::Interrupted`]), however long the stream.
+    pub fn dma_injected(&mut self, write_bytes: u64, read_bytes: u64, injection: &link::Injection) -> Result<DmaRun, EngineError> {
         let undisturbed = self.answer(Question::Dma { write_bytes, read_bytes })?;
         if !injection.enabled() || !falls_inside(injection, &undisturbed) {
             return Ok(DmaRun { times: undisturbed.times, ..DmaRun::default() });
         }
         let mut config = self.config.as_ref().map_err(Clone::clone)?.clone();
         config.inject = injection.clone();
-        let outcome = link::simulate_steady(&config, &dma_workload(write_bytes, read_bytes))?;
+        let workload = dma_workload(write_bytes, read_bytes);
+        let outcome = crate::cancel::compute(move || link::simulate_steady(&config, &workload)).ok_or(EngineError::Interrupted)??;
         Ok(DmaRun {
             times: times_of(&outcome),
             payload_gaps: stalls(outcome.payload_gaps, undisturbed.payload_gaps),
