@@ -421,8 +421,12 @@ fn nvme_topology_dma_run_and_removal() {
     // The NVMe queues' MSI-X vectors come from sysfs (`msi_irqs/`): the kernel labels them
     // `PCI-MSIX-0000:01:00.0 …-edge nvme0q1`, but the count is the vectors', not a name match.
     let irq = &results["interrupts"];
-    assert_eq!(irq["scope"], "device_vectors", "{irq}");
-    assert!(irq["count"].as_u64().unwrap() > 0 && !irq["per_irq"].as_array().unwrap().is_empty(), "{irq}");
+    if irq["scope"] != "device_vectors" || irq["count"].as_u64() == Some(0) || irq["per_irq"].as_array().is_none_or(|a| a.is_empty()) {
+        // Seen twice under load (vectors labelled `PCI-MSI 524288-edge nvme0q0`, none moved):
+        // what the guest's kernel says about them, for whoever meets it next.
+        let guest_view = guest.run("cat /proc/interrupts; ls /sys/bus/pci/devices/0000:01:00.0/msi_irqs; dmesg | grep -i -e nvme -e msi").map_or_else(|e| e, |o| o.stdout);
+        panic!("the NVMe's own vectors did not count its interrupts: {irq}\nguest:\n{guest_view}");
+    }
     let text = output_allowing_emulator_stalls(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 1s");
     assert!(text.contains("EMULATED:    QEMU (Red Hat): vendor ID 0x1b36"), "{text}");
     // An emulated device's rates are the emulator's: no percentage of a ceiling anywhere.
