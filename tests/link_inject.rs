@@ -389,3 +389,24 @@ fn a_finished_channel_arrives_before_anything_is_left_out() {
     assert!(writes_end.0 < fast.outcome.arrived_ns[DOWN]);
     assert!((writes_end.0 - writes_end.1).abs() <= 3.0 * BOTH_WAYS * writes_end.1, "{writes_end:?}");
 }
+
+/// Both at once against full simulation where the stretches between holds are long (run by
+/// hand: `--release -- --ignored`): how far the fast-forward's end strays, per seed.
+#[test]
+#[ignore]
+fn both_ways_with_rare_holds_against_full_simulation() {
+    let cases = [("doc001", 200.0, 32 * MIB, 1..=3u64), ("doc001", 8_600.0, 32 * MIB, 1..=3), ("gen5x16", 10_000.0, 128 * MIB, 1..=6)];
+    for (preset, per_s, bytes, seeds) in cases {
+        let endpoint = Endpoint::preset(preset).unwrap();
+        for seed in seeds {
+            let injection = Injection { holds_per_s: per_s, hold_min_ns: endpoint.stall_min_ns, hold_max_ns: endpoint.stall_max_ns, threshold_ns: 50_000.0, seed, ..Default::default() };
+            let config = with(endpoint_link(preset), injection);
+            let started = std::time::Instant::now();
+            let fast = link::fast_forward(&config, &both(bytes), &SteadyOptions::default()).unwrap();
+            let fast_s = started.elapsed().as_secs_f64();
+            let full = link::simulate(&config, &both(bytes)).unwrap();
+            let (a, b) = (end_ns(&full), end_ns(&fast.outcome));
+            println!("{preset} both {per_s}/s seed {seed}: {:+.3} % ({} of {} TLPs simulated, {fast_s:.2} s)", (b - a) / a * 100.0, fast.outcome.stats[UP].tlps - fast.skipped_tlps, fast.outcome.stats[UP].tlps);
+        }
+    }
+}
