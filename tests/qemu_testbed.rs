@@ -418,14 +418,22 @@ fn nvme_topology_dma_run_and_removal() {
     assert_eq!(functions, [nvme_bdf, "0000:00:02.0"]);
     assert!(health["before"]["functions"][1]["counters"]["aer_rootport_total_err_cor"].is_u64(), "{health}");
     assert_eq!(health["changes"], serde_json::json!([]));
-    // The NVMe queues' MSI-X vectors come from sysfs (`msi_irqs/`): the kernel labels them
-    // `PCI-MSIX-0000:01:00.0 …-edge nvme0q1`, but the count is the vectors', not a name match.
+    // The NVMe queues' MSI-X vectors come from sysfs (`msi_irqs/`): Linux 6.1 labels them
+    // `PCI-MSI 524288-edge nvme0q1` (later kernels `PCI-MSIX-0000:01:00.0 …`), so the count
+    // is the vectors', not a name match.
     let irq = &results["interrupts"];
-    if irq["scope"] != "device_vectors" || irq["count"].as_u64() == Some(0) || irq["per_irq"].as_array().is_none_or(|a| a.is_empty()) {
-        // Seen twice under load (vectors labelled `PCI-MSI 524288-edge nvme0q0`, none moved):
-        // what the guest's kernel says about them, for whoever meets it next.
-        let guest_view = guest.run("cat /proc/interrupts; ls /sys/bus/pci/devices/0000:01:00.0/msi_irqs; dmesg | grep -i -e nvme -e msi").map_or_else(|e| e, |o| o.stdout);
-        panic!("the NVMe's own vectors did not count its interrupts: {irq}\nguest:\n{guest_view}");
+    assert_eq!(irq["scope"], "device_vectors", "{irq}");
+    assert!(!irq["per_irq"].as_array().unwrap().is_empty(), "{irq}");
+    if irq["count"].as_u64() == Some(0) {
+        // Seen twice under load: QEMU under TCG sometimes never delivers the controller's
+        // interrupts, and the guest's driver finds the completions by polling at its I/O
+        // timeout ("timeout, completion polled"), which no vector counts. Accepted only with
+        // that in the guest's log; otherwise what the guest says about its vectors.
+        let log = run(&mut guest, "dmesg");
+        let polled = log.lines().any(|l| l.contains("nvme") && l.contains("completion polled"));
+        let guest_view = guest.run("cat /proc/interrupts; ls /sys/bus/pci/devices/0000:01:00.0/msi_irqs").map_or_else(|e| e, |o| o.stdout);
+        assert!(polled, "the NVMe's own vectors counted none of its interrupts: {irq}\nguest:\n{guest_view}\n{log}");
+        eprintln!("the emulated NVMe controller's interrupts were not delivered (guest driver polled at its timeout): accepted");
     }
     let text = output_allowing_emulator_stalls(&mut guest, "pcieperf dma --target block:/dev/nvme0n1 --sizes 64KiB --duration 1s");
     assert!(text.contains("EMULATED:    QEMU (Red Hat): vendor ID 0x1b36"), "{text}");
