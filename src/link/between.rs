@@ -614,11 +614,7 @@ fn leave_out(sim: &mut LinkSim, span: &Span, ticks: u64, reused: &[Reused], carr
     let threshold_ns = sim.threshold_ns();
     let up = Direction::Upstream.index();
     for r in reused {
-        let starvation = &mut sim.outcome.starvation[up];
-        starvation.count += 1;
-        starvation.total_ns += r.stall_ns;
-        starvation.longest_ns = starvation.longest_ns.max(r.stall_ns);
-        starvation.over_threshold += (r.stall_ns > threshold_ns) as u64;
+        sim.outcome.starvation[up].add(r.stall_ns, threshold_ns);
         // Only writes are reused (reads never starve): the writes' payload pauses for the stall
         // (a TLP's time more, within the margin that keeps reuse clear of the threshold).
         sim.outcome.payload_gaps[up].add(r.stall_ns, threshold_ns);

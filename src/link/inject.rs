@@ -67,6 +67,14 @@ pub struct Starvation {
 }
 
 impl Starvation {
+    /// One starvation of `ns`, counted over `threshold_ns` when longer.
+    pub fn add(&mut self, ns: f64, threshold_ns: f64) {
+        self.count += 1;
+        self.total_ns += ns;
+        self.longest_ns = self.longest_ns.max(ns);
+        self.over_threshold += (ns > threshold_ns) as u64;
+    }
+
     /// Add what happened on another run of the same link between `from` and `to`.
     pub fn join(&mut self, from: &Starvation, to: &Starvation) {
         self.count += to.count - from.count;

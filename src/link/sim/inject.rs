@@ -3,7 +3,6 @@
 //! the transmitters' credit starvation measured as it happens.
 
 use super::{Event, LinkSim};
-use crate::link::inject::Starvation;
 #[allow(unused_imports)] // named in the documentation
 use crate::link::inject::InjectState;
 use crate::link::packet::{Direction, FcClass, Tlp, TlpKind};
@@ -91,12 +90,7 @@ impl LinkSim {
         let i = direction.index();
         if let Some(since) = self.inject.starving_since[i].take() {
             let ns = self.phy.ns(self.now - since);
-            let threshold_ns = self.config.inject.threshold_ns;
-            let starvation: &mut Starvation = &mut self.outcome.starvation[i];
-            starvation.count += 1;
-            starvation.total_ns += ns;
-            starvation.longest_ns = starvation.longest_ns.max(ns);
-            starvation.over_threshold += (ns > threshold_ns) as u64;
+            self.outcome.starvation[i].add(ns, self.config.inject.threshold_ns);
             // Read requests a hold caught have their own settling ([`LinkSim::served_from`]).
             let settle = SETTLE_AFTER_STARVING_REPLAY_TIMEOUTS * self.ticks.replay_timeout;
             let until = self.inject.recover_until.unwrap_or(0).max(self.now + settle);
