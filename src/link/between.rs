@@ -26,7 +26,7 @@ use super::inject::Injection;
 use super::packet::Direction;
 use super::record::DirectionStats;
 use super::sim::LinkSim;
-use super::steady::{is_steady, run_for, Span, Steady, SteadyOptions, PAYLOAD};
+use super::steady::{is_steady, run_for, shift_ends, Span, Steady, SteadyOptions, PAYLOAD};
 use crate::error::InvalidInput;
 use reuse::{HoldReuse, Limits, Pending, Reused};
 
@@ -659,16 +659,10 @@ fn leave_out(sim: &mut LinkSim, span: &Span, ticks: u64, reused: &[Reused], carr
             *field += whole as u64;
             *rest -= whole;
         }
-        stats.last_tlp_end_ns += shift_ns;
-        stats.last_end_ns += shift_ns;
     }
+    // What a channel has in flight arrives after the stretch too.
+    shift_ends(sim, shift_ns, unfinished);
     for c in 0..2 {
-        // A channel's payload left out arrived too, and what it has in flight arrives after the
-        // stretch: its last arrival moves with the stretch (no pause across it). A channel
-        // already done keeps its end.
-        if unfinished[c] && sim.outcome.arrived_ns[PAYLOAD[c].index()] > 0.0 {
-            sim.outcome.arrived_ns[PAYLOAD[c].index()] += shift_ns;
-        }
         sim.outcome.stats[PAYLOAD[c].index()].payload_bytes += bytes[c];
         sim.skip_payload(PAYLOAD[c], bytes[c]);
     }

@@ -226,6 +226,22 @@ fn periods_to_skip(sim: &LinkSim, span: &Span) -> u64 {
 /// The payload direction of each DMA channel: writes go upstream, read completions downstream.
 pub(super) const PAYLOAD: [Direction; 2] = [Direction::Upstream, Direction::Downstream];
 
+/// After `shift_ns` left out: every direction's last packet ends that much later, and so does
+/// the last payload arrival of each `moving` channel (its payload left out arrived too: no
+/// pause across the stretch; a channel already done keeps its end).
+pub(super) fn shift_ends(sim: &mut LinkSim, shift_ns: f64, moving: [bool; 2]) {
+    for stats in sim.outcome.stats.iter_mut() {
+        stats.last_tlp_end_ns += shift_ns;
+        stats.last_end_ns += shift_ns;
+    }
+    for (c, direction) in PAYLOAD.into_iter().enumerate() {
+        let arrived_ns = &mut sim.outcome.arrived_ns[direction.index()];
+        if moving[c] && *arrived_ns > 0.0 {
+            *arrived_ns += shift_ns;
+        }
+    }
+}
+
 /// Leave out `periods` repetitions of `span` (and mark the gap in the record, if kept).
 fn skip(sim: &mut LinkSim, span: &Span, periods: u64) {
     let (start_ns, before) = (sim.phy().ns(sim.now_ticks()), sim.outcome.stats);
@@ -243,15 +259,8 @@ fn skip(sim: &mut LinkSim, span: &Span, periods: u64) {
         stats.dllp_bytes += (to.dllp_bytes - from.dllp_bytes) * periods;
         stats.skp_ticks += (to.skp_ticks - from.skp_ticks) * periods;
         stats.payload_bytes += (to.payload_bytes - from.payload_bytes) * periods;
-        stats.last_tlp_end_ns += shift_ns;
-        stats.last_end_ns += shift_ns;
     }
-    // The payload left out arrived too: no pause across the periods.
-    for (c, direction) in PAYLOAD.into_iter().enumerate() {
-        if span.bytes(c) > 0 && sim.outcome.arrived_ns[direction.index()] > 0.0 {
-            sim.outcome.arrived_ns[direction.index()] += shift_ns;
-        }
-    }
+    shift_ends(sim, shift_ns, [0, 1].map(|c| span.bytes(c) > 0));
     if sim.keeps_record() {
         // A packet put on the lanes at the moment of the skip is the first of the periods after
         // it (its transmitter is busy until its end plus the gap): it is recorded there.
